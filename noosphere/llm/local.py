@@ -1,0 +1,119 @@
+"""The embedded backend: llama.cpp in process through llama-cpp-python.
+
+A `Llama` object is not thread-safe and holds the weights in memory, so each GGUF file is loaded
+once per process (`_load`) and every generation on it takes that model's lock. Generation runs in
+a worker thread so the event loop keeps serving other work. JSON output is enforced while
+decoding with a grammar compiled from the JSON schema (compiled once per schema).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from noosphere.errors import ContextOverflowError, ModelError
+from noosphere.llm.messages import Message
+from noosphere.llm.types import Capabilities, Reply, Request, Usage
+
+DEFAULT_CONTEXT = 8192
+
+
+@dataclass
+class _Loaded:
+    llama: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    grammars: dict[str, Any] = field(default_factory=dict)
+
+
+_LOADED: dict[tuple[str, int], _Loaded] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Loaded:
+    """Load a GGUF file once per process and context size; later callers share it."""
+    key = (str(path.resolve()), n_ctx)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            from llama_cpp import Llama
+
+            llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_batch=512,
+                          verbose=False, seed=0)
+            _LOADED[key] = _Loaded(llama)
+        return _LOADED[key]
+
+
+class LocalBackend:
+    native_tools = False
+    max_concurrency = 1
+
+    def __init__(self, model_id: str, path: Path, *, fingerprint: str, n_ctx: int = DEFAULT_CONTEXT,
+                 n_threads: int | None = None, constrain: bool = True) -> None:
+        """`constrain=False` turns off grammar decoding: the schema is then only described in the prompt."""
+        self.model_id = model_id
+        self.path = path
+        self._fingerprint = fingerprint
+        self.context_window: int | None = n_ctx
+        self.capabilities = Capabilities(vision=False, audio=False, tools=True, json_schema=constrain)
+        self._n_threads = n_threads
+        self._loaded: _Loaded | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    @property
+    def loaded(self) -> _Loaded:
+        if self._loaded is None:
+            assert self.context_window is not None
+            self._loaded = _load(self.path, self.context_window, self._n_threads)
+        return self._loaded
+
+    @property
+    def llama(self) -> Any:
+        """The underlying `llama_cpp.Llama`, for benchmarks that compare against raw calls."""
+        return self.loaded.llama
+
+    def count_tokens(self, messages: tuple[Message, ...]) -> int | None:
+        llama = self.loaded.llama
+        per_message_overhead = 5  # role markers of the chat template
+        return sum(len(llama.tokenize(m.content.encode(), add_bos=False, special=False)) + per_message_overhead
+                   for m in messages) + 3
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        key = json.dumps(schema, sort_keys=True)
+        cache = self.loaded.grammars
+        if key not in cache:
+            cache[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+        return cache[key]
+
+    def _generate_blocking(self, request: Request) -> Reply:
+        loaded = self.loaded
+        settings = request.settings
+        grammar = self._grammar(request.json_schema) if request.json_schema else None
+        with loaded.lock:
+            try:
+                response = loaded.llama.create_chat_completion(
+                    messages=[m.to_openai() for m in request.messages],
+                    temperature=settings.temperature, top_p=settings.top_p, max_tokens=settings.max_tokens,
+                    seed=settings.seed, stop=list(settings.stop) or None, grammar=grammar)
+            except ValueError as exc:
+                if "exceed context window" in str(exc):
+                    raise ContextOverflowError(self.model_id, self.count_tokens(request.messages) or 0,
+                                               settings.max_tokens, self.context_window or 0) from exc
+                raise ModelError(self.model_id, str(exc)) from exc
+            except RuntimeError as exc:
+                raise ModelError(self.model_id, str(exc)) from exc
+        choice = response["choices"][0]
+        usage = response.get("usage", {})
+        return Reply(text=choice["message"].get("content") or "",
+                     usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
+                     finish_reason=choice.get("finish_reason") or "stop")
+
+    async def generate(self, request: Request) -> Reply:
+        return await asyncio.to_thread(self._generate_blocking, request)

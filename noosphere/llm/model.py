@@ -1,0 +1,228 @@
+"""`Model`: the async interface every engine uses, over any `Backend`.
+
+One call does, in order: fail fast on missing capabilities; fit the prompt into the context
+window (error or recorded truncation); ask the cache; call the backend behind a per-loop semaphore
+with backoff on retryable faults; trace the call; then, when an output type or tools were asked
+for, parse, repair and validate, sending the validation error back for a bounded number of
+retries. The caller gets a `Completion` or a typed error, never a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import weakref
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from noosphere.errors import CapabilityError, ContextOverflowError, ModelError, OutputParseError, UsageError
+from noosphere.llm.backend import Backend
+from noosphere.llm.cache import CallCache, request_key
+from noosphere.llm.messages import Message, as_messages
+from noosphere.llm.structured import correction_message, parse_output, schema_instruction
+from noosphere.llm.tools import ToolCallsOutput, check_tool_calls, tool_calls_schema, tool_instruction
+from noosphere.llm.types import Completion, Repair, Reply, Request, Settings, ToolCall, ToolSpec
+from noosphere.llm.usage import UsageLedger
+from noosphere.trace import ModelCall, ModelRetried, OutputFailed, OutputRepaired, PromptTruncated, Trace
+
+OutputT = TypeVar("OutputT", bound=BaseModel)
+
+FAULT_RETRIES = 4
+BACKOFF_BASE_S = 1.0
+
+
+class Model:
+    """A backend plus the run's trace, cache and ledger. Cheap to rebind with `bind`."""
+
+    def __init__(self, backend: Backend, *, trace: Trace | None = None, cache: CallCache | None = None,
+                 ledger: UsageLedger | None = None, settings: Settings | None = None) -> None:
+        self.backend = backend
+        self.trace = trace if trace is not None else Trace(None, keep=False)
+        self.cache = cache
+        self.ledger = ledger if ledger is not None else UsageLedger()
+        self.settings = settings or Settings()
+        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary())
+
+    @property
+    def id(self) -> str:
+        return self.backend.model_id
+
+    @property
+    def capabilities(self):
+        return self.backend.capabilities
+
+    def bind(self, *, trace: Trace | None = None, ledger: UsageLedger | None = None,
+             cache: CallCache | None = None, settings: Settings | None = None) -> Model:
+        """The same loaded backend, reporting into another run's trace and ledger."""
+        def pick(new: Any, old: Any) -> Any:
+            return old if new is None else new
+
+        return Model(self.backend, trace=pick(trace, self.trace), cache=pick(cache, self.cache),
+                     ledger=pick(ledger, self.ledger), settings=pick(settings, self.settings))
+
+    def _gate(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        gate = self._gates.get(loop)
+        if gate is None:
+            gate = self._gates[loop] = asyncio.Semaphore(self.backend.max_concurrency)
+        return gate
+
+    async def complete(self, messages: str | Message | list[Message] | tuple[Message, ...], *,
+                       output: type[OutputT] | None = None, tools: list[ToolSpec] | tuple[ToolSpec, ...] = (),
+                       settings: Settings | None = None, agent: str | None = None) -> Completion[OutputT]:
+        settings = settings or self.settings
+        tools = tuple(tools)
+        if output is not None and tools:
+            raise UsageError("ask for either a structured output or tools in one call, not both")
+        request = Request(as_messages(messages), settings, tools=tools)
+        missing = self.capabilities.missing(request.needs())
+        if missing:
+            raise CapabilityError(self.id, ", ".join(missing))
+        if output is None and not tools:
+            reply, latency, cached = await self._call(request, agent, attempt=1)
+            return Completion(reply.text, None, reply.tool_calls, reply.usage, latency, self.id, cached=cached)
+        if tools and not self.backend.native_tools:
+            request = replace(_with_instruction(request, tool_instruction(tools), tool_calls_schema(tools), self),
+                              tools=())
+        else:
+            assert output is not None
+            request = _with_instruction(request, schema_instruction(output), output.model_json_schema(), self)
+        return await self._structured(request, output, tools, agent)
+
+    def complete_sync(self, messages: Any, **kwargs: Any) -> Completion[Any]:
+        """Blocking facade for scripts and notebooks without an event loop."""
+        return asyncio.run(self.complete(messages, **kwargs))
+
+    async def _structured(self, request: Request, output: type[OutputT] | None, tools: tuple[ToolSpec, ...],
+                          agent: str | None) -> Completion[OutputT]:
+        repairs: list[Repair] = []
+        errors: list[str] = []
+        started = time.perf_counter()
+        usage = None
+        last_text = ""
+        for attempt in range(1, request.settings.max_retries + 2):
+            reply, _, cached = await self._call(request, agent, attempt)
+            usage = reply.usage if usage is None else usage + reply.usage
+            last_text = reply.text
+            value, calls, error, repair = _interpret(reply, output, tools, native=self.backend.native_tools)
+            if repair is not None:
+                repairs.append(Repair(attempt, "json_repaired", repair))
+                self.trace.emit(OutputRepaired(model=self.id, agent=agent, attempt=attempt,
+                                               repair="json_repaired", detail=repair))
+            if error is None:
+                return Completion(reply.text, value, calls, usage, time.perf_counter() - started, self.id,
+                                  attempt, tuple(repairs), cached)
+            if reply.finish_reason == "length":
+                error = (f"the reply was cut off at the limit of {request.settings.max_tokens} tokens before it "
+                         f"was complete ({error}); keep every text field short")
+            kind = "empty" if not reply.text.strip() and not reply.tool_calls else "invalid"
+            repairs.append(Repair(attempt, kind, error))
+            errors.append(error)
+            self.trace.emit(OutputRepaired(model=self.id, agent=agent, attempt=attempt, repair=kind, detail=error))
+            # A little sampling noise on retries gets a greedy decoder out of a loop it would repeat.
+            retry_settings = request.settings.with_(
+                temperature=max(request.settings.temperature, request.settings.retry_temperature))
+            request = replace(request, settings=retry_settings,
+                              messages=(*request.messages, Message.assistant(reply.text),
+                                        Message.user(correction_message(error))))
+        self.trace.emit(OutputFailed(model=self.id, agent=agent, attempts=len(errors), errors=errors))
+        name = output.__name__ if output is not None else "tool calls"
+        raise OutputParseError(self.id, name, len(errors), last_text, errors)
+
+    async def _call(self, request: Request, agent: str | None, attempt: int) -> tuple[Reply, float, bool]:
+        request = self._fit(request)
+        self.ledger.check()
+        key = request_key(self.backend.fingerprint, request) if self.cache is not None else None
+        started = time.perf_counter()
+        reply = self.cache.get(key) if self.cache is not None and key is not None else None
+        cached = reply is not None
+        if reply is None:
+            reply = await self._generate_with_retries(request, agent)
+            if self.cache is not None and key is not None:
+                self.cache.put(key, reply)
+        latency = time.perf_counter() - started
+        self.ledger.record(agent, reply.usage, cached=cached)
+        self.trace.emit(ModelCall(
+            model=self.id, agent=agent, attempt=attempt, messages=[m.to_json() for m in request.messages],
+            response=reply.text, tool_calls=[{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls],
+            schema_name=(request.json_schema or {}).get("title"), prompt_tokens=reply.usage.prompt_tokens,
+            completion_tokens=reply.usage.completion_tokens, cost_usd=reply.usage.cost_usd, latency_s=latency,
+            cached=cached, finish_reason=reply.finish_reason))
+        return reply, latency, cached
+
+    async def _generate_with_retries(self, request: Request, agent: str | None) -> Reply:
+        jitter = random.Random(request.settings.seed)
+        for retry in range(FAULT_RETRIES + 1):
+            try:
+                async with self._gate():
+                    return await asyncio.wait_for(self.backend.generate(request), request.settings.timeout_s)
+            except TimeoutError:
+                error: ModelError = ModelError(self.id, f"timed out after {request.settings.timeout_s}s",
+                                               retryable=True)
+            except ModelError as exc:
+                error = exc
+            if not error.retryable or retry == FAULT_RETRIES:
+                raise error
+            delay = BACKOFF_BASE_S * 2**retry * (1 + jitter.random() / 2)
+            self.trace.emit(ModelRetried(model=self.id, agent=agent, error=str(error), delay_s=delay))
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _fit(self, request: Request) -> Request:
+        """Make the prompt fit the context window, or fail, as the settings say."""
+        window = self.backend.context_window
+        if window is None:
+            return request
+        budget = window - request.settings.max_tokens
+        tokens = self.backend.count_tokens(request.messages)
+        if tokens is None or tokens <= budget:
+            return request
+        if request.settings.overflow == "error":
+            raise ContextOverflowError(self.id, tokens, request.settings.max_tokens, window)
+        messages = list(request.messages)
+        dropped = 0
+        while tokens is not None and tokens > budget:
+            index = next((i for i, m in enumerate(messages[:-1]) if m.role != "system"), None)
+            if index is None:
+                raise ContextOverflowError(self.id, tokens, request.settings.max_tokens, window)
+            messages.pop(index)
+            dropped += 1
+            tokens = self.backend.count_tokens(tuple(messages))
+        self.trace.emit(PromptTruncated(model=self.id, dropped_messages=dropped, prompt_tokens=tokens or 0,
+                                        context=window))
+        return replace(request, messages=tuple(messages))
+
+
+def _with_instruction(request: Request, instruction: str, schema: dict[str, Any], model: Model) -> Request:
+    """Put the format instruction in the system message; constrain decoding where supported."""
+    messages = list(request.messages)
+    if messages and messages[0].role == "system":
+        messages[0] = replace(messages[0], content=f"{messages[0].content}\n\n{instruction}")
+    else:
+        messages.insert(0, Message.system(instruction))
+    constrained = schema if model.capabilities.json_schema else None
+    return replace(request, messages=tuple(messages), json_schema=constrained)
+
+
+def _interpret(reply: Reply, output: type[BaseModel] | None, tools: tuple[ToolSpec, ...], *, native: bool
+               ) -> tuple[Any, tuple[ToolCall, ...], str | None, str | None]:
+    """Return (object, tool calls, error for the model, repair note) for one reply.
+
+    With native tools a plain text reply means the model chose to call nothing.
+    """
+    if tools and native:
+        calls, error = check_tool_calls(
+            ToolCallsOutput.model_validate({"tool_calls": [{"name": c.name, "arguments": c.arguments}
+                                                           for c in reply.tool_calls]}), tools)
+        return None, calls, error, None
+    outcome = parse_output(reply.text, ToolCallsOutput if tools else output)  # type: ignore[arg-type]
+    if outcome.value is None:
+        return None, (), outcome.error, outcome.repaired
+    if tools:
+        calls, error = check_tool_calls(outcome.value, tools)  # type: ignore[arg-type]
+        return None, calls, error, outcome.repaired
+    return outcome.value, (), None, outcome.repaired

@@ -1,0 +1,72 @@
+"""The scripted backend for tests: replies from a queue or a function, with the prompt history.
+
+It goes through the same `Model` as real backends, so tests exercise parsing, repair, retries,
+caching and tracing for real. A reply may be text, a `Reply`, or an exception to raise (to test
+provider faults). An optional latency makes concurrency measurable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from noosphere.errors import ScriptExhaustedError
+from noosphere.llm.messages import Message
+from noosphere.llm.types import Capabilities, Reply, Request, Usage
+
+ScriptItem = str | Reply | BaseException | dict[str, Any]
+Script = Iterable[ScriptItem] | Callable[[Request], ScriptItem]
+
+
+def _as_reply(item: ScriptItem, request: Request) -> Reply:
+    if isinstance(item, BaseException):
+        raise item
+    if isinstance(item, dict):
+        item = json.dumps(item)
+    if isinstance(item, str):
+        prompt_tokens = sum(len(m.content.split()) for m in request.messages)
+        return Reply(item, usage=Usage(prompt_tokens, len(item.split())))
+    return item
+
+
+class ScriptedBackend:
+    """Answers from a script. `history` holds every request, in the order it arrived."""
+
+    native_tools = False
+    context_window: int | None = None
+
+    def __init__(self, script: Script, *, latency_s: float = 0.0, capabilities: Capabilities | None = None,
+                 max_concurrency: int = 64, model_id: str = "scripted") -> None:
+        self.model_id = model_id
+        self.capabilities = capabilities or Capabilities(vision=True, audio=True, tools=True, json_schema=True)
+        self.max_concurrency = max_concurrency
+        self.latency_s = latency_s
+        self.history: list[Request] = []
+        self._function = script if callable(script) else None
+        self._queue: deque[ScriptItem] = deque() if callable(script) else deque(script)
+
+    @property
+    def fingerprint(self) -> str:
+        return "scripted:" + hashlib.sha256(repr(id(self)).encode()).hexdigest()[:12]
+
+    def count_tokens(self, messages: tuple[Message, ...]) -> int | None:
+        return sum(len(m.content.split()) for m in messages)
+
+    @property
+    def prompts(self) -> list[str]:
+        """The last user message of every request: what most tests want to look at."""
+        return [next((m.content for m in reversed(r.messages) if m.role == "user"), "") for r in self.history]
+
+    async def generate(self, request: Request) -> Reply:
+        self.history.append(request)
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        if self._function is not None:
+            return _as_reply(self._function(request), request)
+        if not self._queue:
+            raise ScriptExhaustedError(len(self.history))
+        return _as_reply(self._queue.popleft(), request)

@@ -1,0 +1,88 @@
+"""From model text to a validated pydantic object: extract, repair, validate, explain.
+
+Small models wrap JSON in prose or code fences, leave it unterminated, add trailing commas, or
+refuse. This module turns a reply into either a valid object or a precise complaint that can be
+sent back to the model for another attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import json_repair
+from pydantic import BaseModel, ValidationError
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+_REFUSAL = re.compile(r"^\s*(i'?m sorry|i cannot|i can'?t|as an ai|i am unable|i'm unable)", re.IGNORECASE)
+
+
+def schema_of(output: type[BaseModel]) -> dict[str, Any]:
+    return output.model_json_schema()
+
+
+def schema_instruction(output: type[BaseModel]) -> str:
+    """The sentence added to the system prompt so that unconstrained models know the format."""
+    schema = json.dumps(schema_of(output), separators=(",", ":"))
+    return (
+        "Reply with one JSON object only, no prose and no code fence. "
+        f"It must validate against this JSON schema: {schema}"
+    )
+
+
+@dataclass(frozen=True)
+class ParseOutcome:
+    """Result of one parse: the object, or the error to show the model; `repaired` notes a fix."""
+
+    value: BaseModel | None
+    error: str | None
+    repaired: str | None
+    kind: str = "invalid"
+
+
+def _candidate_json(text: str) -> str:
+    fenced = _FENCE.search(text)
+    if fenced:
+        return fenced.group(1).strip()
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    return text[start:].strip() if start >= 0 else text.strip()
+
+
+def _format_validation(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:6]:
+        where = ".".join(str(p) for p in item["loc"]) or "(root)"
+        parts.append(f"{where}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def parse_output(text: str, output: type[BaseModel]) -> ParseOutcome:
+    """Parse `text` into `output`, repairing broken JSON when that is all that is wrong."""
+    if not text.strip():
+        return ParseOutcome(None, "the reply was empty", None, kind="empty")
+    candidate = _candidate_json(text)
+    repaired: str | None = None
+    try:
+        data = json.loads(candidate)
+    except json.JSONDecodeError as exc:
+        data = json_repair.loads(candidate)
+        if data in ("", None, [], {}) and candidate not in ("{}", "[]"):
+            kind = "refusal" if _REFUSAL.search(text) else "invalid"
+            return ParseOutcome(None, f"no JSON object found ({exc.msg})", None, kind=kind)
+        repaired = f"repaired malformed JSON ({exc.msg} at char {exc.pos})"
+    if isinstance(data, list) and len(data) == 1 and isinstance(data[0], dict):
+        data = data[0]
+    try:
+        return ParseOutcome(output.model_validate(data), None, repaired)
+    except ValidationError as exc:
+        return ParseOutcome(None, _format_validation(exc), repaired)
+
+
+def correction_message(error: str) -> str:
+    """What the model is told after an invalid reply, before it tries again."""
+    return (
+        f"That reply was not valid: {error}. Answer again with one JSON object that follows the schema "
+        "exactly, with every required field and every number inside its allowed range."
+    )

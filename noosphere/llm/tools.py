@@ -1,0 +1,68 @@
+"""Tool calling for backends without a native tool API, as schema-constrained JSON.
+
+The model answers `{"tool_calls": [{"name": ..., "arguments": {...}}]}`; with a grammar-capable
+backend the names and argument shapes are enforced while decoding. An empty list means "call
+nothing", which matters as much as calling right (BFCL's irrelevance category).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+from pydantic import BaseModel, Field
+
+from noosphere.llm.types import ToolCall, ToolSpec
+
+
+class _Call(BaseModel):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallsOutput(BaseModel):
+    tool_calls: list[_Call] = Field(default_factory=list)
+
+
+def tool_calls_schema(tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
+    variants = [
+        {"type": "object",
+         "properties": {"name": {"const": tool.name}, "arguments": tool.parameters},
+         "required": ["name", "arguments"]}
+        for tool in tools
+    ]
+    return {"type": "object",
+            "properties": {"tool_calls": {"type": "array", "items": {"anyOf": variants}}},
+            "required": ["tool_calls"]}
+
+
+def tool_instruction(tools: tuple[ToolSpec, ...]) -> str:
+    listing = "\n".join(
+        f"- {tool.name}: {tool.description} Arguments schema: {json.dumps(tool.parameters, separators=(',', ':'))}"
+        for tool in tools
+    )
+    return (
+        "You can call these functions:\n" + listing + "\n"
+        'Reply with one JSON object {"tool_calls": [{"name": ..., "arguments": {...}}, ...]} listing every '
+        "call needed, in order. If no function fits the request, reply {\"tool_calls\": []}."
+    )
+
+
+def check_tool_calls(parsed: ToolCallsOutput, tools: tuple[ToolSpec, ...]) -> tuple[tuple[ToolCall, ...], str | None]:
+    """Validate names and arguments; return the calls and an error message for the model, if any."""
+    by_name = {tool.name: tool for tool in tools}
+    calls = []
+    for index, call in enumerate(parsed.tool_calls):
+        tool = by_name.get(call.name)
+        if tool is None:
+            return (), f"tool_calls.{index}.name: {call.name!r} is not one of {sorted(by_name)}"
+        try:
+            jsonschema.validate(call.arguments, tool.parameters)
+        except jsonschema.ValidationError as exc:
+            where = ".".join(str(p) for p in exc.absolute_path) or "(arguments)"
+            return (), f"tool_calls.{index}.arguments.{where}: {exc.message}"
+        except jsonschema.SchemaError:
+            pass  # a loose schema from the caller is their business; the call itself is kept
+        calls.append(ToolCall(name=call.name, arguments=call.arguments, id=f"call_{index}"))
+    return tuple(calls), None

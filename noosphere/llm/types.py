@@ -1,0 +1,137 @@
+"""Value types of the model layer: what a request asks, what a backend answers, what a caller gets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Literal, TypeVar
+
+from noosphere.llm.messages import Message
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a model can serve; a request needing more fails before any call is made."""
+
+    vision: bool = False
+    audio: bool = False
+    tools: bool = False
+    json_schema: bool = False
+
+    def missing(self, needed: set[str]) -> list[str]:
+        return sorted(name for name in needed if not getattr(self, name))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Sampling and fault settings of one call. Part of the cache key except the fault policy."""
+
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int = 0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    timeout_s: float = 120.0
+    max_retries: int = 2
+    """How often an invalid structured output is sent back to the model with its error."""
+    retry_temperature: float = 0.5
+    """Temperature of the attempts after an invalid structured output (seeded, so reproducible)."""
+    overflow: Literal["error", "truncate"] = "error"
+    """What to do when the prompt does not fit: fail, or drop the oldest non-system messages."""
+
+    def cache_key(self) -> dict[str, Any]:
+        return {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed,
+                "top_p": self.top_p, "stop": list(self.stop)}
+
+    def with_(self, **changes: Any) -> Settings:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A function the model may call: a name, what it does, and a JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def to_openai(self) -> dict[str, Any]:
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+    id: str = ""
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None if self.cost_usd is None and other.cost_usd is None else (
+            (self.cost_usd or 0.0) + (other.cost_usd or 0.0))
+        return Usage(self.prompt_tokens + other.prompt_tokens,
+                     self.completion_tokens + other.completion_tokens, cost)
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything a backend needs for one generation."""
+
+    messages: tuple[Message, ...]
+    settings: Settings = Settings()
+    json_schema: dict[str, Any] | None = None
+    tools: tuple[ToolSpec, ...] = ()
+
+    def needs(self) -> set[str]:
+        needed: set[str] = set()
+        for message in self.messages:
+            needed |= message.needs()
+        if self.tools:
+            needed.add("tools")
+        return needed
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A backend's raw answer to one request."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
+class Repair:
+    """One fix applied to a reply on the way to a valid object (recorded in the trace)."""
+
+    attempt: int
+    kind: Literal["json_repaired", "invalid", "empty", "refusal"]
+    detail: str
+
+
+@dataclass(frozen=True)
+class Completion(Generic[T]):
+    """What a caller of `Model.complete` gets back."""
+
+    text: str
+    output: T | None
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    latency_s: float
+    model_id: str
+    attempts: int = 1
+    repairs: tuple[Repair, ...] = ()
+    cached: bool = False

@@ -1,0 +1,63 @@
+"""Usage accounting per run and per agent, with optional budgets that stop a run early."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from noosphere.errors import BudgetExceededError
+from noosphere.llm.types import Usage
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_calls: int | None = None
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+
+
+@dataclass
+class _Tally:
+    calls: int = 0
+    cached_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+class UsageLedger:
+    """Accumulates calls, tokens and cost; checks the budget before each call."""
+
+    def __init__(self, budget: Budget | None = None) -> None:
+        self.budget = budget or Budget()
+        self._by_agent: dict[str, _Tally] = defaultdict(_Tally)
+        self._total = _Tally()
+
+    def check(self) -> None:
+        limits = (("calls", self.budget.max_calls, self._total.calls),
+                  ("tokens", self.budget.max_tokens, self._total.usage.total_tokens),
+                  ("cost_usd", self.budget.max_cost_usd, self._total.usage.cost_usd or 0.0))
+        for name, limit, used in limits:
+            if limit is not None and used >= limit:
+                raise BudgetExceededError(name, limit, used)
+
+    def record(self, agent: str | None, usage: Usage, *, cached: bool) -> None:
+        for tally in (self._total, self._by_agent[agent or "-"]):
+            tally.calls += 1
+            tally.cached_calls += int(cached)
+            tally.usage = tally.usage + usage
+
+    @property
+    def total(self) -> Usage:
+        return self._total.usage
+
+    @property
+    def calls(self) -> int:
+        return self._total.calls
+
+    def summary(self) -> dict[str, Any]:
+        def row(tally: _Tally) -> dict[str, Any]:
+            return {"calls": tally.calls, "cached_calls": tally.cached_calls,
+                    "prompt_tokens": tally.usage.prompt_tokens,
+                    "completion_tokens": tally.usage.completion_tokens, "cost_usd": tally.usage.cost_usd}
+
+        return {"total": row(self._total), "by_agent": {k: row(v) for k, v in sorted(self._by_agent.items())}}

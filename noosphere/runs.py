@@ -1,0 +1,64 @@
+"""A run is a folder: `trace.jsonl`, `config.json` and `result.json`, written as the run goes.
+
+Use it as a context manager; the result is written even when the run fails, with the error, so
+nothing is lost. The run owns the trace and the usage ledger that its models report into.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from noosphere.llm.usage import Budget, UsageLedger
+from noosphere.trace import Redactor, RunFinished, RunStarted, Trace
+
+
+def _new_run_id() -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+class Run:
+    def __init__(self, directory: Path, *, command: str, config: dict[str, Any], budget: Budget | None = None,
+                 redactor: Redactor | None = None) -> None:
+        self.directory = directory
+        self.run_id = directory.name
+        self.command = command
+        self.config = config
+        self.redactor = redactor or Redactor.from_environment()
+        directory.mkdir(parents=True, exist_ok=True)
+        self.trace = Trace(directory / "trace.jsonl", redactor=self.redactor)
+        self.ledger = UsageLedger(budget)
+        self.started = time.time()
+        self.result: dict[str, Any] | None = None
+        self._write("config.json", {"run_id": self.run_id, "command": command, **config})
+        self.trace.emit(RunStarted(run_id=self.run_id, command=command, config=config))
+
+    @classmethod
+    def create(cls, out: Path | str = "runs", *, command: str, config: dict[str, Any] | None = None,
+               budget: Budget | None = None) -> Run:
+        return cls(Path(out) / _new_run_id(), command=command, config=config or {}, budget=budget)
+
+    def _write(self, name: str, data: dict[str, Any]) -> None:
+        text = json.dumps(data, indent=2, default=str)
+        (self.directory / name).write_text(self.redactor(text) + "\n", encoding="utf-8")
+
+    def finish(self, result: dict[str, Any], *, status: str = "ok", error: str | None = None) -> None:
+        seconds = time.time() - self.started
+        self.result = result
+        self._write("result.json", {"status": status, "error": error, "seconds": round(seconds, 3),
+                                    "usage": self.ledger.summary(), **result})
+        self.trace.emit(RunFinished(run_id=self.run_id, seconds=seconds, status=status, error=error))
+        self.trace.close()
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.result is None:
+            status = "ok" if exc is None else "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            self.finish({}, status=status, error=None if exc is None else f"{type(exc).__name__}: {exc}")

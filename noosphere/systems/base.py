@@ -1,0 +1,30 @@
+"""The base system: the model alone, one call, answering with its confidence.
+
+Every engine is measured against this, so it is kept honest: the same model, the same query, one
+structured call, no extra context.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from noosphere.llm import Message, Model
+
+BASE_ROLE = (
+    "You answer the user's question directly and carefully. Besides the answer, judge how likely it is "
+    "to be correct: confidence 0.0 means a pure guess, 0.5 means it could go either way, 1.0 means certain."
+)
+
+
+class Answer(BaseModel):
+    """An answer and the model's own estimate that it is right."""
+
+    answer: str = Field(max_length=600, description="the answer, in one or a few sentences")
+    confidence: float = Field(ge=0.0, le=1.0, description="probability that the answer is correct, 0.0 to 1.0")
+
+
+async def ask_base(model: Model, query: str) -> Answer:
+    completion = await model.complete([Message.system(BASE_ROLE), Message.user(query)], output=Answer,
+                                      agent="base")
+    assert completion.output is not None
+    return completion.output

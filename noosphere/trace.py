@@ -1,0 +1,176 @@
+"""Typed trace events and the JSONL writer every run uses.
+
+Each event kind is a pydantic model (traces are an edge: written by one process, read back by the
+CLI, the viewer and tests). Subclasses register themselves by their `kind`, so a reader gets typed
+events back and unknown kinds (from newer code) still load as plain `Event`s.
+
+Secrets never reach a trace: every line passes through a `Redactor` before it is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
+_SECRET_SHAPES = re.compile(
+    r"(sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{30,}|xai-[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|Bearer\s+[A-Za-z0-9._\-]{16,})"
+)
+REDACTED = "[REDACTED]"
+
+
+class Redactor:
+    """Replaces secret values (from the environment, or given) and key-shaped strings."""
+
+    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+        self.secrets = tuple(sorted({s for s in secrets if len(s) >= 8}, key=len, reverse=True))
+
+    @classmethod
+    def from_environment(cls, extra: tuple[str, ...] = ()) -> Redactor:
+        found = tuple(value for name, value in os.environ.items() if _SECRET_ENV.search(name))
+        return cls(found + extra)
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return _SECRET_SHAPES.sub(REDACTED, text)
+
+
+class Event(BaseModel):
+    """Base of all trace events. `kind` names the event; `ts` is wall-clock seconds."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    kind: str = "event"
+    ts: float = Field(default_factory=time.time)
+
+    registry: ClassVar[dict[str, type[Event]]] = {}
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        default = cls.model_fields["kind"].default
+        if isinstance(default, str) and default != "event":
+            Event.registry[default] = cls
+
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> Event:
+        return Event.registry.get(data.get("kind", ""), Event).model_validate(data)
+
+
+class RunStarted(Event):
+    kind: str = "run_started"
+    run_id: str
+    command: str
+    config: dict[str, Any] = {}
+
+
+class RunFinished(Event):
+    kind: str = "run_finished"
+    run_id: str
+    seconds: float
+    status: str = "ok"
+    error: str | None = None
+
+
+class ModelCall(Event):
+    """One request to a backend and its reply (one per attempt; cached replies included)."""
+
+    kind: str = "model_call"
+    model: str
+    agent: str | None = None
+    attempt: int = 1
+    messages: list[dict[str, Any]]
+    response: str
+    tool_calls: list[dict[str, Any]] = []
+    schema_name: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    cached: bool = False
+    finish_reason: str = "stop"
+
+
+class OutputRepaired(Event):
+    """A reply needed fixing: repaired JSON, a validation error sent back, an empty reply."""
+
+    kind: str = "output_repaired"
+    model: str
+    agent: str | None = None
+    attempt: int
+    repair: str
+    detail: str
+
+
+class OutputFailed(Event):
+    """No attempt produced a valid object; the caller receives `OutputParseError`."""
+
+    kind: str = "output_failed"
+    model: str
+    agent: str | None = None
+    attempts: int
+    errors: list[str]
+
+
+class ModelRetried(Event):
+    """A provider fault that will be retried after `delay_s`."""
+
+    kind: str = "model_retried"
+    model: str
+    agent: str | None = None
+    error: str
+    delay_s: float
+
+
+class PromptTruncated(Event):
+    kind: str = "prompt_truncated"
+    model: str
+    dropped_messages: int
+    prompt_tokens: int
+    context: int
+
+
+class Trace:
+    """Collects events in memory and, when given a path, appends them to a JSONL file."""
+
+    def __init__(self, path: Path | None = None, *, redactor: Redactor | None = None, keep: bool = True) -> None:
+        self.path = path
+        self.redactor = redactor or Redactor.from_environment()
+        self.keep = keep
+        self.events: list[Event] = []
+        self._file = path.open("a", encoding="utf-8") if path else None
+
+    def emit(self, event: Event) -> None:
+        if self.keep:
+            self.events.append(event)
+        if self._file is not None:
+            self._file.write(self.redactor(event.model_dump_json()) + "\n")
+            self._file.flush()
+
+    def of_kind(self, kind: str) -> list[Event]:
+        return [event for event in self.events if event.kind == kind]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def read_trace(path: Path) -> Iterator[Event]:
+    """Read a trace file back as typed events, skipping a torn last line from a killed run."""
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield Event.parse(json.loads(line))
+            except json.JSONDecodeError:
+                continue

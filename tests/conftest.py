@@ -1,0 +1,24 @@
+"""Test setup: a guard that fails any real model call outside tests marked `real_model`."""
+
+from __future__ import annotations
+
+import pytest
+
+from noosphere.llm.litellm_backend import LiteLLMBackend
+from noosphere.llm.local import LocalBackend
+
+
+class RealModelCallInTest(AssertionError):
+    pass
+
+
+def _forbidden(*_args: object, **_kwargs: object) -> None:
+    raise RealModelCallInTest("a unit test tried to call a real model; use the scripted model or mark it real_model")
+
+
+@pytest.fixture(autouse=True)
+def _guard_real_models(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("real_model") is None:
+        monkeypatch.setattr(LocalBackend, "generate", _forbidden)
+        monkeypatch.setattr(LocalBackend, "_generate_blocking", _forbidden)
+        monkeypatch.setattr(LiteLLMBackend, "generate", _forbidden)

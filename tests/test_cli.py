@@ -1,0 +1,98 @@
+"""The CLI end to end on the scripted model, through the same entry point users run."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from noosphere.cli import make_app, run
+from noosphere.llm import Model, ScriptedBackend
+
+
+def scripted_opener(replies: list[str]) -> Any:
+    backend = ScriptedBackend(replies)
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    opener.backend = backend  # type: ignore[attr-defined]
+    return opener
+
+
+@pytest.fixture(autouse=True)
+def _wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "240")
+
+
+def invoke(args: list[str], opener: Any = None) -> tuple[int, str, str]:
+    """Run the CLI as `main` does; return the exit code, stdout and stderr."""
+    err = Console(record=True, width=240)
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = run(make_app(opener or scripted_opener([])), args, stderr=err)
+    return code, buffer.getvalue(), err.export_text()
+
+
+def test_ask_prints_answer_confidence_and_run_folder(tmp_path: Path) -> None:
+    opener = scripted_opener(['{"answer": "Yes, it is sarcastic.", "confidence": 0.9}'])
+    code, out, _ = invoke(["ask", "Is it sarcastic? 'Oh great, another Monday.'", "--out", str(tmp_path),
+                           "--no-cache", "--seed", "3"], opener)
+    assert code == 0, out
+    assert "Yes, it is sarcastic." in out and "0.90" in out
+    [run_dir] = list(tmp_path.iterdir())
+    assert str(run_dir) in out.replace("\n", "")
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["answer"] == "Yes, it is sarcastic." and result["confidence"] == 0.9
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["seed"] == 3 and config["system"] == "base"
+    assert opener.backend.history[0].settings.seed == 3
+
+    code, shown, _ = invoke(["trace", "show", str(run_dir)])
+    assert code == 0
+    assert "model_call=1" in shown and "Yes, it is sarcastic." in shown and "status=ok" in shown
+
+
+def test_unknown_system_is_one_line_with_suggestion(tmp_path: Path) -> None:
+    code, _, err = invoke(["ask", "q", "--system", "bse", "--out", str(tmp_path)])
+    assert code == 2
+    assert err.strip().startswith("error: unknown system 'bse'. Did you mean base?")
+    assert "Traceback" not in err
+
+
+def test_unknown_model_is_one_line_with_suggestion(tmp_path: Path) -> None:
+    from noosphere.llm import open_model
+
+    code, _, err = invoke(["ask", "q", "--model", "local:smollm2", "--out", str(tmp_path)], open_model)
+    assert code == 2 and "Did you mean local:smollm2-135m" in err
+
+
+def test_unparseable_model_output_fails_cleanly_and_keeps_the_run(tmp_path: Path) -> None:
+    opener = scripted_opener(["no idea", "still no idea", "nope"])
+    code, _, err = invoke(["ask", "q", "--out", str(tmp_path), "--no-cache"], opener)
+    assert code == 1 and "gave no valid Answer in 3 attempts" in err
+    [run_dir] = list(tmp_path.iterdir())
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "failed"
+
+
+def test_models_lists_ids_and_install_state() -> None:
+    code, out, _ = invoke(["models"])
+    assert code == 0
+    for model_id in ("local:qwen2.5-coder-1.5b", "local:qwen2.5-coder-0.5b", "local:smollm2-135m", "litellm:"):
+        assert model_id in out
+
+
+def test_trace_show_on_a_non_run_folder(tmp_path: Path) -> None:
+    code, _, err = invoke(["trace", "show", str(tmp_path)])
+    assert code == 2 and "not a run folder" in err
+
+
+@pytest.mark.parametrize("args", [["--help"], ["ask", "--help"]])
+def test_help(args: list[str]) -> None:
+    code, out, _ = invoke(args)
+    assert code == 0 and "Usage" in out

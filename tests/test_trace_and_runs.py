@@ -1,0 +1,53 @@
+"""Run folders and traces: typed events round-trip, secrets never reach disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from noosphere.llm import Model, ScriptedBackend
+from noosphere.runs import Run
+from noosphere.trace import REDACTED, Event, ModelCall, Redactor, Trace, read_trace
+
+
+async def test_run_folder_has_trace_config_and_result(tmp_path: Path) -> None:
+    with Run.create(tmp_path, command="ask", config={"query": "q"}) as run:
+        model = Model(ScriptedBackend(["an answer"]), trace=run.trace, ledger=run.ledger)
+        await model.complete("q", agent="base")
+        run.finish({"answer": "an answer"})
+    assert (run.directory / "config.json").is_file()
+    result = json.loads((run.directory / "result.json").read_text())
+    assert result["status"] == "ok" and result["answer"] == "an answer"
+    assert result["usage"]["by_agent"]["base"]["calls"] == 1
+    events = list(read_trace(run.directory / "trace.jsonl"))
+    assert [e.kind for e in events] == ["run_started", "model_call", "run_finished"]
+    assert isinstance(events[1], ModelCall) and events[1].response == "an answer"
+
+
+def test_failed_run_still_writes_its_result(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError), Run.create(tmp_path, command="ask") as run:
+        raise RuntimeError("boom")
+    result = json.loads((run.directory / "result.json").read_text())
+    assert result["status"] == "failed" and "boom" in result["error"]
+
+
+def test_secrets_from_environment_and_key_shapes_are_redacted(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_PROVIDER_API_KEY", "very-secret-value-123")
+    path = tmp_path / "trace.jsonl"
+    trace = Trace(path, redactor=Redactor.from_environment())
+    trace.emit(ModelCall(model="m", messages=[{"role": "user", "content": "key very-secret-value-123"}],
+                         response="use sk-abcdefghijklmnopqrstuvwx please"))
+    trace.close()
+    text = path.read_text()
+    assert "very-secret-value-123" not in text and "sk-abcdefghijklmnop" not in text
+    assert text.count(REDACTED) == 2
+
+
+def test_unknown_event_kinds_load_as_plain_events_and_torn_lines_are_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    path.write_text('{"kind": "from_the_future", "ts": 1.0, "x": 1}\n{"kind": "model_ca')
+    [event] = list(read_trace(path))
+    assert type(event) is Event and event.kind == "from_the_future"
