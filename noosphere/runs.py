@@ -13,6 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from noosphere.errors import UsageError
 from noosphere.llm.usage import Budget, UsageLedger
 from noosphere.trace import Redactor, RunFinished, RunStarted, Trace
 
@@ -36,6 +37,17 @@ class Run:
         self.result: dict[str, Any] | None = None
         self._write("config.json", {"run_id": self.run_id, "command": command, **config})
         self.trace.emit(RunStarted(run_id=self.run_id, command=command, config=config))
+
+    @classmethod
+    def resume(cls, directory: Path | str, *, budget: Budget | None = None) -> Run:
+        """Reopen a run folder (a killed benchmark, say): same config, the trace is appended to."""
+        directory = Path(directory)
+        try:
+            saved = json.loads((directory / "config.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{directory} is not a run folder that can be resumed ({exc})") from exc
+        config = {k: v for k, v in saved.items() if k not in ("run_id", "command")}
+        return cls(directory, command=saved.get("command", "?"), config=config, budget=budget)
 
     @classmethod
     def create(cls, out: Path | str = "runs", *, command: str, config: dict[str, Any] | None = None,

@@ -14,3 +14,29 @@ def scripted(script: Script, **options: Any) -> tuple[Model, ScriptedBackend, Tr
     backend = ScriptedBackend(script, **options)
     trace = Trace(None)
     return Model(backend, trace=trace), backend, trace
+
+
+def by_agent(replies: dict[str, list[Any]]) -> Any:
+    """A script function that answers each agent from its own queue (routing by caller, not by prompt)."""
+    queues = {agent: list(items) for agent, items in replies.items()}
+
+    def reply(request: Any) -> Any:
+        queue = queues.get(request.agent)
+        if not queue:
+            raise AssertionError(f"no scripted reply left for agent {request.agent!r}")
+        return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    return reply
+
+
+def chunk_reply(response: str, question: str = "", relevance: float = 0.5, confidence: float = 0.5,
+                surprise: float = 0.0) -> dict[str, Any]:
+    return {"response": response, "additional_question": question, "relevance": relevance,
+            "confidence": confidence, "surprise": surprise}
+
+
+def stm_reply(answer: str, confidence: float, label: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"answer": answer, "confidence": confidence}
+    if label is not None:
+        out["label"] = label
+    return out

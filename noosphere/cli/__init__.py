@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from noosphere.cli.ask import ModelOpener, add_ask
+from noosphere.cli.bench import add_bench
 from noosphere.cli.models import add_models
 from noosphere.cli.trace_cmd import add_trace
 from noosphere.errors import NoosphereError, UsageError
@@ -25,6 +26,7 @@ def make_app(opener: ModelOpener = open_model) -> typer.Typer:
     app = typer.Typer(name="noosphere", help="Societies of mind over language models.", add_completion=False,
                       pretty_exceptions_enable=False, no_args_is_help=True)
     add_ask(app, opener)
+    add_bench(app, opener)
     add_models(app)
     add_trace(app)
     return app

@@ -9,9 +9,11 @@ from typing import Annotated, Any, Protocol
 import typer
 from rich.console import Console
 
+from noosphere.errors import UsageError
 from noosphere.llm import DEFAULT_MODEL, CallCache, Model, Settings
 from noosphere.llm.usage import UsageLedger
 from noosphere.llm.weights import default_cache_dir
+from noosphere.observation import Observation
 from noosphere.runs import Run
 from noosphere.systems import get_system
 from noosphere.trace import Trace
@@ -32,11 +34,34 @@ def open_cache(no_cache: bool) -> CallCache | None:
     return None if no_cache else CallCache(default_cache_dir() / "calls.sqlite")
 
 
+def _named(spec: str, option: str) -> tuple[str, str]:
+    name, sep, value = spec.partition("=")
+    if not sep or not name.strip():
+        raise UsageError(f"{option} expects NAME=VALUE, got {spec!r}")
+    return name.strip(), value
+
+
+def parse_observation(texts: list[str], media: list[str]) -> Observation:
+    """`--text NAME=TEXT` and `--image/--audio [NAME=]PATH` into named views."""
+    text_views = dict(_named(spec, "--text") for spec in texts)
+    media_views = {}
+    for spec in media:
+        name, sep, path = spec.partition("=")
+        name, path = (name, path) if sep else (Path(spec).stem, spec)
+        if not Path(path).is_file():
+            raise UsageError(f"no file at {path}")
+        media_views[name] = path
+    return Observation.of(text_views, media_views)
+
+
 def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
     @app.command()
     def ask(
         query: Annotated[str, typer.Argument(help="the question or task")],
-        system: Annotated[str, typer.Option(help="which system answers: base")] = "base",
+        system: Annotated[str, typer.Option(help="which system answers: base or ctm")] = "base",
+        text: Annotated[list[str] | None, typer.Option(help="a text view of the observation, NAME=TEXT")] = None,
+        image: Annotated[list[str] | None, typer.Option(help="an image view, PATH or NAME=PATH")] = None,
+        audio: Annotated[list[str] | None, typer.Option(help="an audio view, PATH or NAME=PATH")] = None,
         model: ModelOption = DEFAULT_MODEL,
         seed: SeedOption = 0,
         out: OutOption = Path("runs"),
@@ -45,15 +70,16 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
     ) -> None:
         """Answer QUERY and print the answer, its confidence and where the run was written."""
         answer_with = get_system(system)
+        observation = parse_observation(text or [], [*(image or []), *(audio or [])])
         console = Console()
         config: dict[str, Any] = {"query": query, "system": system, "model": model, "seed": seed,
-                                  "max_tokens": max_tokens, "cache": not no_cache}
+                                  "max_tokens": max_tokens, "cache": not no_cache, "views": observation.names}
         with Run.create(out, command="ask", config=config) as run:
             with console.status(f"loading {model}"):
                 llm = opener(model, trace=run.trace, ledger=run.ledger, cache=open_cache(no_cache),
                              settings=Settings(seed=seed, max_tokens=max_tokens))
             with console.status(f"{system} is thinking"):
-                answer = asyncio.run(answer_with(llm, query))
+                answer = asyncio.run(answer_with(llm, query, observation))
             run.finish({"query": query, "answer": answer.answer, "confidence": answer.confidence})
         usage = run.ledger.total
         console.print(f"[bold]answer:[/] {answer.answer}", highlight=False)

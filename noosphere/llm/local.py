@@ -1,8 +1,10 @@
 """The embedded backend: llama.cpp in process through llama-cpp-python.
 
 A `Llama` object is not thread-safe and holds the weights in memory, so each GGUF file is loaded
-once per process (`_load`) and every generation on it takes that model's lock. Generation runs in
-a worker thread so the event loop keeps serving other work. JSON output is enforced while
+once per process (`_load`) and every generation on it runs on that model's one dedicated thread,
+which serialises access and keeps the event loop free. One long-lived thread also matters for
+speed: llama.cpp's OpenMP workers belong to the calling thread, and a new caller each time leaves
+the old workers spinning against the new ones (measured: about 15% slower decoding). JSON output is enforced while
 decoding with a grammar compiled from the JSON schema (compiled once per schema).
 """
 
@@ -10,22 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from noosphere.errors import ContextOverflowError, ModelError
 from noosphere.llm.messages import Message
 from noosphere.llm.types import Capabilities, Reply, Request, Usage
 
 DEFAULT_CONTEXT = 8192
+T = TypeVar("T")
 
 
 @dataclass
 class _Loaded:
     llama: Any
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    thread: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="llama"))
     grammars: dict[str, Any] = field(default_factory=dict)
 
 
@@ -40,8 +46,9 @@ def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Loaded:
         if key not in _LOADED:
             from llama_cpp import Llama
 
-            llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_batch=512,
-                          verbose=False, seed=0)
+            threads = n_threads or os.cpu_count() or 1  # llama-cpp-python would use only half the cores
+            llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                          n_batch=512, verbose=False, seed=0)
             _LOADED[key] = _Loaded(llama)
         return _LOADED[key]
 
@@ -92,23 +99,25 @@ class LocalBackend:
             cache[key] = LlamaGrammar.from_json_schema(key, verbose=False)
         return cache[key]
 
+    def run_on_model_thread(self, function: Callable[[], T]) -> T:
+        """Run a blocking call on this model's thread (what `generate` does; benchmarks use it raw)."""
+        return self.loaded.thread.submit(function).result()
+
     def _generate_blocking(self, request: Request) -> Reply:
-        loaded = self.loaded
         settings = request.settings
         grammar = self._grammar(request.json_schema) if request.json_schema else None
-        with loaded.lock:
-            try:
-                response = loaded.llama.create_chat_completion(
-                    messages=[m.to_openai() for m in request.messages],
-                    temperature=settings.temperature, top_p=settings.top_p, max_tokens=settings.max_tokens,
-                    seed=settings.seed, stop=list(settings.stop) or None, grammar=grammar)
-            except ValueError as exc:
-                if "exceed context window" in str(exc):
-                    raise ContextOverflowError(self.model_id, self.count_tokens(request.messages) or 0,
-                                               settings.max_tokens, self.context_window or 0) from exc
-                raise ModelError(self.model_id, str(exc)) from exc
-            except RuntimeError as exc:
-                raise ModelError(self.model_id, str(exc)) from exc
+        try:
+            response = self.loaded.llama.create_chat_completion(
+                messages=[m.to_openai() for m in request.messages],
+                temperature=settings.temperature, top_p=settings.top_p, max_tokens=settings.max_tokens,
+                seed=settings.seed, stop=list(settings.stop) or None, grammar=grammar)
+        except ValueError as exc:
+            if "exceed context window" in str(exc):
+                raise ContextOverflowError(self.model_id, self.count_tokens(request.messages) or 0,
+                                           settings.max_tokens, self.context_window or 0) from exc
+            raise ModelError(self.model_id, str(exc)) from exc
+        except RuntimeError as exc:
+            raise ModelError(self.model_id, str(exc)) from exc
         choice = response["choices"][0]
         usage = response.get("usage", {})
         return Reply(text=choice["message"].get("content") or "",
@@ -116,4 +125,5 @@ class LocalBackend:
                      finish_reason=choice.get("finish_reason") or "stop")
 
     async def generate(self, request: Request) -> Reply:
-        return await asyncio.to_thread(self._generate_blocking, request)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.loaded.thread, self._generate_blocking, request)

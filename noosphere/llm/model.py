@@ -78,7 +78,7 @@ class Model:
         tools = tuple(tools)
         if output is not None and tools:
             raise UsageError("ask for either a structured output or tools in one call, not both")
-        request = Request(as_messages(messages), settings, tools=tools)
+        request = Request(as_messages(messages), settings, tools=tools, agent=agent)
         missing = self.capabilities.missing(request.needs())
         if missing:
             raise CapabilityError(self.id, ", ".join(missing))

@@ -93,6 +93,8 @@ class Request:
     settings: Settings = Settings()
     json_schema: dict[str, Any] | None = None
     tools: tuple[ToolSpec, ...] = ()
+    agent: str | None = None
+    """Who is asking (a processor, a member); for accounting and scripted routing, not the cache key."""
 
     def needs(self) -> set[str]:
         needed: set[str] = set()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from noosphere.llm import Message, Model
+from noosphere.observation import Observation
 
 BASE_ROLE = (
     "You answer the user's question directly and carefully. Besides the answer, judge how likely it is "
@@ -23,8 +24,12 @@ class Answer(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0, description="probability that the answer is correct, 0.0 to 1.0")
 
 
-async def ask_base(model: Model, query: str) -> Answer:
-    completion = await model.complete([Message.system(BASE_ROLE), Message.user(query)], output=Answer,
+async def ask_base(model: Model, query: str, observation: Observation | None = None) -> Answer:
+    """The model alone; any text views are given to it in full, media as attachments."""
+    parts = [f"{view.name}:\n{view.text}" for view in (observation.views if observation else ()) if view.text]
+    media = tuple(part for view in (observation.views if observation else ()) for part in view.media)
+    prompt = "\n\n".join([*parts, query])
+    completion = await model.complete([Message.system(BASE_ROLE), Message("user", prompt, media)], output=Answer,
                                       agent="base")
     assert completion.output is not None
     return completion.output

@@ -6,11 +6,13 @@ from collections.abc import Awaitable, Callable
 
 from noosphere.errors import UnknownNameError
 from noosphere.llm import Model
+from noosphere.observation import Observation
 from noosphere.systems.base import Answer, ask_base
+from noosphere.systems.ctm import ask_ctm
 
-AskSystem = Callable[[Model, str], Awaitable[Answer]]
+AskSystem = Callable[[Model, str, Observation], Awaitable[Answer]]
 
-SYSTEMS: dict[str, AskSystem] = {"base": ask_base}
+SYSTEMS: dict[str, AskSystem] = {"base": ask_base, "ctm": ask_ctm}
 
 
 def get_system(name: str) -> AskSystem:

@@ -1,0 +1,137 @@
+"""A resumable benchmark loop: one line per item in `items.jsonl`, appended as soon as it is scored.
+
+A killed run resumes from its folder and skips the items already there. Items run one after the
+other so that each item's model calls sit together in the trace between its start and finish
+events (the local backend serialises calls anyway). Per item we record the prediction, the gold
+answer, calls, tokens and seconds; an item whose system fails records the error and counts as wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from noosphere.errors import RuntimeFault
+from noosphere.runs import Run
+from noosphere.trace import Event
+
+
+class BenchItemStarted(Event):
+    kind: str = "bench_item_started"
+    item_id: str
+
+
+class BenchItemFinished(Event):
+    kind: str = "bench_item_finished"
+    item_id: str
+    prediction: Any = None
+    gold: Any = None
+    correct: bool
+    calls: int
+    tokens: int
+    seconds: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What a system returns for one item; `detail` is free-form and kept in items.jsonl."""
+
+    prediction: Any
+    correct: bool
+    detail: dict[str, Any]
+
+
+Solve = Callable[[Any], Awaitable[Scored]]
+
+
+def load_done(path: Path) -> dict[str, dict[str, Any]]:
+    done: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line torn by a kill is redone
+            done[row["id"]] = row
+    return done
+
+
+async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solve, *, show_progress: bool = True
+                    ) -> list[dict[str, Any]]:
+    """Score `(id, item, gold)` triples with `solve`; returns all rows in item order, resumed ones included."""
+    path = run.directory / "items.jsonl"
+    done = load_done(path)
+    todo = [entry for entry in items if entry[0] not in done]
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("acc {task.fields[acc]}"), TimeRemainingColumn())
+    correct = sum(1 for row in done.values() if row["correct"])
+    with Progress(*columns, disable=not show_progress, transient=False) as progress, \
+            path.open("a", encoding="utf-8") as out:
+        task = progress.add_task(run.config.get("benchmark", "bench"), total=len(items), completed=len(done),
+                                 acc=_accuracy(correct, len(done)))
+        for item_id, item, gold in todo:
+            run.trace.emit(BenchItemStarted(item_id=item_id))
+            calls_before, tokens_before = run.ledger.calls, run.ledger.total.total_tokens
+            started = time.perf_counter()
+            error = None
+            try:
+                scored = await solve(item)
+            except RuntimeFault as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                scored = Scored(None, False, {})
+            row = {"id": item_id, "prediction": scored.prediction, "gold": gold, "correct": scored.correct,
+                   "calls": run.ledger.calls - calls_before,
+                   "tokens": run.ledger.total.total_tokens - tokens_before,
+                   "seconds": round(time.perf_counter() - started, 3), "error": error, **scored.detail}
+            out.write(json.dumps(row, default=str) + "\n")
+            out.flush()
+            run.trace.emit(BenchItemFinished(item_id=item_id, prediction=scored.prediction, gold=gold,
+                                             correct=scored.correct, calls=row["calls"], tokens=row["tokens"],
+                                             seconds=row["seconds"], error=error))
+            done[item_id] = row
+            correct += int(scored.correct)
+            progress.update(task, advance=1, acc=_accuracy(correct, len(done)))
+    return [done[item_id] for item_id, _, _ in items if item_id in done]
+
+
+def _accuracy(correct: int, total: int) -> str:
+    return f"{100 * correct / total:.1f}%" if total else "-"
+
+
+def averages(rows: list[dict[str, Any]]) -> dict[str, float]:
+    if not rows:
+        return {}
+    n = len(rows)
+    return {"calls_per_item": round(sum(r["calls"] for r in rows) / n, 2),
+            "tokens_per_item": round(sum(r["tokens"] for r in rows) / n, 1),
+            "seconds_per_item": round(sum(r["seconds"] for r in rows) / n, 2),
+            "errors": sum(1 for r in rows if r["error"])}
+
+
+def write_report(run: Run, title: str, metrics: dict[str, Any], costs: dict[str, float]) -> dict[str, Any]:
+    """Write report.json and report.md into the run folder and return the report."""
+    report = {"benchmark": title, **{k: run.config.get(k) for k in ("system", "model", "ablation", "limit")},
+              "metrics": metrics, "costs": costs}
+    (run.directory / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    lines = [f"# {title}", "", f"- system: {report['system']}", f"- model: {report['model']}"]
+    if report.get("ablation"):
+        lines.append(f"- ablation: {report['ablation']}")
+    lines += ["", "| metric | value |", "|---|---|"]
+    lines += [f"| {name} | {value} |" for name, value in metrics.items() if not isinstance(value, dict)]
+    lines += [f"| {name} | {value} |" for name, value in costs.items()]
+    confusion = metrics.get("confusion")
+    if confusion:
+        predicted = confusion["predicted"]
+        lines += ["", "Confusion matrix (rows: gold, columns: predicted)", "",
+                  "| gold \\ predicted | " + " | ".join(predicted) + " |", "|---" * (len(predicted) + 1) + "|"]
+        lines += [f"| {label} | " + " | ".join(str(v) for v in row) + " |"
+                  for label, row in zip(confusion["gold"], confusion["matrix"], strict=True)]
+    (run.directory / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return report

@@ -1,0 +1,35 @@
+"""`ask --system ctm`: a global workspace with one sensory processor per view of the observation.
+
+With no views, the query is all there is, and three cognitive processors with different habits of
+thought compete instead.
+"""
+
+from __future__ import annotations
+
+from noosphere.llm import Model
+from noosphere.observation import Observation
+from noosphere.systems.base import Answer
+from noosphere.workspace import ShortTermMemory, Workspace, WorkspaceSettings, cognitive, sensory
+from noosphere.workspace.processor import LLMProcessor
+
+THINKERS = {
+    "reasoner": "You work the query out step by step from first principles.",
+    "skeptic": "You look for the catch: what could make the obvious answer wrong.",
+    "intuition": "You answer from common sense and everyday experience, quickly.",
+}
+
+
+def workspace_for(model: Model, observation: Observation, settings: WorkspaceSettings | None = None) -> Workspace:
+    processors: list[LLMProcessor]
+    if observation.views:
+        processors = [sensory(view.name, model, view.name,
+                              media_kind=view.media[0].kind if view.media else None) for view in observation.views]
+    else:
+        processors = [cognitive(name, model, role=role) for name, role in THINKERS.items()]
+    return Workspace(processors, ShortTermMemory(model), settings)
+
+
+async def ask_ctm(model: Model, query: str, observation: Observation,
+                  settings: WorkspaceSettings | None = None) -> Answer:
+    result = await workspace_for(model, observation, settings).run(query, observation)
+    return Answer(answer=result.answer[:600], confidence=result.confidence)

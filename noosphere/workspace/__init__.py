@@ -1,0 +1,17 @@
+"""The global workspace (CTM-AI): processors bid chunks, one wins, it is broadcast, links form, fusion."""
+
+from noosphere.observation import Observation, View
+from noosphere.workspace.chunk import Chunk, ProcessorOutput, WeightRule
+from noosphere.workspace.competition import CompetitionResult, compete
+from noosphere.workspace.engine import ABLATIONS, Workspace, WorkspaceResult, WorkspaceSettings
+from noosphere.workspace.links import LinkGraph, LinkPolicy
+from noosphere.workspace.memory import FusionNote, ProcessorMemory
+from noosphere.workspace.processor import FreeProcessor, LLMProcessor, Perception, Processor, cognitive, sensory
+from noosphere.workspace.stm import ShortTermMemory, StmAnswer
+
+__all__ = [
+    "ABLATIONS", "Chunk", "CompetitionResult", "FreeProcessor", "FusionNote", "LLMProcessor", "LinkGraph",
+    "LinkPolicy", "Observation", "Perception", "Processor", "ProcessorMemory", "ProcessorOutput",
+    "ShortTermMemory", "StmAnswer", "View", "WeightRule", "Workspace", "WorkspaceResult", "WorkspaceSettings",
+    "cognitive", "compete", "sensory",
+]

@@ -1,0 +1,233 @@
+"""The global workspace loop (CTM-AI, Algorithm 1).
+
+Each iteration: every processor bids a chunk (in parallel); the up-tree competition picks one; the
+winner is broadcast into every processor's memory; the short-term memory answers from it with a
+confidence alpha and, while that call runs, every other processor answers the winner's follow-up
+question (link formation, started speculatively and cancelled if alpha clears the threshold);
+relevance creates or removes links; linked processors then ask their neighbours their own
+questions (fusion). One iteration is three model latencies (bids, STM with links, fusion) and
+about 2(K + L) calls. A processor that fails forfeits its turn; the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
+
+from noosphere.errors import RuntimeFault, UnknownNameError, UsageError
+from noosphere.observation import Observation
+from noosphere.trace import Trace
+from noosphere.workspace.chunk import Chunk
+from noosphere.workspace.competition import CompetitionMethod, compete
+from noosphere.workspace.events import (
+    Broadcast,
+    ChunkProduced,
+    CompetitionHeld,
+    FusionExchanged,
+    IterationStarted,
+    LinkChanged,
+    ProcessorForfeited,
+    StmAnswered,
+    WorkspaceFinished,
+)
+from noosphere.workspace.links import LinkChange, LinkGraph, LinkPolicy
+from noosphere.workspace.memory import FusionNote, ProcessorMemory
+from noosphere.workspace.processor import Processor
+from noosphere.workspace.stm import ShortTermMemory, StmAnswer
+
+ABLATIONS = ("no_uptree", "no_broadcast", "no_fusion", "no_ltm")
+Ablation = Literal["no_uptree", "no_broadcast", "no_fusion", "no_ltm"]
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class WorkspaceSettings:
+    threshold: float = 0.8
+    """tau: the STM's confidence at or above which the loop stops."""
+    max_iterations: int = 3
+    """T: the answer of the last iteration is returned when no iteration reaches tau."""
+    competition: CompetitionMethod = "argmax"
+    links: LinkPolicy = field(default_factory=LinkPolicy)
+    ablations: frozenset[str] = frozenset()
+    max_concurrency: int = 16
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in self.ablations:
+            if name not in ABLATIONS:
+                raise UnknownNameError("ablation", name, ABLATIONS)
+        if self.max_iterations < 1:
+            raise UsageError("max_iterations must be at least 1")
+
+
+@dataclass(frozen=True)
+class WorkspaceResult:
+    answer: str
+    confidence: float
+    label: str | None
+    iterations: int
+    stopped_by: str
+    winners: tuple[str, ...]
+    links: list[list[str]]
+
+
+class Workspace:
+    def __init__(self, processors: list[Processor], stm: ShortTermMemory, settings: WorkspaceSettings | None = None,
+                 *, trace: Trace | None = None) -> None:
+        names = [p.name for p in processors]
+        if not processors or len(set(names)) != len(names):
+            raise UsageError(f"a workspace needs processors with distinct names, got {names}")
+        self.processors = {p.name: p for p in processors}
+        self.stm = stm
+        self.settings = settings or WorkspaceSettings()
+        self.trace = trace if trace is not None else stm.model.trace
+        self.links = LinkGraph(self.settings.links)
+
+    def run_sync(self, query: str, observation: Observation | None = None) -> WorkspaceResult:
+        return asyncio.run(self.run(query, observation))
+
+    async def run(self, query: str, observation: Observation | None = None) -> WorkspaceResult:
+        observation = observation or Observation()
+        settings, ablations = self.settings, self.settings.ablations
+        rng = random.Random(settings.seed)
+        answer: StmAnswer | None = None
+        winners: list[str] = []
+        stopped_by, iteration = "max_iterations", 0
+        for iteration in range(1, settings.max_iterations + 1):
+            tick = 2 * iteration - 1
+            final = iteration == settings.max_iterations
+            self.trace.emit(IterationStarted(iteration=iteration, tick=tick))
+            if "no_ltm" in ablations:
+                for processor in self.processors.values():
+                    processor.write(ProcessorMemory())
+            chunks = await self._execute_all(
+                {name: query for name in self.processors}, observation, tick, iteration, "chunk")
+            if not chunks:
+                stopped_by = "no_chunks"
+                break
+            method = "random" if "no_uptree" in ablations else settings.competition
+            result = compete(list(chunks.values()), method, rng)
+            winner = result.winner
+            winners.append(winner.processor)
+            self.trace.emit(CompetitionHeld(iteration=iteration, method=result.method, winner=winner.processor,
+                                            weights={c.processor: round(c.weight, 4) for c in chunks.values()},
+                                            matches=list(result.matches)))
+            if not final and "no_broadcast" not in ablations:
+                self._broadcast(winner, iteration)
+            linking = None
+            if not final and winner.question:
+                askers = {name: winner.question for name in self.processors if name != winner.processor}
+                linking = asyncio.create_task(self._execute_all(askers, observation, tick + 1, iteration, "link"))
+            answer = await self._stm_answer(query, winner, iteration, answer)
+            if answer.confidence >= settings.threshold or final:
+                stopped_by = "confidence" if answer.confidence >= settings.threshold else "max_iterations"
+                await _cancel(linking)
+                break
+            if linking is not None:
+                self._form_links(winner, await linking, iteration)
+            if "no_fusion" not in ablations:
+                await self._fuse(observation, tick + 1, iteration)
+        final_answer = answer or StmAnswer("", 0.0)
+        self.trace.emit(WorkspaceFinished(answer=final_answer.answer, label=final_answer.label,
+                                          confidence=final_answer.confidence, iterations=iteration,
+                                          stopped_by=stopped_by, links=self.links.edges()))
+        return WorkspaceResult(final_answer.answer, final_answer.confidence, final_answer.label, iteration,
+                               stopped_by, tuple(winners), self.links.edges())
+
+    async def _gather(self, jobs: dict[K, Callable[[], Awaitable[Chunk]]], iteration: int, phase: str,
+                      who: Callable[[K], str]) -> dict[K, Chunk]:
+        """Run jobs concurrently (bounded); failures forfeit; results keep the jobs' order."""
+        gate = asyncio.Semaphore(self.settings.max_concurrency)
+        done: dict[K, Chunk] = {}
+
+        async def one(key: K, job: Callable[[], Awaitable[Chunk]]) -> None:
+            async with gate:
+                try:
+                    done[key] = await job()
+                except RuntimeFault as error:
+                    self.trace.emit(ProcessorForfeited(iteration=iteration, phase=phase, processor=who(key),
+                                                       error=f"{type(error).__name__}: {error}"))
+
+        async with asyncio.TaskGroup() as group:
+            for key, job in jobs.items():
+                group.create_task(one(key, job))
+        return {key: done[key] for key in jobs if key in done}
+
+    async def _execute_all(self, questions: dict[str, str], observation: Observation, tick: int, iteration: int,
+                           phase: str) -> dict[str, Chunk]:
+        """Each named processor answers its question; its chunk joins its own memory."""
+        jobs = {name: _bind(self.processors[name], question, observation, tick) for name, question in questions.items()}
+        chunks = await self._gather(jobs, iteration, phase, who=str)
+        for name, chunk in chunks.items():
+            processor = self.processors[name]
+            processor.write(processor.read().with_own(chunk))
+            self.trace.emit(ChunkProduced(iteration=iteration, phase=phase, processor=name, tick=tick,
+                                          gist=chunk.gist, question=chunk.question, relevance=chunk.relevance,
+                                          confidence=chunk.confidence, surprise=chunk.surprise, weight=chunk.weight))
+        return chunks
+
+    def _broadcast(self, winner: Chunk, iteration: int) -> None:
+        for processor in self.processors.values():
+            processor.write(processor.read().with_winner(winner))
+        self.trace.emit(Broadcast(iteration=iteration, winner=winner.processor, gist=winner.gist,
+                                  recipients=list(self.processors)))
+
+    async def _stm_answer(self, query: str, winner: Chunk, iteration: int, previous: StmAnswer | None) -> StmAnswer:
+        try:
+            answer = await self.stm.answer(query, winner)
+        except RuntimeFault as error:
+            self.trace.emit(ProcessorForfeited(iteration=iteration, phase="stm", processor=self.stm.name,
+                                               error=f"{type(error).__name__}: {error}"))
+            answer = previous or StmAnswer(winner.gist, 0.0)
+        stop = answer.confidence >= self.settings.threshold
+        self.trace.emit(StmAnswered(iteration=iteration, winner=winner.processor, answer=answer.answer,
+                                    label=answer.label, confidence=answer.confidence,
+                                    threshold=self.settings.threshold, stop=stop))
+        return answer
+
+    def _form_links(self, winner: Chunk, answers: dict[str, Chunk], iteration: int) -> None:
+        changes: list[LinkChange] = self.links.decay()
+        for name, chunk in answers.items():
+            change = self.links.update(winner.processor, name, chunk.relevance)
+            if change is not None:
+                changes.append(change)
+        for change in changes:
+            self.trace.emit(LinkChanged(iteration=iteration, a=change.a, b=change.b, change=change.change,
+                                        relevance=change.relevance, weight=change.weight))
+
+    async def _fuse(self, observation: Observation, tick: int, iteration: int) -> None:
+        """Each linked processor asks its neighbours its latest question; answers go into its memory."""
+        jobs: dict[tuple[str, str], Callable[[], Awaitable[Chunk]]] = {}
+        questions: dict[str, str] = {}
+        for name, processor in self.processors.items():
+            own = processor.read().own
+            question = own[-1].question if own else ""
+            if not question:
+                continue
+            questions[name] = question
+            for neighbour in self.links.neighbours(name):
+                jobs[(name, neighbour)] = _bind(self.processors[neighbour], question, observation, tick)
+        answers = await self._gather(jobs, iteration, "fusion", who=lambda key: key[1])
+        for (asker, answerer), chunk in answers.items():
+            processor = self.processors[asker]
+            note = FusionNote(answerer, questions[asker], chunk.gist, tick)
+            processor.write(processor.read().with_fusion(note))
+            self.trace.emit(FusionExchanged(iteration=iteration, asker=asker, answerer=answerer,
+                                            question=questions[asker], answer=chunk.gist))
+
+
+def _bind(processor: Processor, question: str, observation: Observation, tick: int
+          ) -> Callable[[], Awaitable[Chunk]]:
+    return lambda: processor.execute(question, observation, tick=tick)
+
+
+async def _cancel(task: asyncio.Task[object] | None) -> None:
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

@@ -1,0 +1,124 @@
+"""MUStARD benchmark on the scripted model: loading, both systems, metrics, resume after a kill."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noosphere.bench import classification_report
+from noosphere.bench.mustard import LABELS, load_mustard
+from noosphere.llm import Model, ScriptedBackend
+from noosphere.llm.types import Request
+from tests.helpers import chunk_reply, stm_reply
+from tests.test_cli import invoke
+
+SAMPLE = {
+    "1_1": {"utterance": "Oh, great. Just great.", "speaker": "CHANDLER", "context": ["The car broke down."],
+            "context_speakers": ["ROSS"], "show": "FRIENDS", "sarcasm": True},
+    "1_2": {"utterance": "I love this sandwich.", "speaker": "JOEY", "context": [], "context_speakers": [],
+            "show": "FRIENDS", "sarcasm": False},
+    "1_3": {"utterance": "What a genius plan.", "speaker": "SHELDON", "context": ["Let's hide in the fridge."],
+            "context_speakers": ["HOWARD"], "show": "BBT", "sarcasm": True},
+}
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "sarcasm.json"
+    path.write_text(json.dumps(SAMPLE))
+    return path
+
+
+def test_loader_reads_the_original_format_with_a_seeded_sample(data: Path) -> None:
+    items = load_mustard(data)
+    assert sorted(i.id for i in items) == ["1_1", "1_2", "1_3"]
+    assert [i.id for i in load_mustard(data, limit=2)] == [i.id for i in items[:2]]
+    first = next(i for i in items if i.id == "1_1")
+    assert first.gold == "sarcastic" and first.dialogue() == "ROSS: The car broke down."
+    assert "Friends" in first.speaker_card()
+
+
+def test_metrics_weighted_and_missing_answers_count_as_wrong() -> None:
+    gold = ["sarcastic", "sarcastic", "not sarcastic", "not sarcastic"]
+    report = classification_report(gold, ["sarcastic", None, "not sarcastic", "sarcastic"], LABELS)
+    assert report["accuracy"] == 50.0 and report["no_answer"] == 1
+    assert report["recall"] == 50.0
+    assert report["precision"] == 75.0  # sarcastic 1/2, not sarcastic 1/1, weighted by support
+    assert report["confusion"]["matrix"] == [[1, 0, 1], [1, 1, 0]]
+
+
+def opener_for(script: Any) -> Any:
+    backend = ScriptedBackend(script)
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    opener.backend = backend  # type: ignore[attr-defined]
+    return opener
+
+
+def test_base_system_scores_every_item(data: Path, tmp_path: Path) -> None:
+    opener = opener_for(lambda request: {"reason": "r", "label": "sarcastic", "confidence": 0.8})
+    code, out, err = invoke(["bench", "mustard", "--system", "base", "--data", str(data), "--out",
+                             str(tmp_path / "runs"), "--no-cache", "--quiet"], opener)
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["metrics"]["n"] == 3 and report["metrics"]["accuracy"] == pytest.approx(66.67)
+    assert report["costs"]["calls_per_item"] == 1.0
+    assert "Confusion matrix" in (run_dir / "report.md").read_text()
+    rows = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    assert [r["prediction"] for r in rows] == ["sarcastic"] * 3
+    # each processor-free base call saw utterance, dialogue and speaker together
+    prompt = opener.backend.history[0].messages[-1].content
+    assert "Final utterance" in prompt and "Dialogue so far" in prompt and "character" in prompt
+
+
+class SimulatedKill(Exception):
+    """Stands for the process being killed mid-item: not a noosphere error, so nothing catches it."""
+
+
+def ctm_script(request: Request) -> Any:
+    if request.agent == "stm":
+        return stm_reply("it mocks", 0.9, label="sarcastic")
+    return chunk_reply(f"{request.agent} view", "", 0.7, 0.7)
+
+
+def test_ctm_system_uses_partial_views_and_is_resumable(data: Path, tmp_path: Path) -> None:
+    failing_after = {"calls": 0}
+
+    def flaky(request: Request) -> Any:
+        failing_after["calls"] += 1
+        if failing_after["calls"] > 4:  # the first item takes 3 bids and 1 STM call; then the "kill"
+            raise SimulatedKill
+        return ctm_script(request)
+
+    out_dir = tmp_path / "runs"
+    with pytest.raises((SimulatedKill, ExceptionGroup)):
+        invoke(["bench", "mustard", "--system", "ctm", "--data", str(data), "--out", str(out_dir), "--no-cache",
+                "--quiet"], opener_for(flaky))
+    [run_dir] = list(out_dir.iterdir())
+    assert len((run_dir / "items.jsonl").read_text().splitlines()) == 1
+
+    resumed = opener_for(ctm_script)
+    code, _, err = invoke(["bench", "mustard", "--resume", str(run_dir), "--data", str(data), "--quiet",
+                           "--no-cache"], resumed)
+    assert code == 0, err
+    rows = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and len({r["id"] for r in rows}) == 3
+    assert len(resumed.backend.history) == 2 * 4  # only the two missing items were run
+    agents = {r.agent for r in resumed.backend.history}
+    assert agents == {"utterance", "dialogue", "speaker", "stm"}
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["system"] == "ctm" and report["metrics"]["n"] == 3
+    kinds = [json.loads(line)["kind"] for line in (run_dir / "trace.jsonl").read_text().splitlines()]
+    assert kinds.count("bench_item_finished") == 3 and "ws_competition" in kinds
+
+
+def test_unknown_ablation_is_a_usage_error(data: Path, tmp_path: Path) -> None:
+    code, _, err = invoke(["bench", "mustard", "--ablation", "no_fusoin", "--data", str(data), "--out",
+                           str(tmp_path)], opener_for(ctm_script))
+    assert code == 2 and "Did you mean no_fusion" in err

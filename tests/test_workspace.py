@@ -1,0 +1,220 @@
+"""The global workspace on the scripted model: each phase, threshold and ablation, via trace events."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from noosphere.errors import CapabilityError, UnknownNameError
+from noosphere.llm import Capabilities, Model, ScriptedBackend
+from noosphere.trace import Trace
+from noosphere.workspace import (
+    Chunk,
+    FreeProcessor,
+    LinkGraph,
+    LinkPolicy,
+    Observation,
+    Perception,
+    ShortTermMemory,
+    WeightRule,
+    Workspace,
+    WorkspaceSettings,
+    compete,
+    sensory,
+)
+from tests.helpers import by_agent, chunk_reply, stm_reply
+
+
+def chunk(name: str, weight: float) -> Chunk:
+    return Chunk(name, 1, f"{name} gist", "", weight, 0.0, 0.0, 0.0)
+
+
+def test_weight_rule_is_one_one_point_two() -> None:
+    assert WeightRule()(0.5, 0.5, 1.0) == pytest.approx(1.2)
+    assert WeightRule(relevance=2, confidence=0, surprise=0)(0.4, 1, 1) == pytest.approx(0.8)
+
+
+def test_argmax_takes_the_heaviest_and_breaks_ties_by_seed() -> None:
+    chunks = [chunk("a", 0.3), chunk("b", 0.9), chunk("c", 0.9)]
+    assert compete(chunks[:2], "argmax", random.Random(0)).winner.processor == "b"
+    winners = {compete(chunks, "argmax", random.Random(seed)).winner.processor for seed in range(20)}
+    assert winners == {"b", "c"}
+    assert (compete(chunks, "argmax", random.Random(7)).winner
+            == compete(chunks, "argmax", random.Random(7)).winner)
+
+
+def test_uptree_reaches_stm_in_proportion_to_weight_whatever_the_position() -> None:
+    weights = {"a": 0.5, "b": 1.0, "c": 2.0, "d": 0.25, "e": 1.25}
+    total = sum(weights.values())
+    draws = 20000
+    for order in (list(weights), list(reversed(weights)), ["c", "a", "e", "b", "d"]):
+        rng = random.Random(11)
+        chunks = [chunk(name, weights[name]) for name in order]
+        wins = Counter(compete(chunks, "uptree", rng).winner.processor for _ in range(draws))
+        for name, weight in weights.items():
+            expected = weight / total
+            # 4 standard deviations of a binomial proportion: fails by chance about once in 15,000 runs.
+            tolerance = 4 * (expected * (1 - expected) / draws) ** 0.5
+            assert abs(wins[name] / draws - expected) < tolerance, (order, name, wins)
+    result = compete([chunk(n, w) for n, w in weights.items()], "uptree", random.Random(1))
+    assert max(m["depth"] for m in result.matches) == 3  # ceil(log2 5)
+
+
+def test_link_rule_thresholds_and_weighted_links() -> None:
+    graph = LinkGraph(LinkPolicy(create_above=0.8, remove_below=0.2))
+    assert graph.update("w", "p", 0.85).change == "created"
+    assert graph.update("w", "p", 0.5) is None
+    assert graph.update("w", "w", 0.99) is None
+    assert graph.update("w", "p", 0.1).change == "removed" and len(graph) == 0
+    assert graph.update("w", "p", 0.8) is None  # strictly above
+    weighted = LinkGraph(LinkPolicy(weighted=True, delta=0.4, decay=0.5, keep_above=0.1))
+    assert weighted.update("w", "p", 0.9).weight == pytest.approx(0.4)
+    assert weighted.update("w", "p", 0.9).change == "strengthened"  # 0.8
+    assert weighted.update("w", "p", 0.1).change == "weakened"  # 0.4
+    assert [(c.change, round(c.weight, 2)) for c in weighted.decay()] == [("decayed", 0.2)]
+    assert [c.change for c in weighted.decay()] == ["removed"]  # 0.1 is not above keep_above
+
+
+def make_workspace(script: dict[str, list[object]], settings: WorkspaceSettings | None = None,
+                   names: tuple[str, ...] = ("a", "b", "c"), latency_s: float = 0.0,
+                   ) -> tuple[Workspace, ScriptedBackend, Trace]:
+    backend = ScriptedBackend(by_agent(script), latency_s=latency_s)
+    trace = Trace(None)
+    model = Model(backend, trace=trace)
+    observation_views = names
+    processors = [sensory(name, model, view) for name, view in zip(names, observation_views, strict=True)]
+    return Workspace(processors, ShortTermMemory(model), settings), backend, trace
+
+
+OBSERVATION = Observation.of({"a": "view of a", "b": "view of b", "c": "view of c"})
+
+
+def test_confident_first_answer_stops_after_one_iteration_and_cancels_linking() -> None:
+    workspace, backend, trace = make_workspace({
+        "a": [chunk_reply("A thinks yes", "what does b see?", 0.9, 0.9)],
+        "b": [chunk_reply("B unsure", "", 0.5, 0.5)],
+        "c": [chunk_reply("C unsure", "", 0.4, 0.4)],
+        "stm": [stm_reply("yes", 0.95)],
+    })
+    result = workspace.run_sync("is it so?", OBSERVATION)
+    assert (result.answer, result.confidence, result.iterations, result.stopped_by) == ("yes", 0.95, 1, "confidence")
+    [competition] = trace.of_kind("ws_competition")
+    assert competition.winner == "a" and competition.weights["a"] == pytest.approx(1.8)
+    [stm] = trace.of_kind("ws_stm")
+    assert stm.stop and stm.threshold == 0.8
+    stm_request = next(r for r in backend.history if r.agent == "stm")
+    assert "A thinks yes" in stm_request.messages[-1].content
+    assert not trace.of_kind("ws_link") and not trace.of_kind("ws_fusion")
+    # each processor saw only its own view
+    for request in backend.history:
+        if request.agent in ("a", "b", "c"):
+            seen = request.messages[-1].content
+            assert f"view of {request.agent}" in seen
+            assert all(f"view of {other}" not in seen for other in "abc" if other != request.agent)
+
+
+def full_loop_script() -> dict[str, list[object]]:
+    return {
+        # a: bid, then answers b's fusion question, then bids again
+        "a": [chunk_reply("A: likely sarcastic", "what tone does b hear?", 0.9, 0.8),
+              chunk_reply("A answers b", "", 0.7, 0.7),
+              chunk_reply("A: sarcastic, given b's tone", "", 0.9, 0.9)],
+        # b: bid, answers the winner's question (relevant: link), answers a's fusion question, bids again
+        "b": [chunk_reply("B: neutral words", "who speaks?", 0.5, 0.5),
+              chunk_reply("B: the tone is mocking", "is the speaker smiling?", 0.95, 0.8),
+              chunk_reply("B tells a: mocking tone", "", 0.9, 0.8),
+              chunk_reply("B: sarcastic", "", 0.8, 0.8)],
+        # c: bid, answers the winner's question (irrelevant: no link), bids again
+        "c": [chunk_reply("C: nothing", "", 0.2, 0.2), chunk_reply("C: cannot tell", "", 0.1, 0.3),
+              chunk_reply("C: still nothing", "", 0.2, 0.2)],
+        "stm": [stm_reply("maybe", 0.4), stm_reply("sarcastic", 0.7)],
+    }
+
+
+def test_full_loop_broadcast_links_fusion_then_last_answer_at_max_iterations() -> None:
+    workspace, backend, trace = make_workspace(full_loop_script(), WorkspaceSettings(max_iterations=2))
+    result = workspace.run_sync("is the speaker sarcastic?", OBSERVATION)
+    assert (result.answer, result.confidence, result.stopped_by, result.iterations) == (
+        "sarcastic", 0.7, "max_iterations", 2)
+    assert result.winners == ("a", "a")
+    [broadcast] = trace.of_kind("ws_broadcast")
+    assert broadcast.winner == "a" and broadcast.recipients == ["a", "b", "c"]
+    assert [(e.a, e.b, e.change) for e in trace.of_kind("ws_link")] == [("a", "b", "created")]
+    assert result.links == [["a", "b"]]
+    fusion = {(e.asker, e.answerer): (e.question, e.answer) for e in trace.of_kind("ws_fusion")}
+    assert fusion == {("a", "b"): ("what tone does b hear?", "B tells a: mocking tone"),
+                      ("b", "a"): ("is the speaker smiling?", "A answers b")}
+    # iteration 2 prompts carry the broadcast winner and the fused answers
+    second_bid_of_a = [r for r in backend.history if r.agent == "a"][-1].messages[-1].content
+    assert "A: likely sarcastic" in second_bid_of_a and "B tells a: mocking tone" in second_bid_of_a
+    second_bid_of_c = [r for r in backend.history if r.agent == "c"][-1].messages[-1].content
+    assert "A: likely sarcastic" in second_bid_of_c and "mocking" not in second_bid_of_c
+    # calls: K bids + (K - 1) link answers + 2L fusion + 1 STM, then K + 1 in the final iteration
+    assert len(backend.history) == (3 + 2 + 2 + 1) + (3 + 1)
+    phases = Counter(e.phase for e in trace.of_kind("ws_chunk"))
+    assert phases == {"chunk": 6, "link": 2}
+
+
+@pytest.mark.parametrize(("ablation", "check"), [
+    ("no_broadcast", lambda t, b: not t.of_kind("ws_broadcast")),
+    ("no_fusion", lambda t, b: not t.of_kind("ws_fusion") and t.of_kind("ws_link")),
+    ("no_uptree", lambda t, b: {e.method for e in t.of_kind("ws_competition")} == {"random"}),
+    ("no_ltm", lambda t, b: "A: likely" not in [r for r in b.history if r.agent == "c"][-1].messages[-1].content),
+])
+def test_ablations(ablation: str, check) -> None:
+    workspace, backend, trace = make_workspace(full_loop_script(),
+                                               WorkspaceSettings(max_iterations=2, ablations=frozenset({ablation})))
+    result = workspace.run_sync("is the speaker sarcastic?", OBSERVATION)
+    assert result.iterations == 2
+    assert check(trace, backend)
+
+
+def test_unknown_ablation_suggests() -> None:
+    with pytest.raises(UnknownNameError, match="no_fusion"):
+        WorkspaceSettings(ablations=frozenset({"no_fusoin"}))
+
+
+def test_failing_processor_forfeits_and_the_run_goes_on() -> None:
+    workspace, _, trace = make_workspace({
+        "a": ["not json at all"],
+        "b": [chunk_reply("B answers", "", 0.6, 0.6)],
+        "c": [chunk_reply("C answers", "", 0.5, 0.5)],
+        "stm": [stm_reply("fine", 0.9)],
+    })
+    result = workspace.run_sync("q", OBSERVATION)
+    assert result.answer == "fine"
+    [forfeit] = trace.of_kind("ws_forfeit")
+    assert forfeit.processor == "a" and "OutputParseError" in forfeit.error
+    assert trace.of_kind("ws_competition")[0].winner == "b"
+
+
+def test_everyone_failing_ends_the_run_without_answer() -> None:
+    workspace, _, trace = make_workspace({"a": [""], "b": [""], "c": [""], "stm": [stm_reply("x", 1)]})
+    result = workspace.run_sync("q", OBSERVATION)
+    assert result.stopped_by == "no_chunks" and result.confidence == 0.0
+    assert len(trace.of_kind("ws_forfeit")) == 3
+
+
+def test_threshold_is_a_setting() -> None:
+    script = full_loop_script()
+    script["stm"] = [stm_reply("maybe", 0.4)]
+    workspace, _, _ = make_workspace(script, WorkspaceSettings(threshold=0.3, max_iterations=3))
+    assert workspace.run_sync("q", OBSERVATION).stopped_by == "confidence"
+
+
+def test_image_view_needs_a_vision_model() -> None:
+    model = Model(ScriptedBackend([], capabilities=Capabilities(json_schema=True)))
+    with pytest.raises(CapabilityError, match="vision"):
+        sensory("frames", model, "frames", media_kind="image")
+
+
+def test_free_processor_keeps_rewarded_examples() -> None:
+    model = Model(ScriptedBackend([]))
+    free = FreeProcessor("free", model, max_examples=2)
+    for index, reward in enumerate([1.0, -1.0, 1.0, 1.0]):
+        free.feedback(f"q{index}", Chunk("free", 1, f"answer {index}", "", 1, 1, 1, 0), reward)
+    assert [q for q, _ in free.examples] == ["q2", "q3"]
+    prompt = free.user_prompt("q", Perception(""))
+    assert "answer 3" in prompt and "answer 1" not in prompt
