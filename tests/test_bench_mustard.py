@@ -62,7 +62,7 @@ def opener_for(script: Any) -> Any:
 
 def test_base_system_scores_every_item(data: Path, tmp_path: Path) -> None:
     opener = opener_for(lambda request: {"reason": "r", "label": "sarcastic", "confidence": 0.8})
-    code, out, err = invoke(["bench", "mustard", "--system", "base", "--data", str(data), "--out",
+    code, _, err = invoke(["bench", "mustard", "--system", "base", "--data", str(data), "--out",
                              str(tmp_path / "runs"), "--no-cache", "--quiet"], opener)
     assert code == 0, err
     [run_dir] = list((tmp_path / "runs").iterdir())

@@ -84,3 +84,27 @@ def test_cli_ask_on_a_real_model(tmp_path: Path) -> None:
     [run_dir] = list(tmp_path.iterdir())
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "ok" and result["usage"]["total"]["calls"] >= 1
+
+
+def test_small_workspace_end_to_end_on_a_real_model() -> None:
+    """Two sensory processors and the STM on the 0.5B model: every phase leaves its events."""
+    from noosphere.workspace import Observation, ShortTermMemory, Workspace, WorkspaceSettings, sensory
+
+    trace = Trace(None)
+    model = open_model(_require("qwen2.5-coder-0.5b"), trace=trace, settings=Settings(max_tokens=200))
+    observation = Observation.of({"utterance": '"Oh great, another Monday."',
+                                  "dialogue": "ROSS: The printer is broken again.\nCHANDLER: Oh great."})
+    processors = [sensory(name, model, name) for name in observation.names]
+    stm = ShortTermMemory(model, labels=("sarcastic", "not sarcastic"))
+    # threshold above 1 forces both iterations, so broadcast and link formation run for real
+    workspace = Workspace(processors, stm, WorkspaceSettings(threshold=1.01, max_iterations=2))
+    result = workspace.run_sync("Is the speaker sarcastic?", observation)
+    assert result.label in ("sarcastic", "not sarcastic")
+    assert result.iterations == 2 and result.stopped_by == "max_iterations"
+    kinds = {event.kind for event in trace.events}
+    assert {"ws_iteration", "ws_competition", "ws_stm", "ws_broadcast", "ws_finished"} <= kinds
+    bids = [e for e in trace.of_kind("ws_chunk") if e.phase == "chunk"]
+    forfeits = trace.of_kind("ws_forfeit")
+    assert len(bids) + len([f for f in forfeits if f.phase == "chunk"]) == 4
+    assert all(0.0 <= e.relevance <= 1.0 and e.weight == pytest.approx(e.relevance + e.confidence + 0.2 * e.surprise)
+               for e in bids)

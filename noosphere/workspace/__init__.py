@@ -8,10 +8,11 @@ from noosphere.workspace.links import LinkGraph, LinkPolicy
 from noosphere.workspace.memory import FusionNote, ProcessorMemory
 from noosphere.workspace.processor import FreeProcessor, LLMProcessor, Perception, Processor, cognitive, sensory
 from noosphere.workspace.stm import ShortTermMemory, StmAnswer
+from noosphere.workspace.tool_processor import ToolProcessor
 
 __all__ = [
     "ABLATIONS", "Chunk", "CompetitionResult", "FreeProcessor", "FusionNote", "LLMProcessor", "LinkGraph",
     "LinkPolicy", "Observation", "Perception", "Processor", "ProcessorMemory", "ProcessorOutput",
-    "ShortTermMemory", "StmAnswer", "View", "WeightRule", "Workspace", "WorkspaceResult", "WorkspaceSettings",
-    "cognitive", "compete", "sensory",
+    "ShortTermMemory", "StmAnswer", "ToolProcessor", "View", "WeightRule", "Workspace", "WorkspaceResult",
+    "WorkspaceSettings", "cognitive", "compete", "sensory",
 ]

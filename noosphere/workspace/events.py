@@ -90,3 +90,12 @@ class WorkspaceFinished(Event):
     iterations: int
     stopped_by: str
     links: list[list[str]] = Field(default_factory=list)
+
+
+class ToolUsed(Event):
+    kind: str = "ws_tool"
+    processor: str
+    tool: str
+    arguments: dict[str, object]
+    ok: bool
+    output: str

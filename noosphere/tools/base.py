@@ -1,0 +1,91 @@
+"""Tools: a name, a description, a JSON schema of arguments, and an async call that returns text.
+
+A tool never raises into an engine: a bad argument or a failing call becomes a `ToolResult` with
+`ok=False` and the error text, which the model can read and act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+import jsonschema
+
+from noosphere.llm import ToolSpec
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    ok: bool
+    output: str
+
+    def render(self) -> str:
+        return self.output if self.ok else f"error: {self.output}"
+
+
+@runtime_checkable
+class Tool(Protocol):
+    spec: ToolSpec
+
+    async def call(self, arguments: dict[str, Any]) -> ToolResult: ...
+
+
+class FunctionTool:
+    """Wraps a Python callable (sync or async) whose keyword arguments follow `parameters`."""
+
+    def __init__(self, function: Callable[..., Any] | Callable[..., Awaitable[Any]], *, name: str | None = None,
+                 description: str | None = None, parameters: dict[str, Any] | None = None,
+                 timeout_s: float = 30.0) -> None:
+        self.function = function
+        self.timeout_s = timeout_s
+        self.spec = ToolSpec(name or function.__name__,
+                             description or inspect.getdoc(function) or function.__name__,
+                             parameters or {"type": "object", "properties": {}})
+
+    async def call(self, arguments: dict[str, Any]) -> ToolResult:
+        try:
+            jsonschema.validate(arguments, self.spec.parameters)
+        except jsonschema.ValidationError as exc:
+            return ToolResult(False, f"invalid arguments: {exc.message}")
+        try:
+            if inspect.iscoroutinefunction(self.function):
+                value = await asyncio.wait_for(self.function(**arguments), self.timeout_s)
+            else:
+                value = await asyncio.wait_for(asyncio.to_thread(self.function, **arguments), self.timeout_s)
+        except TimeoutError:
+            return ToolResult(False, f"timed out after {self.timeout_s}s")
+        except Exception as exc:  # a tool's own failure is information for the model, not a crash
+            return ToolResult(False, f"{type(exc).__name__}: {exc}")
+        return ToolResult(True, str(value))
+
+
+class HttpTool:
+    """Calls an HTTP API: GET with the arguments as query parameters, or POST with them as JSON."""
+
+    def __init__(self, name: str, description: str, url: str, parameters: dict[str, Any], *,
+                 method: str = "GET", headers: dict[str, str] | None = None, timeout_s: float = 20.0) -> None:
+        self.spec = ToolSpec(name, description, parameters)
+        self.url = url
+        self.method = method.upper()
+        self._headers = headers or {}  # may hold keys: never rendered into results or traces
+        self.timeout_s = timeout_s
+
+    async def call(self, arguments: dict[str, Any]) -> ToolResult:
+        try:
+            jsonschema.validate(arguments, self.spec.parameters)
+        except jsonschema.ValidationError as exc:
+            return ToolResult(False, f"invalid arguments: {exc.message}")
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+                if self.method == "GET":
+                    response = await client.get(self.url, params=arguments, headers=self._headers)
+                else:
+                    response = await client.request(self.method, self.url, json=arguments, headers=self._headers)
+        except httpx.HTTPError as exc:
+            return ToolResult(False, f"{type(exc).__name__}: {exc}")
+        text = response.text[:4000]
+        return ToolResult(response.is_success, text if response.is_success else f"HTTP {response.status_code}: {text}")

@@ -1,0 +1,49 @@
+"""Run untrusted Python in a separate interpreter with limits.
+
+The child is `python -I` (isolated: no user site, no environment variables, no cwd on the path),
+started with an empty environment, CPU-time and address-space limits, and a wall-clock timeout;
+it evaluates one expression with a small set of builtins (no `open`, no `__import__`). The
+expression travels on stdin and the value comes back as text on stdout.
+"""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+
+from noosphere.errors import RuntimeFault
+
+_CHILD = r"""
+import sys
+SAFE = {name: getattr(__builtins__, name) for name in (
+    "abs", "all", "any", "bool", "chr", "dict", "divmod", "enumerate", "filter", "float", "frozenset", "int",
+    "len", "list", "map", "max", "min", "ord", "pow", "range", "repr", "reversed", "round", "set", "sorted",
+    "str", "sum", "tuple", "zip", "isinstance", "True", "False", "None")}
+source = sys.stdin.read()
+print(repr(eval(compile(source, "<expression>", "eval"), {"__builtins__": SAFE}, {})))
+"""
+
+
+class SandboxError(RuntimeFault):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"sandboxed code failed: {reason}")
+
+
+def run_python_expression(expression: str, *, timeout_s: float = 5.0, memory_mb: int = 256) -> str:
+    def limit() -> None:  # runs in the child before exec
+        cpu = max(1, int(timeout_s))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        memory = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    try:
+        completed = subprocess.run([sys.executable, "-I", "-c", _CHILD], input=expression, capture_output=True,
+                                   text=True, timeout=timeout_s, env={}, preexec_fn=limit, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise SandboxError(f"timed out after {timeout_s}s") from exc
+    if completed.returncode != 0:
+        last = (completed.stderr.strip().splitlines() or [f"exit code {completed.returncode}"])[-1]
+        raise SandboxError(last)
+    return completed.stdout.strip()

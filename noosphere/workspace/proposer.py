@@ -1,0 +1,65 @@
+"""A processor that proposes calls of one function without running them.
+
+Used where the calls themselves are the product (BFCL scores the calls a system would make) or
+where running them needs approval first. One model call per execute: the proposed calls,
+constrained to the function's argument schema, together with the usual response, follow-up
+question and scores. Proposals for the task's own query are kept apart from answers to other
+processors' questions, so the final decision uses the former only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, create_model
+
+from noosphere.llm import Message, Model, ToolCall, ToolSpec
+from noosphere.observation import Observation
+from noosphere.workspace.chunk import Chunk, ProcessorOutput, WeightRule
+from noosphere.workspace.processor import LLMProcessor, Perceive, nothing
+
+PROPOSE = """
+You own one function: {name} - {description}
+In "calls", list every call of your function that the request needs, each with its arguments, or
+no call at all if your function does not serve the request. Score relevance by how much the request
+needs your function: 0.0 if it does not need it at all."""
+
+
+def _proposal_model(spec: ToolSpec) -> type[BaseModel]:
+    """ProcessorOutput plus `calls`, whose items are constrained to the function's argument schema."""
+    calls = Field(default_factory=list, description="argument objects, one per call",
+                  json_schema_extra={"items": spec.parameters})
+    fields: dict[str, Any] = {"calls": (list[dict[str, Any]], calls),
+                              **{name: (info.annotation, info) for name, info in ProcessorOutput.model_fields.items()}}
+    return create_model("Proposal", **fields)
+
+
+class FunctionProposer(LLMProcessor):
+    def __init__(self, name: str, model: Model, function: ToolSpec, *, perceive: Perceive = nothing,
+                 weights: WeightRule | None = None) -> None:
+        super().__init__(name, model, role=f"You represent the function {function.name}.", perceive=perceive,
+                         weights=weights)
+        self.function = function
+        self.output = _proposal_model(function)
+        self.proposals: dict[str, tuple[Chunk, tuple[ToolCall, ...]]] = {}
+        """Latest proposal per question asked."""
+
+    def system_prompt(self) -> str:
+        return super().system_prompt() + PROPOSE.format(name=self.function.name,
+                                                        description=self.function.description)
+
+    async def execute(self, query: str, observation: Observation, *, tick: int) -> Chunk:
+        perception = self.perceive(observation)
+        messages = [Message.system(self.system_prompt()),
+                    Message("user", self.user_prompt(query, perception), perception.media)]
+        completion = await self.model.complete(messages, output=self.output, agent=self.name)
+        output: Any = completion.output
+        scored = ProcessorOutput.model_validate(output.model_dump(exclude={"calls"}))
+        chunk = Chunk.from_output(self.name, tick, scored, self.weights)
+        calls = tuple(ToolCall(self.function.name, arguments) for arguments in output.calls
+                      if isinstance(arguments, dict))
+        self.proposals[query] = (chunk, calls)
+        return chunk
+
+    def proposal_for(self, query: str) -> tuple[Chunk, tuple[ToolCall, ...]] | None:
+        return self.proposals.get(query)

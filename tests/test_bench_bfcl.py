@@ -1,0 +1,131 @@
+"""BFCL: schema conversion, our AST matcher's rules, and both systems on the scripted model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noosphere.bench.bfcl_data import BfclItem, load_bfcl, to_json_schema
+from noosphere.bench.bfcl_match import score
+from noosphere.llm import Message, ToolCall
+from noosphere.llm.types import Request
+from tests.helpers import stm_reply
+from tests.test_bench_mustard import opener_for
+from tests.test_cli import invoke
+
+AREA = {"name": "area_circle.calculate", "description": "Area of a circle.",
+        "parameters": {"type": "dict", "properties": {"radius": {"type": "float"}, "unit": {"type": "string"}},
+                       "required": ["radius"]}}
+RECT = {"name": "area_rectangle.calculate", "description": "Area of a rectangle.",
+        "parameters": {"type": "dict", "properties": {"length": {"type": "float"}, "breadth": {"type": "float"}},
+                       "required": ["length", "breadth"]}}
+
+
+def item(category: str, truth: list[dict[str, Any]], functions: tuple[dict[str, Any], ...] = (AREA, RECT)
+         ) -> BfclItem:
+    return BfclItem("x_0", category, (Message.user("q"),), functions, tuple(truth))
+
+
+def test_schema_dialect_is_converted() -> None:
+    converted = to_json_schema({"type": "dict", "properties": {"xs": {"type": "tuple", "items": {"type": "float"}},
+                                                               "any": {"type": "any"}}, "required": ["xs"]})
+    assert converted == {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "number"}},
+                                                          "any": {}}, "required": ["xs"]}
+
+
+def test_simple_match_rules() -> None:
+    truth = [{"area_circle.calculate": {"radius": [5.0], "unit": ["Square Meters", ""]}}]
+    simple = item("simple_python", truth)
+    assert score(simple, [ToolCall("area_circle.calculate", {"radius": 5})])[0]  # int accepted as float
+    assert score(simple, [ToolCall("area_circle.calculate", {"radius": 5.0, "unit": "square_meters"})])[0]
+    assert not score(simple, [ToolCall("area_circle.calculate", {"radius": 6})])[0]
+    assert not score(simple, [ToolCall("area_circle.calculate", {"radius": "5"})])[0]  # wrong type
+    assert "unexpected parameter" in score(simple, [ToolCall("area_circle.calculate", {"radius": 5, "r": 1})])[1]
+    assert "expected 1" in score(simple, [])[1]
+    assert not score(simple, [ToolCall("area_rectangle.calculate", {"length": 5, "breadth": 1})])[0]
+
+
+def test_parallel_is_order_free_and_irrelevance_wants_no_call() -> None:
+    truth = [{"area_rectangle.calculate": {"length": [7.0], "breadth": [3.0]}},
+             {"area_circle.calculate": {"radius": [5.0], "unit": [""]}}]
+    parallel = item("parallel_multiple", truth)
+    calls = [ToolCall("area_circle.calculate", {"radius": 5}),
+             ToolCall("area_rectangle.calculate", {"length": 7, "breadth": 3})]
+    assert score(parallel, calls) == (True, "match")
+    assert not score(parallel, calls[:1])[0]
+    irrelevant = item("irrelevance", [])
+    assert score(irrelevant, []) == (True, "no call")
+    assert not score(irrelevant, calls[:1])[0]
+
+
+def test_loader_reads_items_and_answers(tmp_path: Path) -> None:
+    (tmp_path / "possible_answer").mkdir()
+    row = {"id": "simple_python_0", "question": [[{"role": "user", "content": "area of r=5"}]], "function": [AREA]}
+    (tmp_path / "BFCL_v4_simple_python.json").write_text(json.dumps(row) + "\n")
+    (tmp_path / "possible_answer" / "BFCL_v4_simple_python.json").write_text(
+        json.dumps({"id": "simple_python_0", "ground_truth": [{"area_circle.calculate": {"radius": [5]}}]}) + "\n")
+    [loaded] = load_bfcl("simple_python", tmp_path)
+    assert loaded.ground_truth[0]["area_circle.calculate"]["radius"] == [5]
+    assert loaded.tools[0].parameters["type"] == "object"
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    folder = tmp_path / "bfcl"
+    (folder / "possible_answer").mkdir(parents=True)
+    question = "Area of a 7 by 3 rectangle and of a circle of radius 5."
+    rows = {"parallel_multiple": ({"id": "parallel_multiple_1", "question": [[{"role": "user", "content": question}]],
+                                   "function": [AREA, RECT]},
+                                  [{"area_rectangle.calculate": {"length": [7.0], "breadth": [3.0]}},
+                                   {"area_circle.calculate": {"radius": [5.0], "unit": [""]}}]),
+            "irrelevance": ({"id": "irrelevance_0", "question": [[{"role": "user", "content": "Who wrote Hamlet?"}]],
+                             "function": [AREA]}, None)}
+    for category, (row, truth) in rows.items():
+        (folder / f"BFCL_v4_{category}.json").write_text(json.dumps(row) + "\n")
+        if truth is not None:
+            (folder / "possible_answer" / f"BFCL_v4_{category}.json").write_text(
+                json.dumps({"id": row["id"], "ground_truth": truth}) + "\n")
+    return folder
+
+
+def test_base_makes_one_request_with_all_functions(data: Path, tmp_path: Path) -> None:
+    def reply(request: Request) -> Any:
+        if any("Hamlet" in m.content for m in request.messages):
+            return {"tool_calls": []}
+        return {"tool_calls": [{"name": "area_rectangle.calculate", "arguments": {"length": 7, "breadth": 3}},
+                               {"name": "area_circle.calculate", "arguments": {"radius": 5}}]}
+
+    opener = opener_for(reply)
+    code, out, err = invoke(["bench", "bfcl", "--system", "base", "--data", str(data), "--category",
+                             "parallel_multiple", "--category", "irrelevance", "--out", str(tmp_path / "runs"),
+                             "--quiet", "--no-cache"], opener)
+    assert code == 0, err
+    assert '"parallel_multiple_accuracy": 100.0' in out and '"irrelevance_accuracy": 100.0' in out
+    assert len(opener.backend.history) == 2
+
+
+def test_ctm_calls_what_relevant_proposers_propose(data: Path, tmp_path: Path) -> None:
+    def reply(request: Request) -> Any:
+        if request.agent == "stm":
+            return stm_reply("both areas are needed", 0.9)
+        hamlet = any("Hamlet" in m.content for m in request.messages)
+        base = {"response": "r", "additional_question": "", "confidence": 0.9, "surprise": 0.0}
+        if hamlet:
+            return {"calls": [{"radius": 1}], "relevance": 0.1, **base}  # proposed but judged irrelevant: dropped
+        if request.agent and request.agent.endswith("area_circle.calculate"):
+            return {"calls": [{"radius": 5}], "relevance": 0.9, **base}
+        return {"calls": [{"length": 7, "breadth": 3}], "relevance": 0.8, **base}
+
+    opener = opener_for(reply)
+    code, out, err = invoke(["bench", "bfcl", "--system", "ctm", "--data", str(data), "--out",
+                             str(tmp_path / "runs"), "--quiet", "--no-cache", "--category", "parallel_multiple",
+                             "--category", "irrelevance"], opener)
+    assert code == 0, err
+    assert '"parallel_multiple_accuracy": 100.0' in out and '"irrelevance_accuracy": 100.0' in out
+    agents = {request.agent for request in opener.backend.history}
+    assert agents == {"f0:area_circle.calculate", "f1:area_rectangle.calculate", "stm"}
+    circle_schema = next(r.json_schema for r in opener.backend.history if r.agent == "f0:area_circle.calculate")
+    assert circle_schema["properties"]["calls"]["items"]["properties"]["radius"] == {"type": "number"}

@@ -1,0 +1,114 @@
+"""Built-in tools, the sandbox, and the tool processor on the scripted model."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from noosphere.llm import Model, ScriptedBackend
+from noosphere.observation import Observation
+from noosphere.tools import (
+    FunctionTool,
+    SandboxError,
+    calculate,
+    calculator_tool,
+    convert_units,
+    corpus_search_tool,
+    date_arithmetic,
+    python_tool,
+    run_python_expression,
+    sqlite_lookup_tool,
+)
+from noosphere.trace import Trace
+from noosphere.workspace import ToolProcessor
+from tests.helpers import by_agent, chunk_reply
+
+
+def test_calculator_is_arithmetic_only() -> None:
+    assert calculate("2 + 3 * (4 - 1) ** 2") == 29
+    assert calculate("sqrt(16) + 2^3") == 12.0
+    assert calculate("round(pi, 2)") == 3.14
+    for hostile in ("__import__('os').system('true')", "open('x')", "(1).__class__", "9 ** 99999"):
+        with pytest.raises(ValueError):
+            calculate(hostile)
+
+
+def test_unit_conversion_and_dates() -> None:
+    assert convert_units(1, "mi", "km") == pytest.approx(1.609344)
+    assert convert_units(212, "F", "C") == pytest.approx(100)
+    assert convert_units(0, "C", "K") == pytest.approx(273.15)
+    with pytest.raises(ValueError, match="cannot convert length to mass"):
+        convert_units(1, "m", "kg")
+    assert date_arithmetic("add_days", "2024-02-27", days=3) == "2024-03-01"
+    assert date_arithmetic("days_between", "2024-01-01", other_date="2024-12-25") == "359"
+    assert date_arithmetic("weekday", "2026-11-22") == "Sunday"
+
+
+async def test_sqlite_lookup_is_read_only(tmp_path: Path) -> None:
+    database = tmp_path / "cities.db"
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE cities (name TEXT, country TEXT, population INTEGER)")
+        db.executemany("INSERT INTO cities VALUES (?, ?, ?)",
+                       [("Oslo", "Norway", 700000), ("Bergen", "Norway", 290000)])
+    tool = sqlite_lookup_tool(database, "cities")
+    assert tool.spec.parameters["properties"]["column"]["enum"] == ["name", "country", "population"]
+    found = await tool.call({"column": "name", "equals": "Oslo"})
+    assert found.ok and "700000" in found.output
+    bad = await tool.call({"column": "name; DROP TABLE cities", "equals": "x"})
+    assert not bad.ok and "invalid arguments" in bad.output
+
+
+async def test_corpus_search_ranks_matching_passages() -> None:
+    tool = corpus_search_tool({"a": "The lighthouse keeper found a map.", "b": "Bread recipes with rye flour.",
+                               "c": "A map of the old harbour and its lighthouse."})
+    result = await tool.call({"query": "lighthouse map"})
+    assert result.ok and result.output.splitlines()[0].startswith(("[a]", "[c]")) and "[b]" not in result.output
+
+
+async def test_python_sandbox_limits() -> None:
+    assert run_python_expression("sum(range(10))") == "45"
+    with pytest.raises(SandboxError, match="NameError"):
+        run_python_expression("__import__('os').listdir('/')")
+    with pytest.raises(SandboxError, match="NameError"):
+        run_python_expression("open('/etc/passwd').read()")
+    with pytest.raises(SandboxError):
+        run_python_expression("[0] * (10 ** 10)", memory_mb=64)
+    with pytest.raises(SandboxError, match="timed out"):
+        run_python_expression("sum(range(10 ** 12))", timeout_s=1)
+    failed = await python_tool(timeout_s=1).call({"expression": "1 / 0"})
+    assert not failed.ok and "ZeroDivisionError" in failed.output
+
+
+async def test_function_tool_validates_arguments_and_catches_failures() -> None:
+    tool = calculator_tool()
+    assert (await tool.call({"expression": "6 * 7"})).output == "42"
+    assert "invalid arguments" in (await tool.call({})).output
+    assert "ValueError" in (await tool.call({"expression": "x + 1"})).output
+    assert FunctionTool(lambda: 1, name="one").spec.name == "one"
+
+
+async def test_tool_processor_decides_calls_and_reports_the_result() -> None:
+    backend = ScriptedBackend(by_agent({"calc": [
+        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "17 * 23"}}]},
+        chunk_reply("17 * 23 = 391", "", 0.9, 0.95),
+    ]}))
+    trace = Trace(None)
+    processor = ToolProcessor("calc", Model(backend, trace=trace), calculator_tool())
+    chunk = await processor.execute("What is 17 times 23?", Observation(), tick=1)
+    assert chunk.gist == "17 * 23 = 391" and chunk.weight == pytest.approx(1.85)
+    [used] = trace.of_kind("ws_tool")
+    assert used.tool == "calculator" and used.output == "391" and used.ok
+    decide, answer = backend.history
+    assert decide.json_schema is not None  # the call was constrained to the tool's schema
+    assert "got: 391" in answer.messages[-1].content
+
+
+async def test_tool_processor_may_decline() -> None:
+    backend = ScriptedBackend(by_agent({"calc": [{"tool_calls": []},
+                                                 chunk_reply("not a maths question", "", 0.1, 0.2)]}))
+    processor = ToolProcessor("calc", Model(backend), calculator_tool())
+    chunk = await processor.execute("Who wrote Hamlet?", Observation(), tick=1)
+    assert chunk.relevance == 0.1
+    assert "decided not to call" in backend.history[1].messages[-1].content
