@@ -10,9 +10,9 @@ from pydantic import BaseModel, Field
 class ProcessorOutput(BaseModel):
     """The structured reply of one processor call (the edge where model text becomes data)."""
 
-    response: str = Field(max_length=700, description="your answer to the query, from what you can see")
+    response: str = Field(max_length=400, description="your answer to the query, from what you can see")
     additional_question: str = Field(
-        max_length=240, description="one short question another processor could answer to improve the answer, "
+        max_length=160, description="one short question another processor could answer to improve the answer, "
                                     "or an empty string")
     relevance: float = Field(ge=0.0, le=1.0, description="how directly the response answers the query")
     confidence: float = Field(ge=0.0, le=1.0, description="how sure the response is")
