@@ -96,3 +96,62 @@ def test_trace_show_on_a_non_run_folder(tmp_path: Path) -> None:
 def test_help(args: list[str]) -> None:
     code, out, _ = invoke(args)
     assert code == 0 and "Usage" in out
+
+
+def test_ask_ctm_builds_a_processor_per_view_and_trace_show_tells_the_story(tmp_path: Path) -> None:
+    from noosphere.llm.types import Request
+    from tests.helpers import chunk_reply, stm_reply
+
+    def reply(request: Request) -> Any:
+        if request.agent == "stm":
+            return stm_reply("Sarcastic: praise for a bad day.", 0.85)
+        return chunk_reply(f"{request.agent} says sarcastic", "", 0.8, 0.7)
+
+    backend = ScriptedBackend(reply)
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    code, out, err = invoke(["ask", "Is it sarcastic?", "--system", "ctm", "--text", "utterance=Oh great, Monday.",
+                             "--text", "speaker=Chandler from Friends", "--out", str(tmp_path), "--no-cache"], opener)
+    assert code == 0, err
+    assert "Sarcastic: praise for a bad day." in out and "0.85" in out
+    assert {r.agent for r in backend.history} == {"utterance", "speaker", "stm"}
+    [run_dir] = list(tmp_path.iterdir())
+    code, shown, _ = invoke(["trace", "show", str(run_dir)])
+    assert code == 0 and "iteration 1" in shown and "winner (argmax)" in shown and "alpha=0.85" in shown
+
+
+def test_ask_rejects_a_malformed_view(tmp_path: Path) -> None:
+    code, _, err = invoke(["ask", "q", "--system", "ctm", "--text", "no-equals-sign", "--out", str(tmp_path)])
+    assert code == 2 and "--text expects NAME=VALUE" in err
+
+
+def test_ask_ctm_with_a_builtin_tool(tmp_path: Path) -> None:
+    from noosphere.llm.types import Request
+    from tests.helpers import chunk_reply, stm_reply
+
+    calls = {"calculator": 0}
+
+    def reply(request: Request) -> Any:
+        if request.agent == "stm":
+            return stm_reply("391", 0.95)
+        if request.agent == "calculator":
+            calls["calculator"] += 1
+            if calls["calculator"] == 1:
+                return {"tool_calls": [{"name": "calculator", "arguments": {"expression": "17*23"}}]}
+            return chunk_reply("17*23 = 391", "", 1.0, 1.0)
+        return chunk_reply("about 400", "", 0.5, 0.3)
+
+    backend = ScriptedBackend(reply)
+    code, out, err = invoke(["ask", "What is 17 * 23?", "--system", "ctm", "--tool", "calculator", "--out",
+                             str(tmp_path), "--no-cache"], lambda model_id, **kw: Model(backend, **kw))
+    assert code == 0, err
+    assert "391" in out
+    [run_dir] = list(tmp_path.iterdir())
+    kinds = [json.loads(line)["kind"] for line in (run_dir / "trace.jsonl").read_text().splitlines()]
+    assert "ws_tool" in kinds
+    code, _, err = invoke(["ask", "q", "--tool", "calculator", "--out", str(tmp_path)])
+    assert code == 2 and "--system ctm" in err
+    code, _, err = invoke(["ask", "q", "--system", "ctm", "--tool", "calculater", "--out", str(tmp_path)])
+    assert code == 2 and "Did you mean calculator" in err

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Protocol
 
 import typer
 from rich.console import Console
 
-from noosphere.errors import UsageError
+from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import DEFAULT_MODEL, CallCache, Model, Settings
 from noosphere.llm.usage import UsageLedger
 from noosphere.llm.weights import default_cache_dir
 from noosphere.observation import Observation
 from noosphere.runs import Run
 from noosphere.systems import get_system
+from noosphere.systems.ctm import ask_ctm
+from noosphere.tools import builtin_tools
 from noosphere.trace import Trace
 
 
@@ -62,6 +65,8 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         text: Annotated[list[str] | None, typer.Option(help="a text view of the observation, NAME=TEXT")] = None,
         image: Annotated[list[str] | None, typer.Option(help="an image view, PATH or NAME=PATH")] = None,
         audio: Annotated[list[str] | None, typer.Option(help="an audio view, PATH or NAME=PATH")] = None,
+        tool: Annotated[list[str] | None, typer.Option(
+            help=f"ctm: attach a built-in tool processor ({', '.join(builtin_tools())})")] = None,
         model: ModelOption = DEFAULT_MODEL,
         seed: SeedOption = 0,
         out: OutOption = Path("runs"),
@@ -70,10 +75,19 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
     ) -> None:
         """Answer QUERY and print the answer, its confidence and where the run was written."""
         answer_with = get_system(system)
+        if tool:
+            if system != "ctm":
+                raise UsageError("tools are attached as tool processors: use them with --system ctm")
+            available = builtin_tools()
+            for name in tool:
+                if name not in available:
+                    raise UnknownNameError("tool", name, available)
+            answer_with = partial(ask_ctm, tools=tuple(available[name] for name in tool))
         observation = parse_observation(text or [], [*(image or []), *(audio or [])])
         console = Console()
         config: dict[str, Any] = {"query": query, "system": system, "model": model, "seed": seed,
-                                  "max_tokens": max_tokens, "cache": not no_cache, "views": observation.names}
+                                  "max_tokens": max_tokens, "cache": not no_cache, "views": observation.names,
+                                  "tools": tool or []}
         with Run.create(out, command="ask", config=config) as run:
             with console.status(f"loading {model}"):
                 llm = opener(model, trace=run.trace, ledger=run.ledger, cache=open_cache(no_cache),

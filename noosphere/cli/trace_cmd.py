@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from noosphere.errors import UsageError
-from noosphere.trace import ModelCall, read_trace
+from noosphere.trace import Event, ModelCall, read_trace
 
 
 def _snippet(text: str, width: int = 70) -> str:
@@ -25,6 +25,34 @@ def _read_json(path: Path) -> dict[str, Any]:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
+
+
+def _print_workspace(console: Console, events: list[Event]) -> None:
+    """One line per workspace step: bids, competition, STM answer, links and fusion."""
+    lines = []
+    for event in events:
+        data = event.model_dump()
+        if event.kind == "ws_iteration":
+            lines.append(f"[bold]iteration {data['iteration']}[/]")
+        elif event.kind == "ws_chunk" and data["phase"] == "chunk":
+            lines.append(f"  bid {data['processor']}: w={data['weight']:.2f} (r={data['relevance']:.2f} "
+                         f"c={data['confidence']:.2f} s={data['surprise']:.2f}) {_snippet(data['gist'], 60)}")
+        elif event.kind == "ws_competition":
+            lines.append(f"  winner ({data['method']}): {data['winner']}")
+        elif event.kind == "ws_stm":
+            label = f" [{data['label']}]" if data.get("label") else ""
+            lines.append(f"  stm{label} alpha={data['confidence']:.2f} stop={data['stop']}: "
+                         f"{_snippet(data['answer'], 60)}")
+        elif event.kind == "ws_link":
+            lines.append(f"  link {data['a']} - {data['b']} {data['change']}")
+        elif event.kind == "ws_fusion":
+            lines.append(f"  fusion {data['asker']} <- {data['answerer']}: {_snippet(data['answer'], 50)}")
+        elif event.kind == "ws_forfeit":
+            lines.append(f"  [yellow]forfeit[/] {data['processor']} ({data['phase']}): {_snippet(data['error'], 60)}")
+    if lines:
+        console.print("[bold]workspace[/]")
+        for line in lines[:200]:
+            console.print(line, highlight=False)
 
 
 def add_trace(app: typer.Typer) -> None:
@@ -60,6 +88,7 @@ def add_trace(app: typer.Typer) -> None:
                           str(call.completion_tokens), f"{call.latency_s:.2f}", "yes" if call.cached else "",
                           _snippet(call.response))
         console.print(table)
+        _print_workspace(console, events)
         for event in events:
             if event.kind in ("output_repaired", "output_failed", "model_retried", "prompt_truncated"):
                 details = event.model_dump(exclude={"kind", "ts"})

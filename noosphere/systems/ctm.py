@@ -1,7 +1,7 @@
 """`ask --system ctm`: a global workspace with one sensory processor per view of the observation.
 
 With no views, the query is all there is, and three cognitive processors with different habits of
-thought compete instead.
+thought compete instead. Each attached tool adds a tool processor.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 from noosphere.llm import Model
 from noosphere.observation import Observation
 from noosphere.systems.base import Answer
-from noosphere.workspace import ShortTermMemory, Workspace, WorkspaceSettings, cognitive, sensory
+from noosphere.tools import Tool
+from noosphere.workspace import ShortTermMemory, ToolProcessor, Workspace, WorkspaceSettings, cognitive, sensory
 from noosphere.workspace.processor import LLMProcessor
 
 THINKERS = {
@@ -19,17 +20,20 @@ THINKERS = {
 }
 
 
-def workspace_for(model: Model, observation: Observation, settings: WorkspaceSettings | None = None) -> Workspace:
+def workspace_for(model: Model, observation: Observation, settings: WorkspaceSettings | None = None,
+                  tools: tuple[Tool, ...] = ()) -> Workspace:
+    """One sensory processor per view (or the thinkers when there is none), plus one per tool."""
     processors: list[LLMProcessor]
     if observation.views:
         processors = [sensory(view.name, model, view.name,
                               media_kind=view.media[0].kind if view.media else None) for view in observation.views]
     else:
         processors = [cognitive(name, model, role=role) for name, role in THINKERS.items()]
+    processors += [ToolProcessor(tool.spec.name, model, tool) for tool in tools]
     return Workspace(processors, ShortTermMemory(model), settings)
 
 
-async def ask_ctm(model: Model, query: str, observation: Observation,
-                  settings: WorkspaceSettings | None = None) -> Answer:
-    result = await workspace_for(model, observation, settings).run(query, observation)
+async def ask_ctm(model: Model, query: str, observation: Observation, *, settings: WorkspaceSettings | None = None,
+                  tools: tuple[Tool, ...] = ()) -> Answer:
+    result = await workspace_for(model, observation, settings, tools).run(query, observation)
     return Answer(answer=result.answer[:600], confidence=result.confidence)

@@ -2,6 +2,7 @@
 
 from noosphere.tools.base import FunctionTool, HttpTool, Tool, ToolResult
 from noosphere.tools.builtin import (
+    builtin_tools,
     calculate,
     calculator_tool,
     convert_units,
@@ -15,12 +16,8 @@ from noosphere.tools.builtin import (
 from noosphere.tools.sandbox import SandboxError, run_python_expression
 
 __all__ = [
-    "FunctionTool", "HttpTool", "SandboxError", "Tool", "ToolResult", "calculate", "calculator_tool",
+    "FunctionTool", "HttpTool", "SandboxError", "Tool", "ToolResult", "builtin_tools", "calculate", "calculator_tool",
     "convert_units", "corpus_search_tool", "date_arithmetic", "date_tool", "python_tool", "run_python_expression",
     "sqlite_lookup_tool", "unit_converter_tool",
 ]
 
-
-def builtin_tools() -> dict[str, Tool]:
-    """The built-ins that need no configuration, by name."""
-    return {tool.spec.name: tool for tool in (calculator_tool(), unit_converter_tool(), date_tool(), python_tool())}

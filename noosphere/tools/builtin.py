@@ -163,3 +163,8 @@ def python_tool(*, timeout_s: float = 5.0, memory_mb: int = 256) -> FunctionTool
                         description="Evaluate one Python expression (no imports, no files) and return its value.",
                         parameters={"type": "object", "properties": {"expression": {"type": "string"}},
                                     "required": ["expression"]}, timeout_s=timeout_s + 2)
+
+
+def builtin_tools() -> dict[str, FunctionTool]:
+    """The built-ins that need no configuration, by name."""
+    return {tool.spec.name: tool for tool in (calculator_tool(), unit_converter_tool(), date_tool(), python_tool())}
