@@ -107,6 +107,9 @@ def test_confident_first_answer_stops_after_one_iteration_and_cancels_linking() 
     stm_request = next(r for r in backend.history if r.agent == "stm")
     assert "A thinks yes" in stm_request.messages[-1].content
     assert not trace.of_kind("ws_link") and not trace.of_kind("ws_fusion")
+    # the speculative broadcast is rolled back when the STM stops the loop
+    assert not trace.of_kind("ws_broadcast")
+    assert all(not p.read().winners for p in workspace.processors.values())
     # each processor saw only its own view
     for request in backend.history:
         if request.agent in ("a", "b", "c"):

@@ -116,8 +116,13 @@ class Workspace:
             self.trace.emit(CompetitionHeld(iteration=iteration, method=result.method, winner=winner.processor,
                                             weights={c.processor: round(c.weight, 4) for c in chunks.values()},
                                             matches=list(result.matches)))
-            if not final and "no_broadcast" not in ablations:
-                self._broadcast(winner, iteration)
+            # The broadcast is written before the STM answers so that the speculative link formation sees it
+            # (Algorithm 1 writes, then asks); it is committed, and traced, only if the loop goes on.
+            before_broadcast = {name: p.read() for name, p in self.processors.items()}
+            broadcasting = not final and "no_broadcast" not in ablations
+            if broadcasting:
+                for processor in self.processors.values():
+                    processor.write(processor.read().with_winner(winner))
             linking = None
             if not final and winner.question:
                 askers = {name: winner.question for name in self.processors if name != winner.processor}
@@ -126,7 +131,12 @@ class Workspace:
             if answer.confidence >= settings.threshold or final:
                 stopped_by = "confidence" if answer.confidence >= settings.threshold else "max_iterations"
                 await _cancel(linking)
+                for name, memory in before_broadcast.items():
+                    self.processors[name].write(memory)
                 break
+            if broadcasting:
+                self.trace.emit(Broadcast(iteration=iteration, winner=winner.processor, gist=winner.gist,
+                                          recipients=list(self.processors)))
             if linking is not None:
                 self._form_links(winner, await linking, iteration)
             if "no_fusion" not in ablations:
@@ -169,12 +179,6 @@ class Workspace:
                                           gist=chunk.gist, question=chunk.question, relevance=chunk.relevance,
                                           confidence=chunk.confidence, surprise=chunk.surprise, weight=chunk.weight))
         return chunks
-
-    def _broadcast(self, winner: Chunk, iteration: int) -> None:
-        for processor in self.processors.values():
-            processor.write(processor.read().with_winner(winner))
-        self.trace.emit(Broadcast(iteration=iteration, winner=winner.processor, gist=winner.gist,
-                                  recipients=list(self.processors)))
 
     async def _stm_answer(self, query: str, winner: Chunk, iteration: int, previous: StmAnswer | None) -> StmAnswer:
         try:
