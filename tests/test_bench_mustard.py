@@ -122,3 +122,23 @@ def test_unknown_ablation_is_a_usage_error(data: Path, tmp_path: Path) -> None:
     code, _, err = invoke(["bench", "mustard", "--ablation", "no_fusoin", "--data", str(data), "--out",
                            str(tmp_path)], opener_for(ctm_script))
     assert code == 2 and "Did you mean no_fusion" in err
+
+
+def test_resume_keeps_the_saved_system_and_options(data: Path, tmp_path: Path) -> None:
+    answers = iter([{"reason": "r", "label": "sarcastic", "confidence": 0.8}, SimulatedKill()])
+
+    def first(request: Request) -> Any:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    with pytest.raises(SimulatedKill):
+        invoke(["bench", "mustard", "--system", "base", "--limit", "2", "--data", str(data), "--out",
+                str(tmp_path / "runs"), "--quiet", "--no-cache"], opener_for(first))
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    resumed = opener_for(lambda request: {"reason": "r", "label": "not sarcastic", "confidence": 0.6})
+    code, _, err = invoke(["bench", "mustard", "--resume", str(run_dir), "--quiet", "--no-cache"], resumed)
+    assert code == 0, err
+    assert [r.agent for r in resumed.backend.history] == ["base"]  # base, as saved, and only the missing item
+    assert json.loads((run_dir / "report.json").read_text())["metrics"]["n"] == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,19 +16,46 @@ from noosphere.bench import averages, classification_report, run_items, write_re
 from noosphere.bench import bfcl as bfcl_bench
 from noosphere.bench import mustard as mustard_bench
 from noosphere.bench.bfcl_data import CATEGORIES, load_bfcl
+from noosphere.bench.runner import Solve
 from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption, open_cache
 from noosphere.errors import UnknownNameError
-from noosphere.llm import DEFAULT_MODEL, Settings
+from noosphere.llm import DEFAULT_MODEL, Model, Settings
 from noosphere.runs import Run
 from noosphere.workspace import ABLATIONS, WorkspaceSettings
 
 ResumeOption = Annotated[Path | None, typer.Option(help="resume a killed benchmark from its run folder")]
 
 
-def _open_run(out: Path, resume: Path | None, config: dict[str, Any]) -> Run:
-    if resume is not None:
-        return Run.resume(resume)
-    return Run.create(out, command="bench", config=config)
+Items = list[tuple[str, Any, Any]]
+Prepare = Callable[[dict[str, Any], Model], tuple[Items, Solve]]
+Summarise = Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any]]
+
+
+def _check_system(system: str) -> None:
+    if system not in ("base", "ctm"):
+        raise UnknownNameError("system", system, ["base", "ctm"])
+
+
+def _run_benchmark(opener: ModelOpener, title: str, config: dict[str, Any], *, out: Path, resume: Path | None,
+                   no_cache: bool, quiet: bool, max_tokens: int, prepare: Prepare, summarise: Summarise) -> None:
+    """Open (or resume) the run, score the items, write the report. A resumed run keeps its saved config."""
+    run = Run.resume(resume) if resume is not None else Run.create(out, command="bench", config=config)
+    with run:
+        saved = run.config
+        llm = opener(saved["model"], trace=run.trace, ledger=run.ledger, cache=open_cache(no_cache),
+                     settings=Settings(seed=saved["seed"], max_tokens=max_tokens))
+        items, solve = prepare(saved, llm)
+        rows = asyncio.run(run_items(run, items, solve, show_progress=not quiet))
+        metrics = summarise(saved, rows)
+        report = write_report(run, title, metrics, averages(rows))
+        run.finish({"report": report})
+    Console().print(json.dumps({k: v for k, v in metrics.items() if k != "confusion"}))
+    Console().print(f"report: {run.directory / 'report.md'}", highlight=False)
+
+
+def _workspace_settings(config: dict[str, Any]) -> WorkspaceSettings:
+    return WorkspaceSettings(threshold=config["threshold"], max_iterations=config["iterations"],
+                             ablations=frozenset(config.get("ablation", ())), seed=config["seed"])
 
 
 def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
@@ -51,26 +79,25 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
     ) -> None:
         """Sarcasm detection on MUStARD's text: accuracy, weighted precision, recall and F1."""
-        if system not in ("base", "ctm"):
-            raise UnknownNameError("system", system, ["base", "ctm"])
-        ablations = frozenset(ablation or ())
-        settings = WorkspaceSettings(threshold=threshold, max_iterations=iterations, ablations=ablations, seed=seed)
-        items = mustard_bench.load_mustard(data, limit=limit)
-        config = {"benchmark": "mustard", "system": system, "model": model, "ablation": sorted(ablations),
-                  "limit": limit, "data": str(data) if data else "shared", "iterations": iterations,
+        _check_system(system)
+        config = {"benchmark": "mustard", "system": system, "model": model, "ablation": sorted(ablation or ()),
+                  "limit": limit, "data": str(data) if data else None, "iterations": iterations,
                   "threshold": threshold, "seed": seed}
-        with _open_run(out, resume, config) as run:
-            llm = opener(run.config.get("model", model), trace=run.trace, ledger=run.ledger,
-                         cache=open_cache(no_cache), settings=Settings(seed=seed, max_tokens=400))
-            solve = (partial(mustard_bench.solve_base, llm) if system == "base"
-                     else partial(mustard_bench.solve_ctm, llm, settings))
-            rows = asyncio.run(run_items(run, [(i.id, i, i.gold) for i in items], solve, show_progress=not quiet))
-            metrics = classification_report([r["gold"] for r in rows], [r["prediction"] for r in rows],
-                                            mustard_bench.LABELS)
-            report = write_report(run, "MUStARD (text)", metrics, averages(rows))
-            run.finish({"report": report})
-        Console().print(json.dumps({k: v for k, v in metrics.items() if k != "confusion"}))
-        Console().print(f"report: {run.directory / 'report.md'}", highlight=False)
+        _workspace_settings(config)  # unknown ablations fail here, before anything runs
+
+        def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
+            items = mustard_bench.load_mustard(Path(saved["data"]) if saved.get("data") else None,
+                                               limit=saved["limit"])
+            solve = (partial(mustard_bench.solve_base, llm) if saved["system"] == "base"
+                     else partial(mustard_bench.solve_ctm, llm, _workspace_settings(saved)))
+            return [(i.id, i, i.gold) for i in items], solve
+
+        def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+            return classification_report([r["gold"] for r in rows], [r["prediction"] for r in rows],
+                                         mustard_bench.LABELS)
+
+        _run_benchmark(opener, "MUStARD (text)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
+                       max_tokens=400, prepare=prepare, summarise=summarise)
 
     @bench_app.command("bfcl")
     def bfcl_command(
@@ -88,27 +115,30 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
     ) -> None:
         """Function calling on BFCL, scored by our AST matcher; accuracy per category."""
-        if system not in ("base", "ctm"):
-            raise UnknownNameError("system", system, ["base", "ctm"])
-        categories = category or list(CATEGORIES)
-        items = [item for name in categories for item in load_bfcl(name, data, limit=limit)]
-        settings = WorkspaceSettings(threshold=threshold, max_iterations=iterations, seed=seed)
-        config = {"benchmark": "bfcl", "system": system, "model": model, "categories": categories, "limit": limit,
-                  "iterations": iterations, "threshold": threshold, "seed": seed}
-        with _open_run(out, resume, config) as run:
-            llm = opener(run.config.get("model", model), trace=run.trace, ledger=run.ledger,
-                         cache=open_cache(no_cache), settings=Settings(seed=seed, max_tokens=512))
-            solve = (partial(bfcl_bench.solve_base, llm) if system == "base"
-                     else partial(bfcl_bench.solve_ctm, llm, settings))
-            rows = asyncio.run(run_items(run, [(i.id, i, None) for i in items], solve, show_progress=not quiet))
+        _check_system(system)
+        for name in category or ():
+            if name not in CATEGORIES:
+                raise UnknownNameError("BFCL category", name, CATEGORIES)
+        config = {"benchmark": "bfcl", "system": system, "model": model, "categories": category or list(CATEGORIES),
+                  "limit": limit, "data": str(data) if data else None, "iterations": iterations,
+                  "threshold": threshold, "seed": seed}
+
+        def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
+            folder = Path(saved["data"]) if saved.get("data") else None
+            items = [item for name in saved["categories"] for item in load_bfcl(name, folder, limit=saved["limit"])]
+            solve = (partial(bfcl_bench.solve_base, llm) if saved["system"] == "base"
+                     else partial(bfcl_bench.solve_ctm, llm, _workspace_settings(saved)))
+            return [(i.id, i, None) for i in items], solve
+
+        def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
             metrics: dict[str, Any] = {}
-            for name in categories:
+            for name in saved["categories"]:
                 scored = [r for r in rows if r.get("category") == name]
                 if scored:
                     metrics[f"{name}_accuracy"] = round(100 * sum(r["correct"] for r in scored) / len(scored), 2)
                     metrics[f"{name}_n"] = len(scored)
             metrics["overall_accuracy"] = round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2)
-            report = write_report(run, "BFCL (AST match)", metrics, averages(rows))
-            run.finish({"report": report})
-        Console().print(json.dumps(metrics))
-        Console().print(f"report: {run.directory / 'report.md'}", highlight=False)
+            return metrics
+
+        _run_benchmark(opener, "BFCL (AST match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
+                       max_tokens=512, prepare=prepare, summarise=summarise)

@@ -34,6 +34,15 @@ class Tool(Protocol):
     async def call(self, arguments: dict[str, Any]) -> ToolResult: ...
 
 
+def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult | None:
+    """A failed result explaining what is wrong with the arguments, or None when they fit the schema."""
+    try:
+        jsonschema.validate(arguments, spec.parameters)
+    except jsonschema.ValidationError as exc:
+        return ToolResult(False, f"invalid arguments: {exc.message}")
+    return None
+
+
 class FunctionTool:
     """Wraps a Python callable (sync or async) whose keyword arguments follow `parameters`."""
 
@@ -47,10 +56,8 @@ class FunctionTool:
                              parameters or {"type": "object", "properties": {}})
 
     async def call(self, arguments: dict[str, Any]) -> ToolResult:
-        try:
-            jsonschema.validate(arguments, self.spec.parameters)
-        except jsonschema.ValidationError as exc:
-            return ToolResult(False, f"invalid arguments: {exc.message}")
+        if (invalid := check_arguments(self.spec, arguments)) is not None:
+            return invalid
         try:
             if inspect.iscoroutinefunction(self.function):
                 value = await asyncio.wait_for(self.function(**arguments), self.timeout_s)
@@ -75,10 +82,8 @@ class HttpTool:
         self.timeout_s = timeout_s
 
     async def call(self, arguments: dict[str, Any]) -> ToolResult:
-        try:
-            jsonschema.validate(arguments, self.spec.parameters)
-        except jsonschema.ValidationError as exc:
-            return ToolResult(False, f"invalid arguments: {exc.message}")
+        if (invalid := check_arguments(self.spec, arguments)) is not None:
+            return invalid
         try:
             async with httpx.AsyncClient(timeout=self.timeout_s) as client:
                 if self.method == "GET":
