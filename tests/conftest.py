@@ -21,4 +21,5 @@ def _guard_real_models(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
     if request.node.get_closest_marker("real_model") is None:
         monkeypatch.setattr(LocalBackend, "generate", _forbidden)
         monkeypatch.setattr(LocalBackend, "_generate_blocking", _forbidden)
-        monkeypatch.setattr(LiteLLMBackend, "generate", _forbidden)
+        if request.node.get_closest_marker("provider_double") is None:
+            monkeypatch.setattr(LiteLLMBackend, "generate", _forbidden)

@@ -87,6 +87,9 @@ class LiteLLMBackend:
                 "name": str(request.json_schema.get("title", "output")), "schema": request.json_schema}}
         if request.tools:
             args["tools"] = [tool.to_openai() for tool in request.tools]
+            # With tools, the pinned LiteLLM checks for its MCP gateway first, which imports the optional
+            # `mcp` package and fails without it; noosphere never routes tools through that gateway.
+            args["_skip_mcp_handler"] = True
         return args
 
     async def generate(self, request: Request) -> Reply:

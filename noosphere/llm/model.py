@@ -85,12 +85,11 @@ class Model:
         if output is None and not tools:
             reply, latency, cached = await self._call(request, agent, attempt=1)
             return Completion(reply.text, None, reply.tool_calls, reply.usage, latency, self.id, cached=cached)
-        if tools and not self.backend.native_tools:
+        if output is not None:
+            request = _with_instruction(request, schema_instruction(output), output.model_json_schema(), self)
+        elif not self.backend.native_tools:  # tools, emulated as JSON constrained to the tools' schemas
             request = replace(_with_instruction(request, tool_instruction(tools), tool_calls_schema(tools), self),
                               tools=())
-        else:
-            assert output is not None
-            request = _with_instruction(request, schema_instruction(output), output.model_json_schema(), self)
         return await self._structured(request, output, tools, agent)
 
     def complete_sync(self, messages: Any, **kwargs: Any) -> Completion[Any]:

@@ -1,0 +1,64 @@
+"""The LiteLLM backend through LiteLLM's own offline double (`mock_response`): no network is used."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from noosphere.errors import CapabilityError, ModelError
+from noosphere.llm import Message, ToolSpec, open_model
+from noosphere.llm import model as model_module
+from noosphere.runs import Run
+
+pytestmark = pytest.mark.provider_double
+
+SECRET = "sk-test-abcdefghijklmnopqrstuvwxyz123456"
+
+
+class Verdict(BaseModel):
+    label: str
+
+
+async def test_text_reply_usage_and_cost_without_leaking_the_key(tmp_path: Path) -> None:
+    with Run.create(tmp_path, command="test") as run:
+        model = open_model("litellm:openai/gpt-4o", trace=run.trace, ledger=run.ledger, api_key=SECRET,
+                           extra={"mock_response": '{"label": "sarcastic"}'})
+        assert model.capabilities.vision and model.capabilities.tools and model.capabilities.json_schema
+        completion = await model.complete("Is it sarcastic?", output=Verdict, agent="judge")
+        run.finish({"label": completion.output.label if completion.output else None})
+    assert completion.output == Verdict(label="sarcastic")
+    assert completion.usage.completion_tokens > 0 and (completion.usage.cost_usd or 0) > 0
+    assert SECRET not in repr(model.backend)
+    for name in ("trace.jsonl", "config.json", "result.json"):
+        assert SECRET not in (run.directory / name).read_text()
+    assert json.loads((run.directory / "result.json").read_text())["usage"]["by_agent"]["judge"]["calls"] == 1
+
+
+async def test_native_tool_calls_are_parsed_and_validated() -> None:
+    weather = ToolSpec("get_weather", "weather", {"type": "object", "properties": {"city": {"type": "string"}},
+                                                  "required": ["city"]})
+    mock_call = [{"id": "c1", "type": "function",
+                  "function": {"name": "get_weather", "arguments": json.dumps({"city": "Oslo"})}}]
+    model = open_model("litellm:openai/gpt-4o", extra={"mock_tool_calls": mock_call, "mock_response": ""})
+    completion = await model.complete("Weather in Oslo?", tools=[weather])
+    assert [(c.name, c.arguments) for c in completion.tool_calls] == [("get_weather", {"city": "Oslo"})]
+
+
+async def test_rate_limits_are_retried_with_backoff_then_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(model_module, "BACKOFF_BASE_S", 0.001)
+    model = open_model("litellm:openai/gpt-4o", extra={"mock_response": "litellm.RateLimitError"})
+    with pytest.raises(ModelError) as caught:
+        await model.complete("hi")
+    assert caught.value.retryable
+    assert "RateLimitError" in str(caught.value)
+
+
+async def test_unknown_model_declares_no_media_and_fails_fast(tmp_path: Path) -> None:
+    image = tmp_path / "x.png"
+    image.write_bytes(b"\x89PNG")
+    model = open_model("litellm:someone/unknown-model", api_base="http://127.0.0.1:9")
+    with pytest.raises(CapabilityError, match="vision"):
+        await model.complete([Message.user("what is it?", images=(image,))])
