@@ -112,3 +112,33 @@ async def test_tool_processor_may_decline() -> None:
     chunk = await processor.execute("Who wrote Hamlet?", Observation(), tick=1)
     assert chunk.relevance == 0.1
     assert "decided not to call" in backend.history[1].messages[-1].content
+
+
+async def test_http_tool_sends_arguments_and_reports_failures() -> None:
+    import httpx
+
+    from noosphere.tools import HttpTool
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.params.get("city") == "Oslo":
+            assert request.headers["x-api-key"] == "k-123"
+            return httpx.Response(200, json={"temp_c": -3})
+        return httpx.Response(404, text="unknown city")
+
+    tool = HttpTool("weather", "current weather", "http://127.0.0.1/weather",
+                    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                    headers={"x-api-key": "k-123"}, transport=httpx.MockTransport(handler))
+    ok = await tool.call({"city": "Oslo"})
+    assert ok.ok and '"temp_c":-3' in ok.output.replace(" ", "")
+    missing = await tool.call({"city": "Atlantis"})
+    assert not missing.ok and "HTTP 404" in missing.output and "k-123" not in missing.output
+
+
+async def test_motor_picks_only_admissible_actions() -> None:
+    from noosphere.workspace import MotorProcessor
+
+    backend = ScriptedBackend([{"reason": "the apple is there", "action": "go to fridge 1"}])
+    motor = MotorProcessor("motor", Model(backend))
+    action = await motor.act("find the apple", ["go to fridge 1", "open drawer 2"], goal="put an apple on the table")
+    assert action.action == "go to fridge 1"
+    assert backend.history[0].json_schema["properties"]["action"]["enum"] == ["go to fridge 1", "open drawer 2"]

@@ -74,18 +74,20 @@ class HttpTool:
     """Calls an HTTP API: GET with the arguments as query parameters, or POST with them as JSON."""
 
     def __init__(self, name: str, description: str, url: str, parameters: dict[str, Any], *,
-                 method: str = "GET", headers: dict[str, str] | None = None, timeout_s: float = 20.0) -> None:
+                 method: str = "GET", headers: dict[str, str] | None = None, timeout_s: float = 20.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.spec = ToolSpec(name, description, parameters)
         self.url = url
         self.method = method.upper()
         self._headers = headers or {}  # may hold keys: never rendered into results or traces
         self.timeout_s = timeout_s
+        self._transport = transport
 
     async def call(self, arguments: dict[str, Any]) -> ToolResult:
         if (invalid := check_arguments(self.spec, arguments)) is not None:
             return invalid
         try:
-            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+            async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport) as client:
                 if self.method == "GET":
                     response = await client.get(self.url, params=arguments, headers=self._headers)
                 else:

@@ -6,13 +6,14 @@ from noosphere.workspace.competition import CompetitionResult, compete
 from noosphere.workspace.engine import ABLATIONS, Workspace, WorkspaceResult, WorkspaceSettings
 from noosphere.workspace.links import LinkGraph, LinkPolicy
 from noosphere.workspace.memory import FusionNote, ProcessorMemory
+from noosphere.workspace.motor import Action, MotorProcessor
 from noosphere.workspace.processor import FreeProcessor, LLMProcessor, Perception, Processor, cognitive, sensory
 from noosphere.workspace.stm import ShortTermMemory, StmAnswer
 from noosphere.workspace.tool_processor import ToolProcessor
 
 __all__ = [
-    "ABLATIONS", "Chunk", "CompetitionResult", "FreeProcessor", "FusionNote", "LLMProcessor", "LinkGraph",
-    "LinkPolicy", "Observation", "Perception", "Processor", "ProcessorMemory", "ProcessorOutput",
+    "ABLATIONS", "Action", "Chunk", "CompetitionResult", "FreeProcessor", "FusionNote", "LLMProcessor", "LinkGraph",
+    "LinkPolicy", "MotorProcessor", "Observation", "Perception", "Processor", "ProcessorMemory", "ProcessorOutput",
     "ShortTermMemory", "StmAnswer", "ToolProcessor", "View", "WeightRule", "Workspace", "WorkspaceResult",
     "WorkspaceSettings", "cognitive", "compete", "sensory",
 ]
