@@ -96,7 +96,9 @@ class LocalBackend:
         key = json.dumps(schema, sort_keys=True)
         cache = self.loaded.grammars
         if key not in cache:
-            cache[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+            # The grammar follows the schema's property order (fields meant to be written first, like a
+            # reason before a verdict, stay first), so it is built from the unsorted JSON.
+            cache[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
         return cache[key]
 
     def run_on_model_thread(self, function: Callable[[], T]) -> T:

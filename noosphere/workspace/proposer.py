@@ -27,10 +27,10 @@ needs your function: 0.0 if it does not need it at all."""
 
 def _proposal_model(spec: ToolSpec) -> type[BaseModel]:
     """ProcessorOutput plus `calls`, whose items are constrained to the function's argument schema."""
-    calls = Field(default_factory=list, description="argument objects, one per call",
+    calls = Field(description="argument objects, one per call; empty if the request does not need the function",
                   json_schema_extra={"items": spec.parameters})
-    fields: dict[str, Any] = {"calls": (list[dict[str, Any]], calls),
-                              **{name: (info.annotation, info) for name, info in ProcessorOutput.model_fields.items()}}
+    fields: dict[str, Any] = {**{name: (info.annotation, info) for name, info in ProcessorOutput.model_fields.items()},
+                              "calls": (list[dict[str, Any]], calls)}
     return create_model("Proposal", **fields)
 
 
