@@ -19,7 +19,9 @@ from pydantic import BaseModel, Field
 from noosphere.bench.data import shared_data
 from noosphere.bench.runner import Scored
 from noosphere.llm import Message, Model
-from noosphere.workspace import Observation, ShortTermMemory, Workspace, WorkspaceSettings, sensory
+from noosphere.observation import Observation
+from noosphere.workspace import WorkspaceSettings
+from noosphere.workspace.classify import classify
 
 LABELS = ("sarcastic", "not sarcastic")
 SHOWS = {"BBT": "The Big Bang Theory", "FRIENDS": "Friends", "GOLDENGIRLS": "The Golden Girls",
@@ -81,14 +83,11 @@ async def solve_base(model: Model, item: MustardItem) -> Scored:
                   {"confidence": verdict.confidence, "answer": verdict.reason})
 
 
-def mustard_workspace(model: Model, settings: WorkspaceSettings) -> Workspace:
-    processors = [
-        sensory("utterance", model, "utterance", role="You read only the final utterance, word for word."),
-        sensory("dialogue", model, "dialogue", role="You read only the dialogue that led up to the final utterance."),
-        sensory("speaker", model, "speaker",
-                role="You know only who speaks; draw on what you know of this character's habits and humour."),
-    ]
-    return Workspace(processors, ShortTermMemory(model, labels=LABELS), settings)
+ROLES = {
+    "utterance": "You read only the final utterance, word for word.",
+    "dialogue": "You read only the dialogue that led up to the final utterance.",
+    "speaker": "You know only who speaks; draw on what you know of this character's habits and humour.",
+}
 
 
 def mustard_observation(item: MustardItem) -> Observation:
@@ -97,7 +96,7 @@ def mustard_observation(item: MustardItem) -> Observation:
 
 
 async def solve_ctm(model: Model, settings: WorkspaceSettings, item: MustardItem) -> Scored:
-    result = await mustard_workspace(model, settings).run(QUERY, mustard_observation(item))
+    result = await classify(model, QUERY, mustard_observation(item), LABELS, roles=ROLES, settings=settings)
     return Scored(result.label, result.label == item.gold,
                   {"confidence": result.confidence, "answer": result.answer, "iterations": result.iterations,
                    "stopped_by": result.stopped_by, "winners": list(result.winners)})

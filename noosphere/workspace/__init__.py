@@ -2,6 +2,7 @@
 
 from noosphere.observation import Observation, View
 from noosphere.workspace.chunk import Chunk, ProcessorOutput, WeightRule
+from noosphere.workspace.classify import classifier, classify
 from noosphere.workspace.competition import CompetitionResult, compete
 from noosphere.workspace.engine import ABLATIONS, Workspace, WorkspaceResult, WorkspaceSettings
 from noosphere.workspace.links import LinkGraph, LinkPolicy
@@ -15,5 +16,5 @@ __all__ = [
     "ABLATIONS", "Action", "Chunk", "CompetitionResult", "FreeProcessor", "FusionNote", "LLMProcessor", "LinkGraph",
     "LinkPolicy", "MotorProcessor", "Observation", "Perception", "Processor", "ProcessorMemory", "ProcessorOutput",
     "ShortTermMemory", "StmAnswer", "ToolProcessor", "View", "WeightRule", "Workspace", "WorkspaceResult",
-    "WorkspaceSettings", "cognitive", "compete", "sensory",
+    "WorkspaceSettings", "classifier", "classify", "cognitive", "compete", "sensory",
 ]

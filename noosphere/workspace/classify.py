@@ -1,0 +1,28 @@
+"""Classification adapter: a query, an observation split into named views, and a closed label set.
+
+One sensory processor per view (with an optional role each); the STM answers with one label of
+the set, decoded as an enum, so the label is always one of them.
+"""
+
+from __future__ import annotations
+
+from noosphere.llm import Model
+from noosphere.observation import Observation
+from noosphere.workspace.engine import Workspace, WorkspaceResult, WorkspaceSettings
+from noosphere.workspace.processor import sensory
+from noosphere.workspace.stm import ShortTermMemory
+
+
+def classifier(model: Model, observation: Observation, labels: tuple[str, ...], *,
+               roles: dict[str, str] | None = None, settings: WorkspaceSettings | None = None) -> Workspace:
+    roles = roles or {}
+    processors = [sensory(view.name, model, view.name, role=roles.get(view.name, ""),
+                          media_kind=view.media[0].kind if view.media else None) for view in observation.views]
+    return Workspace(processors, ShortTermMemory(model, labels=labels), settings)
+
+
+async def classify(model: Model, query: str, observation: Observation, labels: tuple[str, ...], *,
+                   roles: dict[str, str] | None = None, settings: WorkspaceSettings | None = None) -> WorkspaceResult:
+    """Run a fresh workspace on one item; `result.label` is one of `labels`."""
+    workspace = classifier(model, observation, labels, roles=roles, settings=settings)
+    return await workspace.run(query, observation)
