@@ -81,7 +81,7 @@ async def test_empty_replies_and_refusals_end_in_typed_error() -> None:
     assert "empty" in error.errors[0]
     [failed] = trace.of_kind("output_failed")
     assert failed.attempts == 3
-    assert [e.repair for e in trace.of_kind("output_repaired")] == ["empty", "invalid", "invalid"]
+    assert [e.repair for e in trace.of_kind("output_repaired")] == ["empty", "refusal", "invalid"]
 
 
 async def test_missing_field_is_named_in_correction() -> None:

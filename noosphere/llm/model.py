@@ -22,7 +22,7 @@ from noosphere.errors import CapabilityError, ContextOverflowError, ModelError, 
 from noosphere.llm.backend import Backend
 from noosphere.llm.cache import CallCache, request_key
 from noosphere.llm.messages import Message, as_messages
-from noosphere.llm.structured import correction_message, parse_output, schema_instruction
+from noosphere.llm.structured import correction_message, is_refusal, parse_output, schema_instruction
 from noosphere.llm.tools import ToolCallsOutput, check_tool_calls, tool_calls_schema, tool_instruction
 from noosphere.llm.types import Completion, Repair, Reply, Request, Settings, ToolCall, ToolSpec
 from noosphere.llm.usage import UsageLedger
@@ -118,7 +118,8 @@ class Model:
             if reply.finish_reason == "length":
                 error = (f"the reply was cut off at the limit of {request.settings.max_tokens} tokens before it "
                          f"was complete ({error}); keep every text field short")
-            kind = "empty" if not reply.text.strip() and not reply.tool_calls else "invalid"
+            kind = ("empty" if not reply.text.strip() and not reply.tool_calls
+                    else "refusal" if is_refusal(reply.text) else "invalid")
             repairs.append(Repair(attempt, kind, error))
             errors.append(error)
             self.trace.emit(OutputRepaired(model=self.id, agent=agent, attempt=attempt, repair=kind, detail=error))

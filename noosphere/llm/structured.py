@@ -39,7 +39,6 @@ class ParseOutcome:
     value: BaseModel | None
     error: str | None
     repaired: str | None
-    kind: str = "invalid"
 
 
 def _candidate_json(text: str) -> str:
@@ -61,7 +60,7 @@ def _format_validation(error: ValidationError) -> str:
 def parse_output(text: str, output: type[BaseModel]) -> ParseOutcome:
     """Parse `text` into `output`, repairing broken JSON when that is all that is wrong."""
     if not text.strip():
-        return ParseOutcome(None, "the reply was empty", None, kind="empty")
+        return ParseOutcome(None, "the reply was empty", None)
     candidate = _candidate_json(text)
     repaired: str | None = None
     try:
@@ -69,8 +68,7 @@ def parse_output(text: str, output: type[BaseModel]) -> ParseOutcome:
     except json.JSONDecodeError as exc:
         data = json_repair.loads(candidate)
         if data in ("", None, [], {}) and candidate not in ("{}", "[]"):
-            kind = "refusal" if _REFUSAL.search(text) else "invalid"
-            return ParseOutcome(None, f"no JSON object found ({exc.msg})", None, kind=kind)
+            return ParseOutcome(None, f"no JSON object found ({exc.msg})", None)
         repaired = f"repaired malformed JSON ({exc.msg} at char {exc.pos})"
     if isinstance(data, list) and len(data) == 1 and isinstance(data[0], dict):
         data = data[0]
@@ -78,6 +76,10 @@ def parse_output(text: str, output: type[BaseModel]) -> ParseOutcome:
         return ParseOutcome(output.model_validate(data), None, repaired)
     except ValidationError as exc:
         return ParseOutcome(None, _format_validation(exc), repaired)
+
+
+def is_refusal(text: str) -> bool:
+    return bool(_REFUSAL.search(text))
 
 
 def correction_message(error: str) -> str:
