@@ -36,7 +36,9 @@ def run(app: typer.Typer, args: Sequence[str], *, stderr: Console | None = None)
     """Run the CLI and return its exit code, turning noosphere errors into one clear line."""
     stderr = stderr or Console(stderr=True)
     try:
-        app(list(args), standalone_mode=False)
+        returned = app(list(args), standalone_mode=False)
+        if isinstance(returned, int):  # click hands back the code of a `typer.Exit` instead of raising it
+            return returned
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,7 +18,7 @@ from noosphere.bench import averages, classification_report, run_items, write_re
 from noosphere.bench import bfcl as bfcl_bench
 from noosphere.bench import mustard as mustard_bench
 from noosphere.bench.bfcl_data import CATEGORIES, load_bfcl
-from noosphere.bench.runner import Solve
+from noosphere.bench.runner import Solve, load_done
 from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption, open_cache
 from noosphere.errors import UnknownNameError
 from noosphere.llm import DEFAULT_MODEL, Model, Settings
@@ -40,17 +42,39 @@ def _run_benchmark(opener: ModelOpener, title: str, config: dict[str, Any], *, o
                    no_cache: bool, quiet: bool, max_tokens: int, prepare: Prepare, summarise: Summarise) -> None:
     """Open (or resume) the run, score the items, write the report. A resumed run keeps its saved config."""
     run = Run.resume(resume) if resume is not None else Run.create(out, command="bench", config=config)
-    with run:
+    with run, _terminate_as_interrupt():
         saved = run.config
         llm = opener(saved["model"], trace=run.trace, ledger=run.ledger, cache=open_cache(no_cache),
                      settings=Settings(seed=saved["seed"], max_tokens=max_tokens))
         items, solve = prepare(saved, llm)
-        rows = asyncio.run(run_items(run, items, solve, show_progress=not quiet))
+        try:
+            rows = asyncio.run(run_items(run, items, solve, show_progress=not quiet))
+            interrupted = False
+        except KeyboardInterrupt:  # Ctrl-C or a time limit: report what is done; --resume goes on later
+            done = load_done(run.directory / "items.jsonl")
+            rows = [done[item_id] for item_id, _, _ in items if item_id in done]
+            interrupted = True
         metrics = summarise(saved, rows)
-        report = write_report(run, title, metrics, averages(rows))
-        run.finish({"report": report})
+        report = write_report(run, title + (" (partial: interrupted)" if interrupted else ""), metrics,
+                              averages(rows))
+        run.finish({"report": report}, status="interrupted" if interrupted else "ok")
     Console().print(json.dumps({k: v for k, v in metrics.items() if k != "confusion"}))
     Console().print(f"report: {run.directory / 'report.md'}", highlight=False)
+    if interrupted:
+        raise typer.Exit(130)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (a `timeout`, a job scheduler) like Ctrl-C, so an interrupted benchmark still reports."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _workspace_settings(config: dict[str, Any]) -> WorkspaceSettings:
