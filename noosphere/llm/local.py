@@ -11,8 +11,10 @@ decoding with a grammar compiled from the JSON schema (compiled once per schema)
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import os
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +41,29 @@ _LOADED: dict[tuple[str, int], _Loaded] = {}
 _LOAD_LOCK = threading.Lock()
 
 
+_LOG_CALLBACK: Any = None
+_GGML_LOG_ERROR = 3
+
+
+def _quiet_llama_logs() -> None:
+    """Keep llama.cpp's informational lines (context sizes and the like) out of the user's terminal.
+
+    Errors still reach stderr; the callback object is kept alive for as long as the process runs.
+    """
+    global _LOG_CALLBACK
+    if _LOG_CALLBACK is not None:
+        return
+    import llama_cpp
+
+    @llama_cpp.llama_log_callback
+    def forward_errors(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        if level == _GGML_LOG_ERROR:
+            sys.stderr.write(text.decode("utf-8", "replace"))
+
+    _LOG_CALLBACK = forward_errors
+    llama_cpp.llama_log_set(forward_errors, ctypes.c_void_p(0))
+
+
 def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Loaded:
     """Load a GGUF file once per process and context size; later callers share it."""
     key = (str(path.resolve()), n_ctx)
@@ -46,6 +71,7 @@ def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Loaded:
         if key not in _LOADED:
             from llama_cpp import Llama
 
+            _quiet_llama_logs()
             threads = n_threads or os.cpu_count() or 1  # llama-cpp-python would use only half the cores
             llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
                           n_batch=512, verbose=False, seed=0)

@@ -20,7 +20,7 @@ BASE_ROLE = (
 class Answer(BaseModel):
     """An answer and the model's own estimate that it is right."""
 
-    answer: str = Field(max_length=600, description="the answer, in one or a few sentences")
+    answer: str = Field(min_length=1, max_length=600, description="the answer, in one or a few sentences")
     confidence: float = Field(ge=0.0, le=1.0, description="probability that the answer is correct, 0.0 to 1.0")
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 class ProcessorOutput(BaseModel):
     """The structured reply of one processor call (the edge where model text becomes data)."""
 
-    response: str = Field(max_length=400, description="your answer to the query, from what you can see")
+    response: str = Field(min_length=1, max_length=400, description="your answer to the query, from what you can see")
     additional_question: str = Field(
         max_length=160, description="one short question another processor could answer to improve the answer, "
                                     "or an empty string")

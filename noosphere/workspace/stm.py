@@ -13,7 +13,7 @@ from noosphere.workspace.prompts import STM_FRAME, STM_LABELS
 
 
 class StmOutput(BaseModel):
-    answer: str = Field(max_length=400, description="the answer to the query")
+    answer: str = Field(min_length=1, max_length=400, description="the answer to the query")
     confidence: float = Field(ge=0.0, le=1.0, description="probability that the answer is correct")
 
 
@@ -26,7 +26,8 @@ class StmAnswer:
 
 def _labelled(labels: tuple[str, ...]) -> type[BaseModel]:
     fields: dict[str, Any] = {
-        "answer": (str, Field(max_length=400, description="the answer to the query, with the main reason")),
+        "answer": (str, Field(min_length=1, max_length=400,
+                              description="the answer to the query, with the main reason")),
         "label": (Literal[labels], Field(description="the label that answers the query")),  # type: ignore[valid-type]
         "confidence": (float, Field(ge=0.0, le=1.0, description="probability that the label is correct")),
     }
