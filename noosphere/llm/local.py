@@ -42,7 +42,7 @@ _LOAD_LOCK = threading.Lock()
 
 
 _LOG_CALLBACK: Any = None
-_GGML_LOG_ERROR = 3
+_GGML_LOG_ERROR = 4  # ggml: 1 debug, 2 info, 3 warn, 4 error, 5 continuation
 
 
 def _quiet_llama_logs() -> None:
