@@ -10,8 +10,6 @@ Secrets never reach a trace: every line passes through a `Redactor` before it is
 from __future__ import annotations
 
 import json
-import os
-import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,30 +17,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
-_SECRET_SHAPES = re.compile(
-    r"(sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{30,}|xai-[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
-    r"|Bearer\s+[A-Za-z0-9._\-]{16,})"
-)
-REDACTED = "[REDACTED]"
+from noosphere.redact import REDACTED, Redactor
 
-
-class Redactor:
-    """Replaces secret values (from the environment, or given) and key-shaped strings."""
-
-    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
-        self.secrets = tuple(sorted({s for s in secrets if len(s) >= 8}, key=len, reverse=True))
-
-    @classmethod
-    def from_environment(cls, extra: tuple[str, ...] = ()) -> Redactor:
-        found = tuple(value for name, value in os.environ.items() if _SECRET_ENV.search(name))
-        return cls(found + extra)
-
-    def __call__(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
-        return _SECRET_SHAPES.sub(REDACTED, text)
-
+__all__ = ["REDACTED", "Event", "Redactor", "Trace", "read_trace"]
 
 class Event(BaseModel):
     """Base of all trace events. `kind` names the event; `ts` is wall-clock seconds."""

@@ -1,0 +1,32 @@
+"""Redaction of secrets before anything is written: API keys from the environment and key-shaped strings."""
+
+from __future__ import annotations
+
+import os
+import re
+
+_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
+_SECRET_SHAPES = re.compile(
+    r"(sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{30,}|xai-[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|Bearer\s+[A-Za-z0-9._\-]{16,})"
+)
+REDACTED = "[REDACTED]"
+
+
+class Redactor:
+    """Replaces secret values (from the environment, or given) and key-shaped strings."""
+
+    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+        self.secrets = tuple(sorted({s for s in secrets if len(s) >= 8}, key=len, reverse=True))
+
+    @classmethod
+    def from_environment(cls, extra: tuple[str, ...] = ()) -> Redactor:
+        # Paths and sentences under such names (a key *file*, say) are not secrets themselves.
+        found = tuple(value for name, value in os.environ.items()
+                      if _SECRET_ENV.search(name) and not any(c in value for c in "/ \\"))
+        return cls(found + extra)
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return _SECRET_SHAPES.sub(REDACTED, text)
