@@ -2,8 +2,8 @@
 
 The base system is one call of the model that sees the utterance, its dialogue context and the
 speaker. The workspace splits the same information into partial views, one sensory processor each
-(the utterance alone, the preceding dialogue, the speaker and what they are like), and its STM
-picks the label. Both answer the same query with the same label set.
+(the utterance alone; the preceding dialogue with the utterance; the speaker, what they are like,
+with the utterance), and its STM picks the label. Both answer the same query with the same labels.
 """
 
 from __future__ import annotations
@@ -83,16 +83,22 @@ async def solve_base(model: Model, item: MustardItem) -> Scored:
                   {"confidence": verdict.confidence, "answer": verdict.reason})
 
 
+# As in CTM-AI, where every processor perceives the same utterance through another modality, every
+# view holds the utterance; each adds one aspect the others lack (the dialogue, who is speaking).
 ROLES = {
-    "utterance": "You read only the final utterance, word for word.",
-    "dialogue": "You read only the dialogue that led up to the final utterance.",
-    "speaker": "You know only who speaks; draw on what you know of this character's habits and humour.",
+    "utterance": "You read only the final utterance, word for word, without any context.",
+    "dialogue": "You read the dialogue that leads up to the final utterance, but you do not know the speakers' "
+                "characters.",
+    "speaker": "You know who speaks and what they said, but not the dialogue before; draw on what you know of this "
+               "character's habits and humour.",
 }
 
 
 def mustard_observation(item: MustardItem) -> Observation:
-    return Observation.of({"utterance": f'"{item.utterance}"', "dialogue": item.dialogue(),
-                           "speaker": item.speaker_card()})
+    final = f'Final utterance: "{item.utterance}"'
+    return Observation.of({"utterance": f'"{item.utterance}"',
+                           "dialogue": f"{item.dialogue()}\n{final}",
+                           "speaker": f"{item.speaker_card()}\n{final}"})
 
 
 async def solve_ctm(model: Model, settings: WorkspaceSettings, item: MustardItem) -> Scored:
