@@ -26,11 +26,15 @@ from noosphere.workspace.classify import classify
 LABELS = ("sarcastic", "not sarcastic")
 SHOWS = {"BBT": "The Big Bang Theory", "FRIENDS": "Friends", "GOLDENGIRLS": "The Golden Girls",
          "SARCASMOHOLICS": "Sarcasmaholics Anonymous"}
-QUERY = (
+TASK = (
     "Is the speaker being sarcastic in the final utterance? Sarcasm means saying something whose intended "
     "meaning differs from, often the opposite of, its literal meaning, usually to mock, criticise or joke "
-    "(for example praising something bad). Answer 'sarcastic' or 'not sarcastic'."
+    "(for example praising something bad)."
 )
+# The same task for both systems; only the answer format differs: the base model fills a label field,
+# processors explain their evidence (the STM then picks the label from the winning explanation).
+QUERY = f"{TASK} Answer 'sarcastic' or 'not sarcastic'."
+WORKSPACE_QUERY = f"{TASK} Say what in your input points to sarcasm or against it, then give your verdict."
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,8 @@ def mustard_observation(item: MustardItem) -> Observation:
 
 
 async def solve_ctm(model: Model, settings: WorkspaceSettings, item: MustardItem) -> Scored:
-    result = await classify(model, QUERY, mustard_observation(item), LABELS, roles=ROLES, settings=settings)
+    result = await classify(model, WORKSPACE_QUERY, mustard_observation(item), LABELS, roles=ROLES,
+                            settings=settings)
     return Scored(result.label, result.label == item.gold,
                   {"confidence": result.confidence, "answer": result.answer, "iterations": result.iterations,
                    "stopped_by": result.stopped_by, "winners": list(result.winners)})
