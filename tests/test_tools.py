@@ -75,7 +75,8 @@ async def test_python_sandbox_limits() -> None:
         run_python_expression("open('/etc/passwd').read()")
     with pytest.raises(SandboxError):
         run_python_expression("[0] * (10 ** 10)", memory_mb=64)
-    with pytest.raises(SandboxError, match="timed out"):
+    # whichever comes first on a busy or an idle machine: the wall clock or the CPU-time limit
+    with pytest.raises(SandboxError, match=r"timed out|CPU-time"):
         run_python_expression("sum(range(10 ** 12))", timeout_s=1)
     failed = await python_tool(timeout_s=1).call({"expression": "1 / 0"})
     assert not failed.ok and "ZeroDivisionError" in failed.output

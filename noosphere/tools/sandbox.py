@@ -43,6 +43,8 @@ def run_python_expression(expression: str, *, timeout_s: float = 5.0, memory_mb:
                                    text=True, timeout=timeout_s, env={}, preexec_fn=limit, check=False)
     except subprocess.TimeoutExpired as exc:
         raise SandboxError(f"timed out after {timeout_s}s") from exc
+    if completed.returncode < 0:  # killed by the kernel: RLIMIT_CPU sends SIGXCPU, then SIGKILL
+        raise SandboxError(f"stopped by signal {-completed.returncode}: over its CPU-time or memory limit")
     if completed.returncode != 0:
         last = (completed.stderr.strip().splitlines() or [f"exit code {completed.returncode}"])[-1]
         raise SandboxError(last)
