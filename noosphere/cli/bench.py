@@ -26,6 +26,10 @@ from noosphere.runs import Run
 from noosphere.workspace import ABLATIONS, WorkspaceSettings
 
 ResumeOption = Annotated[Path | None, typer.Option(help="resume a killed benchmark from its run folder")]
+SystemOption = Annotated[str, typer.Option(help="base or ctm")]
+IterationsOption = Annotated[int, typer.Option(help="ctm: maximum iterations T")]
+ThresholdOption = Annotated[float, typer.Option(help="ctm: STM confidence that stops the loop")]
+QuietOption = Annotated[bool, typer.Option(help="no progress bar")]
 
 
 Items = list[tuple[str, Any, Any]]
@@ -89,18 +93,18 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
 
     @bench_app.command("mustard")
     def mustard(
-        system: Annotated[str, typer.Option(help="base or ctm")] = "ctm",
+        system: SystemOption = "ctm",
         ablation: Annotated[list[str] | None, typer.Option(help=f"ctm ablation: {', '.join(ABLATIONS)}")] = None,
         model: ModelOption = DEFAULT_MODEL,
         limit: Annotated[int | None, typer.Option(help="first N items of the seeded sample")] = None,
         data: Annotated[Path | None, typer.Option(help="MUStARD JSON file")] = None,
-        iterations: Annotated[int, typer.Option(help="ctm: maximum iterations T")] = 3,
-        threshold: Annotated[float, typer.Option(help="ctm: STM confidence that stops the loop")] = 0.8,
+        iterations: IterationsOption = 3,
+        threshold: ThresholdOption = 0.8,
         seed: SeedOption = 0,
         out: OutOption = Path("runs"),
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
-        quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+        quiet: QuietOption = False,
     ) -> None:
         """Sarcasm detection on MUStARD's text: accuracy, weighted precision, recall and F1."""
         _check_system(system)
@@ -125,18 +129,18 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
 
     @bench_app.command("bfcl")
     def bfcl_command(
-        system: Annotated[str, typer.Option(help="base or ctm")] = "ctm",
+        system: SystemOption = "ctm",
         category: Annotated[list[str] | None, typer.Option(help=f"one or more of {', '.join(CATEGORIES)}")] = None,
         model: ModelOption = DEFAULT_MODEL,
         limit: Annotated[int | None, typer.Option(help="first N items of each category")] = None,
         data: Annotated[Path | None, typer.Option(help="folder with BFCL_v4_*.json and possible_answer/")] = None,
-        iterations: Annotated[int, typer.Option(help="ctm: maximum iterations T")] = 2,
-        threshold: Annotated[float, typer.Option(help="ctm: STM confidence that stops the loop")] = 0.8,
+        iterations: IterationsOption = 2,
+        threshold: ThresholdOption = 0.8,
         seed: SeedOption = 0,
         out: OutOption = Path("runs"),
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
-        quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+        quiet: QuietOption = False,
     ) -> None:
         """Function calling on BFCL, scored by our AST matcher; accuracy per category."""
         _check_system(system)
