@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from noosphere.llm.batching import BatchEngine
 from noosphere.llm.litellm_backend import LiteLLMBackend
 from noosphere.llm.local import LocalBackend
 
@@ -20,6 +21,7 @@ def _forbidden(*_args: object, **_kwargs: object) -> None:
 def _guard_real_models(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if request.node.get_closest_marker("real_model") is None:
         monkeypatch.setattr(LocalBackend, "generate", _forbidden)
-        monkeypatch.setattr(LocalBackend, "_generate_blocking", _forbidden)
+        monkeypatch.setattr(LocalBackend, "_generate_serially", _forbidden)
+        monkeypatch.setattr(BatchEngine, "submit", _forbidden)
         if request.node.get_closest_marker("provider_double") is None:
             monkeypatch.setattr(LiteLLMBackend, "generate", _forbidden)

@@ -16,8 +16,10 @@ from noosphere.llm.usage import UsageLedger
 from noosphere.llm.weights import default_cache_dir
 from noosphere.observation import Observation
 from noosphere.runs import Run
+from noosphere.society.config import build_society, load_society_spec
 from noosphere.systems import get_system
 from noosphere.systems.ctm import ask_ctm
+from noosphere.systems.society import ask_society
 from noosphere.tools import builtin_tools
 from noosphere.trace import Trace
 
@@ -61,7 +63,9 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
     @app.command()
     def ask(
         query: Annotated[str, typer.Argument(help="the question or task")],
-        system: Annotated[str, typer.Option(help="which system answers: base or ctm")] = "base",
+        system: Annotated[str, typer.Option(help="which system answers: base, ctm or society")] = "base",
+        society: Annotated[Path | None, typer.Option(
+            help="society: a YAML or TOML file declaring the society (see examples/societies)")] = None,
         text: Annotated[list[str] | None, typer.Option(help="a text view of the observation, NAME=TEXT")] = None,
         image: Annotated[list[str] | None, typer.Option(help="an image view, PATH or NAME=PATH")] = None,
         audio: Annotated[list[str] | None, typer.Option(help="an audio view, PATH or NAME=PATH")] = None,
@@ -74,7 +78,14 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         max_tokens: Annotated[int, typer.Option(help="output token limit per model call")] = 512,
     ) -> None:
         """Answer QUERY and print the answer, its confidence and where the run was written."""
-        answer_with = get_system(system)
+        if system == "society":
+            if society is None:
+                raise UsageError("--system society needs --society FILE (see examples/societies)")
+            spec = load_society_spec(society)
+        elif society is not None:
+            raise UsageError("--society is for --system society")
+        else:
+            answer_with = get_system(system)
         if tool:
             if system != "ctm":
                 raise UsageError("tools are attached as tool processors: use them with --system ctm")
@@ -86,14 +97,22 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         observation = parse_observation(text or [], [*(image or []), *(audio or [])])
         console = Console()
         config: dict[str, Any] = {"query": query, "system": system, "model": model, "seed": seed,
+                                  "society": spec.model_dump() if system == "society" else None,
                                   "max_tokens": max_tokens, "cache": not no_cache, "views": observation.names,
                                   "tools": tool or []}
         with Run.create(out, command="ask", config=config) as run:
+            cache = open_cache(no_cache)
+            settings = Settings(seed=seed, max_tokens=max_tokens)
             with console.status(f"loading {model}"):
-                llm = opener(model, trace=run.trace, ledger=run.ledger, cache=open_cache(no_cache),
-                             settings=Settings(seed=seed, max_tokens=max_tokens))
+                if system == "society":
+                    built = build_society(spec, lambda model_id: opener(
+                        model_id, trace=run.trace, ledger=run.ledger, cache=cache, settings=settings), model)
+                    answer_with = partial(ask_society, built)
+                else:
+                    llm = opener(model, trace=run.trace, ledger=run.ledger, cache=cache, settings=settings)
+                    answer_with = partial(answer_with, llm)
             with console.status(f"{system} is thinking"):
-                answer = asyncio.run(answer_with(llm, query, observation))
+                answer = asyncio.run(answer_with(query, observation))
             run.finish({"query": query, "answer": answer.answer, "confidence": answer.confidence})
         usage = run.ledger.total
         console.print(f"[bold]answer:[/] {answer.answer}", highlight=False)

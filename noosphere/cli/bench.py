@@ -16,13 +16,15 @@ from rich.console import Console
 
 from noosphere.bench import averages, classification_report, run_items, write_report
 from noosphere.bench import bfcl as bfcl_bench
+from noosphere.bench import gsm8k as gsm8k_bench
 from noosphere.bench import mustard as mustard_bench
 from noosphere.bench.bfcl_data import CATEGORIES, load_bfcl
 from noosphere.bench.runner import Solve, load_done
 from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption, open_cache
-from noosphere.errors import UnknownNameError
+from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import DEFAULT_MODEL, Model, Settings
 from noosphere.runs import Run
+from noosphere.society.config import SocietySpec, build_society, load_society_spec
 from noosphere.workspace import ABLATIONS, WorkspaceSettings
 
 ResumeOption = Annotated[Path | None, typer.Option(help="resume a killed benchmark from its run folder")]
@@ -84,6 +86,27 @@ def _terminate_as_interrupt() -> Iterator[None]:
 def _workspace_settings(config: dict[str, Any]) -> WorkspaceSettings:
     return WorkspaceSettings(threshold=config["threshold"], max_iterations=config["iterations"],
                              ablations=frozenset(config.get("ablation", ())), seed=config["seed"])
+
+
+def _gsm8k_config(system: str, society: Path | None, rounds: int | None, n: int | None, model: str,
+                  limit: int | None, data: Path | None, seed: int) -> dict[str, Any]:
+    """Check the options of a new GSM8K run; the society file is read now and saved whole with the run."""
+    systems = ("base", "best-of-n", "society")
+    if system not in systems:
+        raise UnknownNameError("system", system, systems)
+    spec = load_society_spec(society) if society is not None else None
+    if spec is not None and rounds is not None:
+        spec = spec.model_copy(update={"rounds": rounds})
+    if system == "society" and spec is None:
+        raise UsageError("--system society needs --society FILE (see examples/societies)")
+    if system == "best-of-n" and n is None:
+        if spec is None:
+            raise UsageError("best-of-n needs --n N, or --society FILE to match that society's calls")
+        n = gsm8k_bench.planned_calls(spec)
+    return {"benchmark": "gsm8k", "system": system, "model": model, "limit": limit,
+            "data": str(data) if data else None, "seed": seed, "n": n,
+            "society": spec.model_dump() if spec is not None else None,
+            "society_file": str(society) if society else None}
 
 
 def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
@@ -169,4 +192,45 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             return metrics
 
         _run_benchmark(opener, "BFCL (AST match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
+                       max_tokens=512, prepare=prepare, summarise=summarise)
+
+    @bench_app.command("gsm8k")
+    def gsm8k(
+        system: Annotated[str, typer.Option(help="base, best-of-n or society")] = "society",
+        society: Annotated[Path | None, typer.Option(
+            help="society file (society; and for best-of-n, the society whose call count sets N)")] = None,
+        rounds: Annotated[int | None, typer.Option(min=0, max=50,
+                                                   help="mindstorm rounds R, overriding the society file")] = None,
+        n: Annotated[int | None, typer.Option(
+            min=1, help="best-of-n: samples per problem (default: the society's calls)")] = None,
+        model: ModelOption = DEFAULT_MODEL,
+        limit: Annotated[int | None, typer.Option(help="first N problems of the file")] = None,
+        data: Annotated[Path | None, typer.Option(help="a GSM8K JSONL file")] = None,
+        seed: SeedOption = 0,
+        out: OutOption = Path("runs"),
+        resume: ResumeOption = None,
+        no_cache: NoCacheOption = False,
+        quiet: QuietOption = False,
+    ) -> None:
+        """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
+        config = {} if resume is not None else _gsm8k_config(system, society, rounds, n, model, limit, data, seed)
+
+        def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
+            items = gsm8k_bench.load_gsm8k(Path(saved["data"]) if saved.get("data") else None, limit=saved["limit"])
+            if saved["system"] == "base":
+                solve: Solve = partial(gsm8k_bench.solve_base, llm)
+            elif saved["system"] == "best-of-n":
+                solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"])
+            else:
+                built = build_society(SocietySpec.model_validate(saved["society"]),
+                                      lambda model_id: llm if model_id == saved["model"] else opener(
+                                          model_id, trace=llm.trace, ledger=llm.ledger, cache=llm.cache,
+                                          settings=llm.settings), saved["model"])
+                solve = partial(gsm8k_bench.solve_society, built)
+            return [(i.id, i, i.gold) for i in items], solve
+
+        def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"accuracy": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows)}
+
+        _run_benchmark(opener, "GSM8K (exact match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
                        max_tokens=512, prepare=prepare, summarise=summarise)

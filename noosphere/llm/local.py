@@ -1,108 +1,62 @@
 """The embedded backend: llama.cpp in process through llama-cpp-python.
 
-A `Llama` object is not thread-safe and holds the weights in memory, so each GGUF file is loaded
-once per process (`_load`) and every generation on it runs on that model's one dedicated thread,
-which serialises access and keeps the event loop free. One long-lived thread also matters for
-speed: llama.cpp's OpenMP workers belong to the calling thread, and a new caller each time can leave
-the old workers spinning against the new ones on a 2-core machine. JSON output is enforced while
-decoding with a grammar compiled from the JSON schema (compiled once per schema).
+The weights are loaded once per process (`llama_loader`). JSON output is enforced while decoding
+with a grammar compiled from the JSON schema (compiled once per schema).
+
+By default requests are decoded together by a `BatchEngine` with `slots` sequences in one context,
+so the K concurrent calls of a workspace phase or a society round cost about one generation, not K;
+`slots=None` keeps the plain one-request-at-a-time path of llama-cpp-python.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import json
-import os
-import sys
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from noosphere.errors import ContextOverflowError, ModelError
+from noosphere.errors import ContextOverflowError, ModelError, UsageError
+from noosphere.llm.batching import BatchEngine, GenerationJob
+from noosphere.llm.llama_loader import LoadedModel, load_gguf
 from noosphere.llm.messages import Message
 from noosphere.llm.types import Capabilities, Reply, Request, Usage
 
 DEFAULT_CONTEXT = 8192
+DEFAULT_SLOTS = 8
 T = TypeVar("T")
-
-
-@dataclass
-class _Loaded:
-    llama: Any
-    thread: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="llama"))
-    grammars: dict[str, Any] = field(default_factory=dict)
-
-
-_LOADED: dict[tuple[str, int], _Loaded] = {}
-_LOAD_LOCK = threading.Lock()
-
-
-_LOG_CALLBACK: Any = None
-_GGML_LOG_ERROR = 4  # ggml: 1 debug, 2 info, 3 warn, 4 error, 5 continuation
-
-
-def _quiet_llama_logs() -> None:
-    """Keep llama.cpp's informational lines (context sizes and the like) out of the user's terminal.
-
-    Errors still reach stderr; the callback object is kept alive for as long as the process runs.
-    """
-    global _LOG_CALLBACK
-    if _LOG_CALLBACK is not None:
-        return
-    import llama_cpp
-
-    @llama_cpp.llama_log_callback
-    def forward_errors(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
-        if level == _GGML_LOG_ERROR:
-            sys.stderr.write(text.decode("utf-8", "replace"))
-
-    _LOG_CALLBACK = forward_errors
-    llama_cpp.llama_log_set(forward_errors, ctypes.c_void_p(0))
-
-
-def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Loaded:
-    """Load a GGUF file once per process and context size; later callers share it."""
-    key = (str(path.resolve()), n_ctx)
-    with _LOAD_LOCK:
-        if key not in _LOADED:
-            from llama_cpp import Llama
-
-            _quiet_llama_logs()
-            threads = n_threads or os.cpu_count() or 1  # llama-cpp-python would use only half the cores
-            llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                          n_batch=512, verbose=False, seed=0)
-            _LOADED[key] = _Loaded(llama)
-        return _LOADED[key]
 
 
 class LocalBackend:
     native_tools = False
-    max_concurrency = 1
 
     def __init__(self, model_id: str, path: Path, *, fingerprint: str, n_ctx: int = DEFAULT_CONTEXT,
-                 n_threads: int | None = None, constrain: bool = True) -> None:
-        """`constrain=False` turns off grammar decoding: the schema is then only described in the prompt."""
+                 n_threads: int | None = None, constrain: bool = True, slots: int | None = DEFAULT_SLOTS) -> None:
+        """`constrain=False` turns off grammar decoding: the schema is then only described in the prompt.
+
+        `slots` is how many requests are decoded together; `None` serves one request at a time.
+        """
+        if slots is not None and slots < 1:
+            raise UsageError(f"slots must be at least 1 (or None for serial decoding), not {slots}")
+        self.slots = slots
+        self.max_concurrency = slots or 1
         self.model_id = model_id
         self.path = path
         self._fingerprint = fingerprint
         self.context_window: int | None = n_ctx
         self.capabilities = Capabilities(vision=False, audio=False, tools=True, json_schema=constrain)
         self._n_threads = n_threads
-        self._loaded: _Loaded | None = None
+        self._loaded: LoadedModel | None = None
 
     @property
     def fingerprint(self) -> str:
         return self._fingerprint
 
     @property
-    def loaded(self) -> _Loaded:
+    def loaded(self) -> LoadedModel:
         if self._loaded is None:
             assert self.context_window is not None
-            self._loaded = _load(self.path, self.context_window, self._n_threads)
+            self._loaded = load_gguf(self.path, self.context_window, self._n_threads)
         return self._loaded
 
     @property
@@ -116,24 +70,44 @@ class LocalBackend:
         return sum(len(llama.tokenize(m.content.encode(), add_bos=False, special=False)) + per_message_overhead
                    for m in messages) + 3
 
-    def _grammar(self, schema: dict[str, Any]) -> Any:
-        from llama_cpp import LlamaGrammar
+    def _grammar(self, schema: dict[str, Any]) -> str:
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
 
         key = json.dumps(schema, sort_keys=True)
         cache = self.loaded.grammars
         if key not in cache:
             # The grammar follows the schema's property order (fields meant to be written first, like a
             # reason before a verdict, stay first), so it is built from the unsorted JSON.
-            cache[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+            cache[key] = json_schema_to_gbnf(json.dumps(schema))
         return cache[key]
 
     def run_on_model_thread(self, function: Callable[[], T]) -> T:
         """Run a blocking call on this model's thread (what `generate` does; benchmarks use it raw)."""
         return self.loaded.thread.submit(function).result()
 
-    def _generate_blocking(self, request: Request) -> Reply:
+    @property
+    def engine(self) -> BatchEngine:
+        assert self.slots is not None
+        return self.loaded.batch_engine(self.slots, self.model_id)
+
+    async def generate(self, request: Request) -> Reply:
+        if self.slots is None:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.loaded.thread, self._generate_serially, request)
         settings = request.settings
-        grammar = self._grammar(request.json_schema) if request.json_schema else None
+        tokens, stops = self.loaded.chat_prompt([m.to_openai() for m in request.messages])
+        job = GenerationJob(tokens, settings.max_tokens, settings.temperature, settings.top_p, settings.seed,
+                            stop=(*settings.stop, *stops),
+                            grammar=self._grammar(request.json_schema) if request.json_schema else None)
+        result = await asyncio.wrap_future(self.engine.submit(job))  # cancelling this frees the slot
+        return Reply(text=result.text, usage=Usage(result.prompt_tokens, result.completion_tokens),
+                     finish_reason=result.finish_reason)
+
+    def _generate_serially(self, request: Request) -> Reply:
+        from llama_cpp import LlamaGrammar
+
+        settings = request.settings
+        grammar = LlamaGrammar.from_string(self._grammar(request.json_schema)) if request.json_schema else None
         try:
             response = self.loaded.llama.create_chat_completion(
                 messages=[m.to_openai() for m in request.messages],
@@ -151,7 +125,3 @@ class LocalBackend:
         return Reply(text=choice["message"].get("content") or "",
                      usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
                      finish_reason=choice.get("finish_reason") or "stop")
-
-    async def generate(self, request: Request) -> Reply:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.loaded.thread, self._generate_blocking, request)

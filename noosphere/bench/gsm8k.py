@@ -1,0 +1,125 @@
+"""GSM8K: grade-school word problems, scored by exact match on the final number.
+
+Three systems on the same model: `base` (one call that reasons, then answers), `best-of-n` (N
+samples at a temperature, the most frequent final number wins; N is the society's call count, as
+the NLSOM paper compared a society with best-of-N at equal cost) and `society` (a declared society
+whose options are compared by their number, so "12", "12.0" and "$12" are one option).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from noosphere.bench.data import shared_data
+from noosphere.bench.runner import Scored
+from noosphere.llm import Message, Model
+from noosphere.society import Society, Statement
+from noosphere.society.config import SocietySpec
+
+SOLVER_ROLE = ("You solve grade-school maths word problems. Work step by step in the reasoning, writing each "
+               "intermediate result, then give only the final number as the answer.")
+SAMPLE_TEMPERATURE = 0.7
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
+
+
+@dataclass(frozen=True)
+class GsmItem:
+    id: str
+    question: str
+    gold: str
+
+
+def normalise_number(text: str) -> str | None:
+    """The last number in `text`, without thousands separators or a needless decimal part ("1,200.00" -> "1200")."""
+    matches = _NUMBER.findall(text.replace("$", ""))
+    if not matches:
+        return None
+    raw = matches[-1].replace(",", "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return str(int(value)) if value.is_integer() else f"{value:g}"
+
+
+def answer_key(answer: str) -> str:
+    """Society options are the same when their numbers are; answers without a number stay as written."""
+    return normalise_number(answer) or answer.strip().lower()
+
+
+def load_gsm8k(path: Path | None = None, *, limit: int | None = None) -> list[GsmItem]:
+    """Problems in file order (the dev file is already a fixed sample); any file in the original format works."""
+    source = shared_data("gsm8k", "test_dev.jsonl", path)
+    items = []
+    for index, line in enumerate(source.read_text(encoding="utf-8").splitlines()):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        gold = normalise_number(row["answer"].rsplit("####", 1)[-1])
+        if gold is None:
+            continue
+        items.append(GsmItem(f"gsm8k-{index:04d}", row["question"], gold))
+        if limit is not None and len(items) >= limit:
+            break
+    return items
+
+
+def _scored(item: GsmItem, answer: str | None, **detail: object) -> Scored:
+    prediction = normalise_number(answer) if answer else None
+    return Scored(prediction, prediction == item.gold, {"answer": (answer or "")[:300], **detail})
+
+
+async def solve_base(model: Model, item: GsmItem) -> Scored:
+    completion = await model.complete([Message.system(SOLVER_ROLE), Message.user(item.question)], output=Statement,
+                                      agent="base")
+    assert completion.output is not None
+    return _scored(item, completion.output.answer)
+
+
+async def solve_best_of_n(model: Model, n: int, item: GsmItem) -> Scored:
+    """N seeded samples in parallel; the most frequent number wins (ties: the one seen first)."""
+    async def sample(index: int) -> str | None:
+        settings = model.settings.with_(temperature=SAMPLE_TEMPERATURE, seed=model.settings.seed + index)
+        completion = await model.complete([Message.system(SOLVER_ROLE), Message.user(item.question)],
+                                          output=Statement, settings=settings, agent=f"sample-{index}")
+        return normalise_number(completion.output.answer) if completion.output else None
+
+    results = await asyncio.gather(*[sample(i) for i in range(n)], return_exceptions=True)
+    numbers = [r for r in results if isinstance(r, str)]
+    votes = Counter(numbers)
+    best = max(votes, key=lambda number: (votes[number], -numbers.index(number))) if votes else None
+    return _scored(item, best, votes=dict(votes), failed=sum(1 for r in results if isinstance(r, BaseException)))
+
+
+REWARD = 20.0
+"""What an economy of minds earns for a right answer (paid to the members who gave it)."""
+
+
+async def solve_society(society: Society, item: GsmItem) -> Scored:
+    def reward(answer: str) -> float:
+        return REWARD if normalise_number(answer) == item.gold else 0.0
+
+    result = await society.run(item.question, answer_key=answer_key, reward=reward)
+    detail: dict[str, object] = {"decided_by": result.decided_by}
+    if society.economy is not None:  # the ledger lives across problems: record how it stands after each
+        detail["balances"] = {name: round(v, 2) for name, v in society.economy.balances.items()}
+    return _scored(item, result.answer, **detail)
+
+
+def planned_calls(spec: SocietySpec) -> int:
+    """Model calls one problem costs this society when nobody retries: the N of its best-of-N baseline."""
+    k, rounds = len(spec.members), spec.rounds
+    if spec.organisation == "economy":  # at most: a decision, a verdict, a service and an answer per member
+        return k + rounds * 4 * k + k
+    if spec.organisation == "debate":
+        return k + rounds * k + (1 if spec.editor is not None else k)
+    calls = k + rounds * (1 + k) + 1  # mission, rounds of question and answers, the organizer's summary
+    rights = set(spec.rights) if spec.organisation == "democracy" else set()
+    calls += k if "change" in rights else 0
+    calls += k if "execute" in rights else 1
+    return calls

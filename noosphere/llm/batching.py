@@ -1,0 +1,297 @@
+"""Continuous batching for the embedded backend: concurrent requests decoded together.
+
+On a CPU a decode step is bound by reading the weights, so one step that advances eight sequences
+costs little more than one that advances a single sequence; this engine lets every request that is
+waiting join the next step. Each request gets a sequence (a slot) in one llama.cpp context whose KV
+cache is unified, which lets a new request start from the longest prompt prefix already in the
+cache (its slot's previous prompt, or another slot's, shared by reference): K processors that share
+a system prompt and an observation evaluate it once.
+
+The engine runs on the model's one thread, only while it has work (`_drain`), so other work queued
+on that thread (a serial call, a benchmark's raw call) runs between drains. Jobs are plain data; the
+caller waits on the job's `concurrent.futures.Future`, and cancelling that future frees the slot at
+the next step without disturbing the other sequences.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections import deque
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from noosphere.errors import ContextOverflowError, ModelError
+from noosphere.llm.sampling import SequenceSampler
+
+
+@dataclass(frozen=True)
+class JobResult:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+    reused_tokens: int
+    """Prompt tokens that were already in the KV cache and were not evaluated again."""
+
+
+@dataclass
+class GenerationJob:
+    tokens: list[int]
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int
+    stop: tuple[str, ...] = ()
+    grammar: str | None = None
+    future: Future[JobResult] = field(default_factory=Future)
+
+
+@dataclass
+class _Slot:
+    seq: int
+    cached: list[int] = field(default_factory=list)
+    """Tokens whose keys and values are in the cache for this sequence, in order."""
+    job: GenerationJob | None = None
+    pending: list[int] = field(default_factory=list)
+    sampler: SequenceSampler | None = None
+    next_token: int | None = None
+    output: list[int] = field(default_factory=list)
+    text: bytearray = field(default_factory=bytearray)
+    logits_at: int | None = None
+    reused: int = 0
+
+
+@dataclass
+class EngineStats:
+    steps: int = 0
+    evaluated_prompt_tokens: int = 0
+    reused_prompt_tokens: int = 0
+    generated_tokens: int = 0
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class BatchEngine:
+    """Decodes up to `slots` sequences at a time in one context of `n_ctx` cells shared by all."""
+
+    def __init__(self, model: Any, vocab: Any, *, executor: Executor, slots: int, n_ctx: int, n_batch: int = 512,
+                 n_threads: int = 2, model_id: str = "local") -> None:
+        import llama_cpp
+
+        self._llama = llama_cpp
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = n_ctx, n_batch, n_batch, slots
+        params.n_threads = params.n_threads_batch = n_threads
+        params.kv_unified = True  # one pool of cells, so sequences can share a prefix by reference
+        params.flash_attn = True  # measured: 15-25% faster at four sequences, the same speed at one
+        self._ctx = llama_cpp.llama_init_from_model(model, params)
+        if not self._ctx:
+            raise ModelError(model_id, f"llama.cpp could not create a context of {n_ctx} cells and {slots} slots")
+        self._memory = llama_cpp.llama_get_memory(self._ctx)
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self._vocab, self._executor, self._model_id = vocab, executor, model_id
+        self.n_ctx, self.n_batch = n_ctx, n_batch
+        self._slots = [_Slot(seq) for seq in range(slots)]
+        self._incoming: deque[GenerationJob] = deque()
+        self._waiting: deque[GenerationJob] = deque()
+        self._lock = threading.Lock()
+        self._running = False
+        self.stats = EngineStats()
+
+    def submit(self, job: GenerationJob) -> Future[JobResult]:
+        if len(job.tokens) + job.max_tokens > self.n_ctx:
+            raise ContextOverflowError(self._model_id, len(job.tokens), job.max_tokens, self.n_ctx)
+        with self._lock:
+            self._incoming.append(job)
+            if not self._running:
+                self._running = True
+                self._executor.submit(self._drain)
+        return job.future
+
+    def _drain(self) -> None:
+        """Step until no job is waiting or running; runs on the model thread."""
+        while True:
+            with self._lock:
+                self._waiting.extend(self._incoming)
+                self._incoming.clear()
+                if not self._waiting and not any(s.job for s in self._slots):
+                    self._running = False
+                    return
+            try:
+                self._release_cancelled()
+                self._admit()
+                if any(s.job for s in self._slots):
+                    self._step()
+            except Exception as exc:  # never leave a caller waiting on a broken step
+                self._fail_all(ModelError(self._model_id, f"batched decoding failed: {exc}", retryable=True))
+
+    def _fail_all(self, error: Exception) -> None:
+        for slot in self._slots:
+            if slot.job is not None:
+                self._finish(slot, error=error)
+            slot.cached = []
+        self._llama.llama_memory_clear(self._memory, True)
+        while self._waiting:
+            job = self._waiting.popleft()
+            if job.future.set_running_or_notify_cancel():
+                job.future.set_exception(error)
+
+    def _release_cancelled(self) -> None:
+        for slot in self._slots:
+            if slot.job is not None and slot.job.future.cancelled():
+                self._finish(slot)
+        self._waiting = deque(job for job in self._waiting if not job.future.cancelled())
+
+    # admission ----------------------------------------------------------------------------------
+    def _reserved(self) -> int:
+        """Cells in use plus the cells the running jobs may still need."""
+        used = int(self._llama.llama_kv_self_used_cells(self._ctx))
+        return used + sum(len(s.pending) + s.job.max_tokens - len(s.output) for s in self._slots if s.job)
+
+    def _admit(self) -> None:
+        while self._waiting:
+            free = [s for s in self._slots if s.job is None]
+            if not free:
+                return
+            job = self._waiting[0]
+            slot, source, reuse = self._placement(job, free)
+            need = len(job.tokens) - reuse + job.max_tokens
+            while self._reserved() + need > self.n_ctx and self._evict_idle(keep={slot.seq, source.seq}):
+                pass
+            if self._reserved() + need > self.n_ctx:
+                if any(s.job for s in self._slots):
+                    return  # wait for running jobs to free cells
+                self._evict_idle(keep=set())
+                slot, source, reuse = slot, slot, 0
+            self._waiting.popleft()
+            self._start(job, slot, source, reuse)
+
+    def _placement(self, job: GenerationJob, free: list[_Slot]) -> tuple[_Slot, _Slot, int]:
+        """The free slot to use, the slot to copy a prefix from, and that prefix's length."""
+        def reusable(source: _Slot) -> int:
+            return min(_common_prefix(source.cached, job.tokens), len(job.tokens) - 1)
+
+        own = max(free, key=reusable)
+        source = max(self._slots, key=reusable)
+        if reusable(source) <= reusable(own):
+            source = own
+        return own, source, max(reusable(source), 0)
+
+    def _evict_idle(self, keep: set[int]) -> bool:
+        idle = [s for s in self._slots if s.job is None and s.cached and s.seq not in keep]
+        for slot in idle:
+            self._llama.llama_memory_seq_rm(self._memory, slot.seq, -1, -1)
+            slot.cached = []
+        return bool(idle)
+
+    def _start(self, job: GenerationJob, slot: _Slot, source: _Slot, reuse: int) -> None:
+        if not job.future.set_running_or_notify_cancel():
+            return
+        try:
+            sampler = SequenceSampler(self._llama, self._vocab, grammar=job.grammar, temperature=job.temperature,
+                                      top_p=job.top_p, seed=job.seed)
+        except ValueError as exc:
+            job.future.set_exception(ModelError(self._model_id, str(exc)))
+            return
+        memory = self._memory
+        if source is slot and not self._llama.llama_memory_seq_rm(memory, slot.seq, reuse, -1):
+            reuse = 0  # this cache cannot drop a tail; start the sequence afresh
+        if source is not slot or reuse == 0:
+            self._llama.llama_memory_seq_rm(memory, slot.seq, -1, -1)
+            if reuse:
+                self._llama.llama_memory_seq_cp(memory, source.seq, slot.seq, 0, reuse)
+        slot.cached = job.tokens[:reuse]
+        slot.job, slot.sampler, slot.pending = job, sampler, job.tokens[reuse:]
+        slot.next_token, slot.output, slot.text, slot.reused = None, [], bytearray(), reuse
+        self.stats.reused_prompt_tokens += reuse
+
+    # decoding -----------------------------------------------------------------------------------
+    def _add(self, token: int, pos: int, seq: int, logits: bool) -> int:
+        batch = self._batch
+        i = batch.n_tokens
+        batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, pos, 1, logits
+        batch.seq_id[i][0] = seq
+        batch.n_tokens = i + 1
+        return i
+
+    def _step(self) -> None:
+        self._batch.n_tokens = 0
+        evaluated: list[tuple[_Slot, list[int]]] = []
+        running = [s for s in self._slots if s.job is not None]
+        for slot in running:  # one token for every sequence that is generating
+            if slot.next_token is not None:
+                slot.logits_at = self._add(slot.next_token, len(slot.cached), slot.seq, True)
+                evaluated.append((slot, [slot.next_token]))
+        for slot in running:  # prompts fill the rest of the batch, oldest first
+            room = self.n_batch - self._batch.n_tokens
+            if not slot.pending or room <= 0:
+                continue
+            chunk, slot.pending = slot.pending[:room], slot.pending[room:]
+            start = len(slot.cached)
+            for offset, token in enumerate(chunk):
+                last = not slot.pending and offset == len(chunk) - 1
+                index = self._add(token, start + offset, slot.seq, last)
+            slot.logits_at = index if not slot.pending else None
+            evaluated.append((slot, chunk))
+            self.stats.evaluated_prompt_tokens += len(chunk)
+        status = self._llama.llama_decode(self._ctx, self._batch)
+        if status != 0:
+            raise RuntimeError(f"llama_decode returned {status}")
+        self.stats.steps += 1
+        for slot, tokens in evaluated:
+            slot.cached.extend(tokens)
+        for slot in running:
+            if slot.logits_at is not None and slot.job is not None and slot.sampler is not None:
+                self._sample(slot, slot.logits_at)
+
+    def _sample(self, slot: _Slot, index: int) -> None:
+        job = slot.job
+        assert job is not None and slot.sampler is not None
+        token = slot.sampler.sample(self._ctx, index)
+        slot.logits_at = None
+        if self._llama.llama_vocab_is_eog(self._vocab, token):
+            self._finish(slot, reason="stop")
+            return
+        slot.output.append(token)
+        slot.text.extend(self._piece(token))
+        self.stats.generated_tokens += 1
+        text = slot.text.decode("utf-8", "ignore")
+        cut = min((text.find(s) for s in job.stop if s and s in text), default=-1)
+        if cut >= 0:
+            self._finish(slot, reason="stop", text=text[:cut])
+        elif len(slot.output) >= job.max_tokens:
+            self._finish(slot, reason="length")
+        else:
+            slot.next_token = token
+
+    def _piece(self, token: int) -> bytes:
+        buffer = ctypes.create_string_buffer(64)
+        n = self._llama.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        if n < 0:
+            buffer = ctypes.create_string_buffer(-n)
+            n = self._llama.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        return buffer.raw[:n]
+
+    def _finish(self, slot: _Slot, *, reason: str = "stop", text: str | None = None,
+                error: Exception | None = None) -> None:
+        job = slot.job
+        if slot.sampler is not None:
+            slot.sampler.close()
+        slot.job, slot.sampler, slot.pending, slot.next_token, slot.logits_at = None, None, [], None, None
+        if job is None or job.future.done():
+            return
+        if error is not None:
+            job.future.set_exception(error)
+            return
+        job.future.set_result(JobResult(
+            text=text if text is not None else slot.text.decode("utf-8", "replace"),
+            prompt_tokens=len(job.tokens), completion_tokens=len(slot.output), finish_reason=reason,
+            reused_tokens=slot.reused))

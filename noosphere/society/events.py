@@ -1,0 +1,60 @@
+"""Trace events of a society run: every message, round, summary, ballot and tally."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from noosphere.trace import Event
+
+
+class SocietyStarted(Event):
+    kind: str = "soc_started"
+    organisation: str
+    members: dict[str, str]
+    """Member name -> role."""
+    rounds: int
+    rights: list[str] = Field(default_factory=list)
+
+
+class PhaseStarted(Event):
+    kind: str = "soc_phase"
+    phase: str  # "mission", "mindstorm", "opinion" or "execution"
+    round: int = 0
+
+
+class MemberSpoke(Event):
+    kind: str = "soc_message"
+    phase: str
+    round: int
+    member: str
+    to: str = "all"
+    text: str
+    answer: str = ""
+
+
+class MemberForfeited(Event):
+    kind: str = "soc_forfeit"
+    phase: str
+    round: int
+    member: str
+    error: str
+
+
+class BallotCast(Event):
+    kind: str = "soc_ballot"
+    voter: str
+    ranking: list[str]
+
+
+class Tallied(Event):
+    kind: str = "soc_tally"
+    rule: str
+    scores: dict[str, float]
+    winner: str | None
+    tied: list[str]
+
+
+class SocietyFinished(Event):
+    kind: str = "soc_finished"
+    answer: str
+    decided_by: str

@@ -1,0 +1,142 @@
+"""The market phases of an economy of minds: hiring under contracts, rent, spawning, rewards.
+
+Each round every member present may hire one other member for a service at a price it names; the
+ledger checks what it can (parties present, funds, deadline) and an arbiter member judges the rest
+(is this a real, lawful service at a sane price?). A hired provider performs the service, is paid on
+delivery, and the client answers the task again with what it bought. Rent is due at the end of the
+round; whoever cannot pay leaves. A member richer than `spawn_above` spawns a variant of itself and
+endows it with half its wealth. After the society decides, `PayReward` pays the environment's
+reward to the members whose answer won, and the bucket brigade passes it back along the contracts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+from noosphere.society.economy import Contract, Economy
+from noosphere.society.member import Member
+from noosphere.society.session import Session, Statement
+
+
+class HireDecision(BaseModel):
+    hire: bool = Field(description="true to buy a service from another member this round")
+    provider: str = Field(default="", max_length=80, description="the member to hire, by name")
+    service: str = Field(default="", max_length=300, description="what you want them to do")
+    price: float = Field(default=0.0, ge=0.0, description="what you offer to pay on delivery")
+
+
+class ContractVerdict(BaseModel):
+    reason: str = Field(max_length=400)
+    valid: bool
+
+
+@dataclass(frozen=True)
+class MarketRounds:
+    economy: Economy
+    arbiter: Member
+    spawn_above: float = 30.0
+    name: str = "market"
+
+    async def run(self, session: Session) -> None:
+        self.economy.trace = session.trace
+        for round_ in range(1, session.rounds + 1):
+            session.phase(self.name, round_)
+            contracts = await self._hire(session, round_)
+            delivered = await self._deliver(session, round_, contracts)
+            await self._answer_again(session, round_, delivered)
+            for name in self.economy.charge_rent(round_):
+                session.members[:] = [m for m in session.members if m.name != name]
+            self._spawn(session)
+
+    def _market_report(self, session: Session, member: Member) -> str:
+        others = "\n".join(f"- {m.name} (holds {self.economy.balances[m.name]:.1f}): current answer "
+                           f"{r.answer}" for m in session.members if m.name != member.name
+                           for r in [session.latest([m]).get(m.name)] if r is not None)
+        return (f"You hold {self.economy.balances[member.name]:.1f}; rent is {self.economy.rent:.1f} a round and "
+                f"a member who cannot pay leaves. The others:\n{others or '(none)'}")
+
+    async def _hire(self, session: Session, round_: int) -> list[Contract]:
+        async def decide(member: Member) -> HireDecision:
+            return await member.ask(f"Task: {session.task}\n\n{self._market_report(session, member)}\n\nYou may hire "
+                                    "one member to do something that helps you answer better, paying on delivery.",
+                                    HireDecision)
+
+        decisions = await session.each(session.members, self.name, round_, decide)
+        contracts = []
+        for client, decision in decisions.items():
+            if not decision.hire:
+                continue
+            contract = self.economy.propose(client, decision.provider.strip(), decision.service, decision.price,
+                                            deadline=round_)
+            problem = self.economy.check(contract, round_) or await self._arbitrate(session, round_, contract)
+            if problem:
+                self.economy.reject(contract, problem)
+            else:
+                contracts.append(contract)
+        return contracts
+
+    async def _arbitrate(self, session: Session, round_: int, contract: Contract) -> str | None:
+        verdict = await session.each([self.arbiter], "arbiter", round_, lambda arbiter: arbiter.ask(
+            f"{contract.client} offers {contract.provider} {contract.price:.1f} for this service: {contract.service}\n"
+            "Is it a genuine, lawful service that can be delivered this round at a fair price?", ContractVerdict))
+        judged = verdict.get(self.arbiter.name)
+        if judged is None:
+            return "the arbiter could not judge the contract"
+        return None if judged.valid else f"the arbiter refused: {judged.reason}"
+
+    async def _deliver(self, session: Session, round_: int, contracts: list[Contract]) -> dict[str, str]:
+        """Providers perform in parallel; returns client -> what it received."""
+        by_provider = {c.provider: c for c in contracts}  # a provider serves one client a round, the first to ask
+        providers = [m for m in session.members if m.name in by_provider]
+
+        async def perform(member: Member) -> Statement:
+            contract = by_provider[member.name]
+            return await member.ask(f"Task: {session.task}\n\n{contract.client} pays you {contract.price:.1f} for: "
+                                    f"{contract.service}\nDo it well; your answer field is your result.", Statement)
+
+        done = await session.each(providers, "service", round_, perform)
+        received = {}
+        for contract in contracts:
+            result = done.get(contract.provider) if by_provider.get(contract.provider) is contract else None
+            if self.economy.settle(contract, round_, delivered=result is not None) and result is not None:
+                received[contract.client] = f"{contract.provider} did '{contract.service}': {result.reasoning} " \
+                                            f"(result: {result.answer})"
+        return received
+
+    async def _answer_again(self, session: Session, round_: int, received: dict[str, str]) -> None:
+        async def answer(member: Member) -> Statement:
+            bought = f"You bought this service: {received[member.name]}\n\n" if member.name in received else ""
+            return await member.ask(f"{bought}Give your answer to the task again: {session.task}", Statement)
+
+        for name, statement in (await session.each(session.members, self.name, round_, answer)).items():
+            session.say(name, self.name, round_, statement)
+
+    def _spawn(self, session: Session) -> None:
+        for parent in list(session.members):
+            wealth = self.economy.balances.get(parent.name, 0.0)
+            if wealth <= self.spawn_above:
+                continue
+            child = Member(f"{parent.name}.{sum(m.name.startswith(parent.name + '.') for m in session.members) + 1}",
+                           parent.model, f"{parent.role} You are a newer variant of {parent.name}: try approaches "
+                           f"it would not.", parent.sees)
+            self.economy.spawn(parent.name, child.name, wealth / 2)
+            session.members.append(child)
+
+
+@dataclass(frozen=True)
+class PayReward:
+    """The environment's reward (from `Session.reward`) goes to the members whose answer won."""
+
+    economy: Economy
+    name: str = "reward"
+
+    async def run(self, session: Session) -> None:
+        self.economy.trace = session.trace
+        if session.reward is None or session.answer is None:
+            return
+        amount = session.reward(session.answer)
+        winners = [name for name, r in session.latest().items()
+                   if session.answer_key(r.answer) == session.answer_key(session.answer)]
+        self.economy.reward(amount, winners)

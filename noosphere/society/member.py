@@ -1,0 +1,48 @@
+"""A member of a society: a model, a role, what part of the input it perceives, and its own history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from noosphere.llm import Message, Model
+from noosphere.llm.messages import MediaPart
+from noosphere.observation import Observation
+
+OutputT = TypeVar("OutputT", bound=BaseModel)
+
+
+@dataclass
+class Member:
+    """Mutable on purpose: the history grows as the member takes part, and only this member sees it.
+
+    `sees` names the observation views this member perceives (None: all of them). Images and audio
+    reach it only when its model can take them; otherwise the view's caption text is all it gets.
+    """
+
+    name: str
+    model: Model
+    role: str
+    sees: tuple[str, ...] | None = None
+    history: list[Message] = field(default_factory=list)
+
+    def perception(self, observation: Observation | None) -> tuple[str, tuple[MediaPart, ...]]:
+        if observation is None:
+            return "", ()
+        views = [v for v in observation.views if self.sees is None or v.name in self.sees]
+        text = "\n\n".join(f"{v.name}:\n{v.text}" for v in views if v.text)
+        can = self.model.capabilities
+        media = tuple(part for v in views for part in v.media
+                      if (part.kind == "image" and can.vision) or (part.kind == "audio" and can.audio))
+        return text, media
+
+    async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = ()) -> OutputT:
+        """One turn: the role, this member's history, the new prompt; the reply joins the history."""
+        message = Message("user", prompt, media)
+        completion = await self.model.complete([Message.system(self.role), *self.history, message], output=output,
+                                               agent=self.name)
+        assert completion.output is not None
+        self.history += [Message.user(prompt), Message.assistant(completion.text)]
+        return completion.output

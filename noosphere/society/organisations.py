@@ -1,0 +1,68 @@
+"""The organisations of the paper as constructors: each picks the four phases and the staff."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from noosphere.errors import UnknownNameError, UsageError
+from noosphere.society.economy import Economy
+from noosphere.society.market import MarketRounds, PayReward
+from noosphere.society.member import Member
+from noosphere.society.phases import (
+    DebateRounds,
+    GatherOpinions,
+    LeaderDecides,
+    MembersVote,
+    OrganizerRounds,
+    SolveAlone,
+)
+from noosphere.society.society import Society
+
+RIGHTS = ("know", "change", "execute")
+"""Democracy's rights: to know the others' answers each round, to change to another's answer, to vote."""
+
+
+def monarchy(members: list[Member], organizer: Member, leader: Member, *, rounds: int = 3, seed: int = 0) -> Society:
+    """The organizer asks, members answer without seeing each other, the organizer sums up, the leader decides."""
+    return Society("monarchy", members, [SolveAlone(), OrganizerRounds(organizer), GatherOpinions(organizer),
+                                         LeaderDecides(leader)], rounds=rounds, staff=[organizer, leader], seed=seed)
+
+
+def democracy(members: list[Member], organizer: Member, leader: Member | None = None, *,
+              rights: Iterable[str] = RIGHTS, rounds: int = 3, voting_rule: str = "plurality",
+              seed: int = 0) -> Society:
+    """A monarchy with rights given to the members; without the right to execute the leader still decides."""
+    granted = frozenset(rights)
+    for right in granted:
+        if right not in RIGHTS:
+            raise UnknownNameError("right", right, RIGHTS)
+    if "execute" not in granted and leader is None:
+        raise UsageError("a democracy without the right to execute needs a leader to decide")
+    execution = MembersVote() if "execute" in granted else LeaderDecides(leader)  # type: ignore[arg-type]
+    staff = [organizer] + ([leader] if leader is not None and "execute" not in granted else [])
+    return Society("democracy", members, [
+        SolveAlone(), OrganizerRounds(organizer, right_to_know="know" in granted),
+        GatherOpinions(organizer, right_to_change="change" in granted), execution],
+        rounds=rounds, voting_rule=voting_rule, rights=granted, staff=staff, seed=seed)
+
+
+def debate(members: list[Member], editor: Member | None = None, *, rounds: int = 2, voting_rule: str = "plurality",
+           seed: int = 0) -> Society:
+    """Members with different views of the input exchange statements; an editor decides, or they vote."""
+    execution = LeaderDecides(editor) if editor is not None else MembersVote()
+    return Society("debate", members, [SolveAlone(), DebateRounds(), GatherOpinions(), execution], rounds=rounds,
+                   voting_rule=voting_rule, staff=[editor] if editor is not None else [], seed=seed)
+
+
+def economy_of_minds(members: list[Member], arbiter: Member, *, rounds: int = 2, start: float = 10.0,
+                     rent: float = 1.0, spawn_above: float = 30.0, brigade_share: float = 0.5,
+                     voting_rule: str = "plurality", seed: int = 0) -> Society:
+    """Members trade services under contracts, pay rent, vote; the reward flows back along the contracts.
+
+    The ledger lives as long as the society, so wealth, departures and spawned variants carry over
+    from one task to the next (`society.economy`).
+    """
+    ledger = Economy({m.name: start for m in members}, rent=rent, brigade_share=brigade_share)
+    return Society("economy", members, [SolveAlone(), MarketRounds(ledger, arbiter, spawn_above), MembersVote(),
+                                        PayReward(ledger)], rounds=rounds, voting_rule=voting_rule, staff=[arbiter],
+                   seed=seed, economy=ledger)

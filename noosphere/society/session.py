@@ -1,0 +1,107 @@
+"""The state of one society run, shared by its phases, and the parallel turn-taking they all use."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from pydantic import BaseModel, Field
+
+from noosphere.errors import BudgetExceededError, NoosphereError
+from noosphere.observation import Observation
+from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted
+from noosphere.society.member import Member
+from noosphere.trace import Trace
+
+T = TypeVar("T")
+
+
+class Statement(BaseModel):
+    """What a member says in a turn: its reasoning and its current answer to the task."""
+
+    reasoning: str = Field(max_length=2000, description="your working, briefly")
+    answer: str = Field(min_length=1, max_length=300, description="your current answer to the task, short")
+
+
+@dataclass(frozen=True)
+class Contribution:
+    member: str
+    phase: str
+    round: int
+    text: str
+    answer: str
+
+
+def default_key(answer: str) -> str:
+    """Answers that differ only in case, spacing or a final full stop count as the same option."""
+    return " ".join(answer.strip().rstrip(".").lower().split())
+
+
+@dataclass
+class Session:
+    task: str
+    observation: Observation | None
+    members: list[Member]
+    trace: Trace
+    rng: random.Random
+    rounds: int
+    voting_rule: str = "plurality"
+    answer_key: Callable[[str], str] = default_key
+    max_concurrency: int = 8
+    reward: Callable[[str], float] | None = None
+    """The environment's reward for an answer (economies pay it to the members who gave it)."""
+    records: list[Contribution] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
+    summary: str = ""
+    answer: str | None = None
+    decided_by: str = ""
+
+    def __post_init__(self) -> None:
+        self._gate = asyncio.Semaphore(self.max_concurrency)
+
+    def phase(self, name: str, round: int = 0) -> None:
+        self.trace.emit(PhaseStarted(phase=name, round=round))
+
+    def say(self, member: str, phase: str, round: int, statement: Statement) -> Contribution:
+        contribution = Contribution(member, phase, round, statement.reasoning, statement.answer)
+        self.records.append(contribution)
+        self.trace.emit(MemberSpoke(phase=phase, round=round, member=member, text=statement.reasoning,
+                                    answer=statement.answer))
+        return contribution
+
+    def latest(self, members: Sequence[Member] | None = None) -> dict[str, Contribution]:
+        """Each member's most recent contribution, in member order."""
+        names = [m.name for m in (members if members is not None else self.members)]
+        last: dict[str, Contribution] = {}
+        for record in self.records:
+            if record.member in names:
+                last[record.member] = record
+        return {name: last[name] for name in names if name in last}
+
+    def options(self) -> list[str]:
+        """The distinct current answers of the members, first proposer's wording, in member order."""
+        seen: dict[str, str] = {}
+        for record in self.latest().values():
+            seen.setdefault(self.answer_key(record.answer), record.answer)
+        return list(seen.values())
+
+    async def each(self, members: Sequence[Member], phase: str, round: int,
+                   turn: Callable[[Member], Awaitable[T]]) -> dict[str, T]:
+        """Run one turn per member in parallel; a member whose turn fails forfeits it (traced)."""
+        async def guarded(member: Member) -> T | None:
+            async with self._gate:
+                try:
+                    return await turn(member)
+                except BudgetExceededError:
+                    raise
+                except NoosphereError as exc:
+                    self.trace.emit(MemberForfeited(phase=phase, round=round, member=member.name, error=str(exc)))
+                    return None
+
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(guarded(member)) for member in members]
+        results = {member.name: task.result() for member, task in zip(members, tasks, strict=True)}
+        return {name: value for name, value in results.items() if value is not None}

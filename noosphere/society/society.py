@@ -1,0 +1,79 @@
+"""A society: members under an organisation, run as the four phases of a mindstorm."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from noosphere.errors import UnknownNameError, UsageError
+from noosphere.observation import Observation
+from noosphere.society.economy import Economy
+from noosphere.society.events import SocietyFinished, SocietyStarted
+from noosphere.society.member import Member
+from noosphere.society.phases import Phase
+from noosphere.society.session import Contribution, Session, default_key
+from noosphere.society.voting import RULES
+from noosphere.trace import Trace
+
+
+@dataclass(frozen=True)
+class SocietyResult:
+    answer: str
+    decided_by: str
+    summary: str
+    records: tuple[Contribution, ...]
+
+
+@dataclass
+class Society:
+    """`phases` run in order (mission, mindstorm, opinion, execution); any of them can be swapped."""
+
+    organisation: str
+    members: list[Member]
+    phases: Sequence[Phase]
+    rounds: int = 3
+    voting_rule: str = "plurality"
+    rights: frozenset[str] = frozenset()
+    staff: list[Member] = field(default_factory=list)
+    """Members who run the society (organizer, leader, editor) rather than answer."""
+    max_concurrency: int = 8
+    seed: int = 0
+    economy: Economy | None = None
+    """The ledger of an economy of minds; None for societies without money."""
+
+    def __post_init__(self) -> None:
+        if not self.members:
+            raise UsageError("a society needs at least one member")
+        if self.rounds < 0:
+            raise UsageError(f"rounds must be 0 or more, not {self.rounds}")
+        if self.voting_rule not in RULES:
+            raise UnknownNameError("voting rule", self.voting_rule, RULES)
+        names = [m.name for m in [*self.members, *self.staff]]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise UsageError(f"member names must be unique; repeated: {', '.join(duplicates)}")
+
+    async def run(self, task: str, observation: Observation | None = None, *, trace: Trace | None = None,
+                  answer_key: Callable[[str], str] = default_key,
+                  reward: Callable[[str], float] | None = None) -> SocietyResult:
+        """Run the phases on `task`. `reward` scores the final answer for economies (None: no reward)."""
+        trace = trace if trace is not None else self.members[0].model.trace
+        for member in [*self.members, *self.staff]:
+            member.history.clear()
+            member.model = member.model.bind(trace=trace)
+        session = Session(task, observation, self.members, trace, random.Random(self.seed), self.rounds,
+                          self.voting_rule, answer_key, self.max_concurrency, reward)
+        trace.emit(SocietyStarted(organisation=self.organisation, rounds=self.rounds, rights=sorted(self.rights),
+                                  members={m.name: m.role for m in [*self.members, *self.staff]}))
+        for phase in self.phases:
+            await phase.run(session)
+        if session.answer is None:  # nobody decided (every turn forfeited): fall back to any answer on record
+            latest = list(session.latest().values())
+            session.answer, session.decided_by = (latest[0].answer, "fallback") if latest else ("", "none")
+        trace.emit(SocietyFinished(answer=session.answer, decided_by=session.decided_by))
+        return SocietyResult(session.answer, session.decided_by, session.summary, tuple(session.records))
+
+    def run_sync(self, task: str, observation: Observation | None = None, **kwargs) -> SocietyResult:
+        return asyncio.run(self.run(task, observation, **kwargs))

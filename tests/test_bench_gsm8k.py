@@ -1,0 +1,106 @@
+"""GSM8K on the scripted model: number matching, the three systems, equal-cost best-of-N, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noosphere.bench.gsm8k import load_gsm8k, normalise_number, planned_calls
+from noosphere.llm import Model, ScriptedBackend
+from noosphere.society.config import load_society_spec
+from tests.helpers import by_agent
+from tests.test_cli import invoke
+
+EXAMPLES = Path(__file__).parent.parent / "examples" / "societies"
+PROBLEMS = [{"question": "Tom has 3 apples and buys 4 more. How many?", "answer": "3+4=7\n#### 7"},
+            {"question": "A book costs $1,200 and is halved. Price?", "answer": "1200/2=600\n#### 600"}]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "gsm.jsonl"
+    path.write_text("\n".join(json.dumps(p) for p in PROBLEMS) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(("text", "number"), [("The answer is 1,200.", "1200"), ("$7.50 each", "7.5"),
+                                              ("12.0", "12"), ("-3 degrees", "-3"), ("none", None),
+                                              ("first 5 then 8", "8")])
+def test_the_final_number_is_normalised(text: str, number: str | None) -> None:
+    assert normalise_number(text) == number
+
+
+def test_loader_keeps_file_order_and_reads_the_gold_number(data: Path) -> None:
+    items = load_gsm8k(data)
+    assert [i.gold for i in items] == ["7", "600"] and items[0].id == "gsm8k-0000"
+    assert len(load_gsm8k(data, limit=1)) == 1
+
+
+def test_best_of_n_matches_the_societys_call_count() -> None:
+    monarchy = load_society_spec(EXAMPLES / "monarchy.yaml")
+    assert planned_calls(monarchy) == 3 + 2 * (1 + 3) + 1 + 1
+    democracy = load_society_spec(EXAMPLES / "democracy.yaml")
+    assert planned_calls(democracy) == 3 + 2 * (1 + 3) + 1 + 3 + 3
+
+
+def said(answer: str) -> str:
+    return json.dumps({"reasoning": "add them up", "answer": answer})
+
+
+def opener_for(script: Any) -> Any:
+    backend = ScriptedBackend(script)
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    opener.backend = backend  # type: ignore[attr-defined]
+    return opener
+
+
+def rows(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+
+
+def test_base_and_best_of_n_score_exact_numbers_with_calls_per_item(data: Path, tmp_path: Path) -> None:
+    # Right on the apples, wrong on the book.
+    code, _, err = invoke(["bench", "gsm8k", "--system", "base", "--data", str(data), "--out", str(tmp_path / "b"),
+                             "--no-cache", "--quiet"], opener_for([said("7"), said("300")]))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "b").iterdir())
+    assert [r["correct"] for r in rows(run_dir)] == [True, False] and all(r["calls"] == 1 for r in rows(run_dir))
+    assert json.loads((run_dir / "report.json").read_text())["metrics"]["accuracy"] == 50.0
+
+    opener = opener_for(by_agent({f"sample-{i}": [said("7"), said("300" if i < 7 else "600")] for i in range(13)}))
+    code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--society", str(EXAMPLES / "monarchy.yaml"),
+                           "--data", str(data), "--out", str(tmp_path / "n"), "--no-cache", "--quiet"], opener)
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "n").iterdir())
+    assert all(r["calls"] == 13 for r in rows(run_dir))
+    assert {r.settings.temperature for r in opener.backend.history} == {0.7}
+    assert len({r.settings.seed for r in opener.backend.history}) == 13
+    assert [r["correct"] for r in rows(run_dir)] == [True, False]  # 7 of 13 samples said 300
+
+
+def test_society_system_runs_the_declared_society_and_resumes(data: Path, tmp_path: Path) -> None:
+    vote = json.dumps({"reasoning": "r", "choice": "A"})
+    script = by_agent({"planner": [said("7"), said("7"), vote], "calculator": [said("7"), said("7"), vote],
+                       "checker": [said("8"), said("8"), vote],
+                       "organizer": [json.dumps({"question": "Check?"}), json.dumps({"summary": "s", "answer": "7"})]})
+
+    args = ["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"), "--rounds", "1",
+            "--data", str(data), "--out", str(tmp_path / "runs"), "--no-cache", "--quiet", "--limit", "1"]
+    code, _, err = invoke(args, opener_for(script))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    [row] = rows(run_dir)
+    # The checker changes to the majority's 7 under the right to change, so one option is left and no
+    # ballots need to be asked for: mission 3, one round 1 + 3, changes 3, summary 1.
+    assert row["correct"] and row["decided_by"] == "vote" and row["calls"] == 3 + (1 + 3) + 3 + 1
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["society"]["rounds"] == 1
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--quiet", "--no-cache"], opener_for([]))
+    assert code == 0, err
+    assert len(rows(run_dir)) == 1

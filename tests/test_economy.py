@@ -1,0 +1,117 @@
+"""The economy of minds: conservation over random runs, contracts, rent, spawning, the bucket brigade."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from noosphere.errors import UsageError
+from noosphere.society import Economy, Member, economy_of_minds
+from noosphere.trace import Trace
+from tests.helpers import by_agent, scripted
+
+
+def random_run(seed: int) -> Economy:
+    rng = random.Random(seed)
+    economy = Economy({f"m{i}": rng.uniform(0, 20) for i in range(rng.randint(2, 6))}, Trace(None),
+                      rent=rng.uniform(0, 3), brigade_share=rng.random())
+    spawned = 0
+    for round_ in range(1, 15):
+        for _ in range(rng.randint(0, 6)):
+            present = list(economy.balances)
+            if len(present) < 2:
+                break
+            client, provider = rng.sample(present, 2)
+            deadline = round_ + rng.randint(-1, 1)
+            contract = economy.propose(client, provider, "help", rng.uniform(0.1, 8), deadline=deadline)
+            if economy.check(contract, round_) is None:
+                economy.settle(contract, round_, delivered=rng.random() < 0.8)
+            else:
+                economy.reject(contract, "checked")
+        if economy.balances and rng.random() < 0.4:
+            economy.reward(rng.uniform(0, 30), rng.sample(list(economy.balances), k=1))
+        rich = [n for n, b in economy.balances.items() if b > 15]
+        if rich:
+            spawned += 1
+            economy.spawn(rich[0], f"child{spawned}", economy.balances[rich[0]] / 2)
+        economy.charge_rent(round_)
+        assert economy.conserved(), f"seed {seed}, round {round_}"
+        assert all(b > 0 for b in economy.balances.values())
+    return economy
+
+
+def test_money_is_conserved_except_for_rewards_and_rent_over_many_random_runs() -> None:
+    departures = 0
+    for seed in range(300):
+        economy = random_run(seed)
+        departures += len(economy.departed)
+    assert departures > 50  # the runs did exercise bankruptcy
+
+
+def test_the_bucket_brigade_passes_reward_back_along_paid_contracts() -> None:
+    economy = Economy({"a": 10.0, "b": 10.0, "c": 10.0}, Trace(None), rent=0.0, brigade_share=0.5)
+    economy.settle(economy.propose("a", "b", "check my sums", 4.0, deadline=1), 1, delivered=True)
+    economy.settle(economy.propose("b", "c", "look up a rate", 2.0, deadline=1), 1, delivered=True)
+    economy.reward(10.0, ["a"])
+    # a: 10 - 4 + 10 - 5 = 11; b: 10 + 4 - 2 + 5 - 2.5 = 14.5; c: 10 + 2 + 2.5 = 14.5
+    assert economy.balances == pytest.approx({"a": 11.0, "b": 14.5, "c": 14.5})
+    assert economy.conserved() and economy.rewards_in == 10.0
+
+
+def test_rent_bankrupts_and_a_departed_member_cannot_trade() -> None:
+    trace = Trace(None)
+    economy = Economy({"rich": 5.0, "poor": 0.5}, trace, rent=1.0)
+    assert economy.charge_rent(1) == ["poor"]
+    assert economy.departed == {"poor": 0.0} and economy.balances == {"rich": 4.0}
+    assert trace.of_kind("econ_departure")[0].agent == "poor"
+    contract = economy.propose("rich", "poor", "anything", 1.0, deadline=2)
+    assert "present" in (economy.check(contract, 2) or "")
+    with pytest.raises(UsageError):
+        economy.transfer("rich", "poor", 1.0, "gift")
+
+
+def test_an_unaffordable_or_late_contract_defaults_unpaid() -> None:
+    economy = Economy({"a": 1.0, "b": 1.0}, Trace(None))
+    assert "afford" in (economy.check(economy.propose("a", "b", "x", 5.0, deadline=1), 1) or "")
+    late = economy.propose("a", "b", "x", 0.5, deadline=1)
+    assert economy.settle(late, 2, delivered=True) is False and economy.balances == {"a": 1.0, "b": 1.0}
+
+
+def said(answer: str) -> str:
+    return json.dumps({"reasoning": "worked it out", "answer": answer})
+
+
+def test_an_economy_society_hires_under_an_arbiter_pays_rent_votes_and_rewards() -> None:
+    hire = json.dumps({"hire": True, "provider": "b", "service": "check my sum", "price": 3.0})
+    no_hire = json.dumps({"hire": False})
+    vote_a = json.dumps({"reasoning": "r", "choice": "A"})
+    model, _, trace = scripted(by_agent({
+        "a": [said("13"), hire, said("12"), vote_a],
+        "b": [said("12"), no_hire, said("12 (checked)"), said("12"), vote_a],
+        "arbiter": [json.dumps({"reason": "a real service", "valid": True})]}))
+    society = economy_of_minds([Member("a", model, "ra"), Member("b", model, "rb")], Member("arbiter", model, "rz"),
+                               rounds=1, start=10.0, rent=1.0, spawn_above=100.0, brigade_share=0.5)
+    result = society.run_sync("5 + 7?", reward=lambda answer: 8.0 if answer == "12" else 0.0)
+    assert result.answer == "12"
+    [contract] = [e for e in trace.of_kind("econ_contract") if e.status == "delivered"]
+    assert (contract.client, contract.provider, contract.price) == ("a", "b", 3.0)
+    ledger = society.economy
+    assert ledger is not None and ledger.conserved()
+    # a: 10 - 3 - 1 rent + 4 reward - 2 brigade = 8; b: 10 + 3 - 1 + 4 + 2 = 18
+    assert ledger.balances == pytest.approx({"a": 8.0, "b": 18.0})
+
+
+def test_a_rich_member_spawns_a_variant_that_joins_the_next_rounds() -> None:
+    model, _, trace = scripted(by_agent({
+        "a": [said("1"), json.dumps({"hire": False}), said("1")],
+        "a.1": [json.dumps({"hire": False}), said("1")],
+        "arbiter": [json.dumps({"reason": "ok", "valid": True})]}))
+    society = economy_of_minds([Member("a", model, "ra")], Member("arbiter", model, "rz"), rounds=2, start=50.0,
+                               rent=1.0, spawn_above=30.0)
+    society.run_sync("1?")
+    [spawn] = trace.of_kind("econ_spawn")
+    assert (spawn.parent, spawn.child, spawn.endowment) == ("a", "a.1", pytest.approx(24.5))
+    assert [m.name for m in society.members] == ["a", "a.1"]
+    assert society.economy is not None and society.economy.conserved()

@@ -1,0 +1,134 @@
+"""Societies on the scripted model: organisations, rights, voting and forfeits, asserted on the trace."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from noosphere.errors import UnknownNameError, UsageError
+from noosphere.observation import Observation
+from noosphere.society import Ballot, Member, debate, democracy, monarchy, tally
+from tests.helpers import by_agent, scripted
+
+
+def said(answer: str, reasoning: str = "because") -> dict[str, str]:
+    return {"reasoning": reasoning, "answer": answer}
+
+
+def members(model, names=("a", "b", "c")) -> list[Member]:
+    return [Member(name, model, f"You are member {name}.") for name in names]
+
+
+# voting --------------------------------------------------------------------------------------------
+def test_plurality_borda_and_approval_count_as_defined() -> None:
+    ballots = [Ballot("v1", ("x", "y", "z")), Ballot("v2", ("y", "z", "x")), Ballot("v3", ("y", "x", "z")),
+               Ballot("v4", ("x", "z", "y")), Ballot("v5", ("z", "x", "y"))]
+    rng = random.Random(0)
+    assert tally(ballots, ["x", "y", "z"], "plurality", rng=rng).scores == {"x": 2, "y": 2, "z": 1}
+    borda = tally(ballots, ["x", "y", "z"], "borda", rng=rng)
+    assert borda.scores == {"x": 6, "y": 5, "z": 4} and borda.winner == "x"
+    approval = tally([Ballot("v1", ("x", "y")), Ballot("v2", ("y",))], ["x", "y"], "approval", rng=rng)
+    assert approval.scores == {"x": 1, "y": 2} and approval.winner == "y"
+
+
+def test_ties_are_broken_by_the_seed_not_by_position() -> None:
+    ballots = [Ballot("v1", ("x",)), Ballot("v2", ("y",))]
+    winners = Counter(tally(ballots, ["x", "y"], rng=random.Random(seed)).winner for seed in range(200))
+    assert set(winners) == {"x", "y"} and min(winners.values()) > 60
+    assert tally(ballots, ["x", "y"], rng=random.Random(7)).winner == tally(ballots, ["y", "x"],
+                                                                             rng=random.Random(7)).winner
+    with pytest.raises(UnknownNameError, match="Did you mean borda"):
+        tally(ballots, ["x"], "borad", rng=random.Random(0))
+
+
+# monarchy ------------------------------------------------------------------------------------------
+def test_monarchy_runs_the_four_phases_and_the_leader_decides() -> None:
+    model, backend, trace = scripted(by_agent({
+        "a": [said("12")], "b": [said("12")], "c": [said("13")],
+        "organizer": [{"question": "Did you add the tens?"}, {"question": "And the units?"},
+                      {"summary": "Most found 12.", "answer": "12"}],
+        "leader": [said("12", "the summary is convincing")]}))
+    society = monarchy(members(model), Member("organizer", model, "You organise."),
+                       Member("leader", model, "You lead."), rounds=2)
+    result = society.run_sync("What is 5 + 7?")
+    assert (result.answer, result.decided_by) == ("12", "leader")
+    phases = [(e.phase, e.round) for e in trace.of_kind("soc_phase")]
+    assert phases == [("mission", 0), ("mindstorm", 1), ("mindstorm", 2), ("opinion", 0), ("execution", 0)]
+    assert len(backend.history) == 3 + 2 * (1 + 3) + 1 + 1
+    # Without the right to know, a member never sees another member's words.
+    member_b_prompts = [m.content for r in backend.history if r.agent == "b" for m in r.messages]
+    assert not any("Answer1" in text or "(answer: 13)" in text for text in member_b_prompts)
+
+
+def test_a_member_whose_replies_never_parse_forfeits_and_the_society_still_answers() -> None:
+    model, _, trace = scripted(by_agent({
+        "a": [said("4")], "b": ["not json at all"], "organizer": [{"question": "Sure?"}, {"summary": "4",
+                                                                                           "answer": "4"}],
+        "leader": [said("4")]}))
+    result = monarchy(members(model, ("a", "b")), Member("organizer", model, "o"), Member("leader", model, "l"),
+                      rounds=1).run_sync("2 + 2?")
+    assert result.answer == "4"
+    forfeits = trace.of_kind("soc_forfeit")
+    assert {e.member for e in forfeits} == {"b"} and len(forfeits) == 2  # mission and round 1
+
+
+# democracy -----------------------------------------------------------------------------------------
+def test_right_to_know_shows_last_rounds_answers_to_every_member() -> None:
+    model, backend, _ = scripted(by_agent({
+        "a": [said("12")], "b": [said("13")], "organizer": [{"question": "Check?"}, {"summary": "s", "answer": "12"}],
+        "leader": [said("12")]}))
+    democracy(members(model, ("a", "b")), Member("organizer", model, "o"), Member("leader", model, "l"),
+              rights={"know"}, rounds=1).run_sync("5 + 7?")
+    round_one_b = [r for r in backend.history if r.agent == "b"][1]
+    assert "(answer: 12)" in round_one_b.messages[-1].content
+
+
+def test_right_to_change_lets_a_member_adopt_anothers_answer() -> None:
+    model, _, trace = scripted(by_agent({
+        "a": [said("12")], "b": [said("13"), said("13"), {"reasoning": "a is right", "choice": "A"}],
+        "organizer": [{"question": "Check?"}, {"summary": "s", "answer": "12"}], "leader": [said("12")]}))
+    democracy(members(model, ("a", "b")), Member("organizer", model, "o"), Member("leader", model, "l"),
+              rights={"know", "change"}, rounds=1).run_sync("5 + 7?")
+    opinions = [e for e in trace.of_kind("soc_message") if e.phase == "opinion" and e.member == "b"]
+    assert opinions[0].answer == "12"
+
+
+def test_right_to_execute_counts_the_members_votes_in_code() -> None:
+    choose_a = {"reasoning": "r", "choice": "A"}
+    model, _, trace = scripted(by_agent({
+        "a": [said("12"), said("12"), choose_a], "b": [said("13"), said("13"), {"reasoning": "r", "choice": "B"}],
+        "c": [said("12"), said("12"), choose_a], "organizer": [{"question": "Check?"}, {"summary": "s",
+                                                                                         "answer": "13"}]}))
+    result = democracy(members(model), Member("organizer", model, "o"), rights={"know", "execute"},
+                       rounds=1).run_sync("5 + 7?")
+    [tally_event] = trace.of_kind("soc_tally")
+    assert tally_event.scores == {"12": 2, "13": 1}
+    assert (result.answer, result.decided_by) == ("12", "vote")
+    assert len(trace.of_kind("soc_ballot")) == 3
+
+
+def test_democracy_checks_its_rights_and_needs_a_leader_without_the_vote() -> None:
+    model, _, _ = scripted(by_agent({}))
+    with pytest.raises(UnknownNameError, match="know"):
+        democracy(members(model), Member("o", model, "o"), Member("l", model, "l"), rights={"knwo"})
+    with pytest.raises(UsageError, match="leader"):
+        democracy(members(model), Member("o", model, "o"), rights={"know"})
+
+
+# debate --------------------------------------------------------------------------------------------
+def test_debaters_see_only_their_part_of_the_input_then_each_others_statements() -> None:
+    model, backend, trace = scripted(by_agent({
+        "left": [said("cat", "I saw whiskers"), {"reasoning": "r", "choice": "A"}],
+        "right": [said("cat", "I heard a meow"), {"reasoning": "r", "choice": "A"}]}))
+    debaters = [Member("left", model, "l", sees=("first",)), Member("right", model, "r", sees=("second",))]
+    observation = Observation.of({"first": "whiskers in the frame", "second": "a meow on the track"})
+    result = debate(debaters, rounds=1).run_sync("Which animal is it?", observation)
+    left_requests = [r for r in backend.history if r.agent == "left"]
+    first_left = left_requests[0].messages[-1].content
+    assert "whiskers in the frame" in first_left and "a meow on the track" not in first_left
+    round_one_left = left_requests[1].messages[-1].content
+    assert "I heard a meow" in round_one_left
+    assert result.answer == "cat" and result.decided_by == "vote"
+    assert trace.of_kind("soc_tally")[0].scores == {"cat": 2}

@@ -1,0 +1,75 @@
+"""Society files: the examples load, malformed files name the field and line, the CLI runs one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noosphere.errors import ConfigError
+from noosphere.llm import Model, ScriptedBackend
+from noosphere.society.config import build_society, load_society_spec
+from tests.helpers import by_agent
+from tests.test_cli import invoke
+
+EXAMPLES = Path(__file__).parent.parent / "examples" / "societies"
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.iterdir()), ids=lambda p: p.name)
+def test_every_example_society_file_builds(path: Path) -> None:
+    spec = load_society_spec(path)
+    society = build_society(spec, lambda model_id: Model(ScriptedBackend([])), "scripted")
+    assert society.organisation == spec.organisation and len(society.members) == len(spec.members)
+
+
+def test_a_yaml_error_names_the_field_and_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("organisation: monarchy\nrounds: 2\nmembers:\n  - name: a\n    role: r\n    colour: blue\n"
+                    "organizer: {name: o, role: r}\nleader: {name: l, role: r}\n")
+    with pytest.raises(ConfigError) as error:
+        load_society_spec(path)
+    assert error.value.field == "members.0.colour" and error.value.line == 6
+    assert "bad.yaml:6" in str(error.value)
+
+
+def test_a_toml_error_names_the_field_and_a_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('organisation = "democracy"\nrounds = "many"\n[[members]]\nname = "a"\nrole = "r"\n'
+                    '[organizer]\nname = "o"\nrole = "r"\n')
+    with pytest.raises(ConfigError) as error:
+        load_society_spec(path)
+    assert error.value.field == "rounds" and error.value.line == 2
+
+
+def test_an_organisation_without_its_staff_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "monarchy.yaml"
+    path.write_text("organisation: monarchy\nmembers: [{name: a, role: r}]\norganizer: {name: o, role: r}\n")
+    with pytest.raises(ConfigError, match="leader"):
+        load_society_spec(path)
+
+
+def test_ask_with_a_society_file_runs_the_society_and_traces_it(tmp_path: Path) -> None:
+    vote = {"reasoning": "r", "choice": "A"}
+    backend = ScriptedBackend(by_agent({
+        "planner": [{"reasoning": "r", "answer": "12"}, {"reasoning": "r", "answer": "12"}, vote],
+        "calculator": [{"reasoning": "r", "answer": "12"}, {"reasoning": "r", "answer": "12"}, vote],
+        "checker": [{"reasoning": "r", "answer": "13"}, {"reasoning": "r", "answer": "12"}, vote],
+        "organizer": [{"question": "Sure?"}, {"question": "Really?"}, {"summary": "12", "answer": "12"}]}))
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    code, out, err = invoke(["ask", "What is 5 + 7?", "--system", "society", "--society",
+                             str(EXAMPLES / "democracy.yaml"), "--out", str(tmp_path), "--no-cache"], opener)
+    assert code == 0, err
+    assert "12" in out and "1.00" in out
+    [run_dir] = list(tmp_path.iterdir())
+    kinds = [json.loads(line)["kind"] for line in (run_dir / "trace.jsonl").read_text().splitlines()]
+    assert kinds.count("soc_phase") == 5 and "soc_tally" in kinds and "soc_finished" in kinds
+
+
+def test_ask_society_without_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, err = invoke(["ask", "q", "--system", "society", "--out", str(tmp_path)])
+    assert code == 2 and "--society FILE" in err
