@@ -104,3 +104,18 @@ def test_society_system_runs_the_declared_society_and_resumes(data: Path, tmp_pa
     code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--quiet", "--no-cache"], opener_for([]))
     assert code == 0, err
     assert len(rows(run_dir)) == 1
+
+
+def test_rights_override_takes_the_vote_away_and_the_leader_decides(data: Path, tmp_path: Path) -> None:
+    script = by_agent({"planner": [said("7")], "calculator": [said("7")], "checker": [said("8")],
+                       "organizer": [json.dumps({"summary": "mostly 7", "answer": "7"})], "leader": [said("8")]})
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"),
+                           "--rounds", "0", "--rights", "know", "--data", str(data), "--limit", "1",
+                           "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"], opener_for(script))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    [row] = rows(run_dir)
+    assert row["decided_by"] == "leader" and row["prediction"] == "8" and not row["correct"]
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"),
+                           "--rights", "know,vote", "--data", str(data), "--out", str(tmp_path / "x")])
+    assert code == 2 and "'know', 'change' or 'execute'" in err

@@ -108,3 +108,24 @@ def test_small_workspace_end_to_end_on_a_real_model() -> None:
     assert len(bids) + len([f for f in forfeits if f.phase == "chunk"]) == 4
     assert all(0.0 <= e.relevance <= 1.0 and e.weight == pytest.approx(e.relevance + e.confidence + 0.2 * e.surprise)
                for e in bids)
+
+
+def test_small_society_end_to_end_on_a_real_model() -> None:
+    """A democracy of two solvers and an organizer on the 0.5B model, with all three rights."""
+    from noosphere.bench.gsm8k import answer_key
+    from noosphere.society import Member, democracy
+
+    trace = Trace(None)
+    model = open_model(_require("qwen2.5-coder-0.5b"), trace=trace, settings=Settings(max_tokens=160))
+    solvers = [Member("adder", model, "You solve arithmetic problems step by step."),
+               Member("checker", model, "You solve arithmetic problems and double-check each step.")]
+    society = democracy(solvers, Member("organizer", model, "You ask questions that expose arithmetic mistakes."),
+                        rounds=1)
+    result = society.run_sync("Tom has 3 apples and buys 4 more. How many apples does he have?",
+                              answer_key=answer_key)
+    assert result.answer and result.decided_by in ("vote", "fallback")
+    phases = [e.phase for e in trace.of_kind("soc_phase")]
+    assert phases == ["mission", "mindstorm", "opinion", "execution"]
+    spoken = trace.of_kind("soc_message")
+    assert {e.member for e in spoken} >= {"adder", "checker"}
+    assert len(trace.of_kind("model_call")) >= 2 + 1 + 2 + 1  # mission, question, answers, summary

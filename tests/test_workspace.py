@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
 
@@ -221,3 +222,19 @@ def test_free_processor_keeps_rewarded_examples() -> None:
     assert [q for q, _ in free.examples] == ["q2", "q3"]
     prompt = free.user_prompt("q", Perception(""))
     assert "answer 3" in prompt and "answer 1" not in prompt
+
+
+def test_stm_samples_turn_agreement_into_alpha() -> None:
+    from noosphere.workspace import Chunk
+
+    replies = [stm_reply("mocking", 1.0, "sarcastic"), stm_reply("mocking", 1.0, "sarcastic"),
+               stm_reply("sincere", 1.0, "not sarcastic"), "not json"]
+    backend = ScriptedBackend(replies)
+    stm = ShortTermMemory(Model(backend), labels=("sarcastic", "not sarcastic"), samples=4)
+    winner = Chunk("p0", 0, "the praise is for something bad", "", 2.0, 1.0, 1.0, 0.0)
+    answer = asyncio.run(stm.answer("Sarcastic?", winner))
+    # two of four samples agree (the unparseable one counts against): alpha 0.5, not the 1.0 each claimed
+    assert (answer.label, answer.confidence) == ("sarcastic", 0.5)
+    first_attempts = [r for r in backend.history if len(r.messages) == 2]
+    assert len(first_attempts) == 4 and {r.settings.temperature for r in first_attempts} == {0.8}
+    assert len({r.settings.seed for r in first_attempts}) == 4

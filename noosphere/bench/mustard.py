@@ -105,9 +105,9 @@ def mustard_observation(item: MustardItem) -> Observation:
                            "speaker": f"{item.speaker_card()}\n{final}"})
 
 
-async def solve_ctm(model: Model, settings: WorkspaceSettings, item: MustardItem) -> Scored:
+async def solve_ctm(model: Model, settings: WorkspaceSettings, item: MustardItem, *, stm_samples: int = 1) -> Scored:
     result = await classify(model, WORKSPACE_QUERY, mustard_observation(item), LABELS, roles=ROLES,
-                            settings=settings)
+                            settings=settings, stm_samples=stm_samples)
     return Scored(result.label, result.label == item.gold,
                   {"confidence": result.confidence, "answer": result.answer, "iterations": result.iterations,
                    "stopped_by": result.stopped_by, "winners": list(result.winners)})

@@ -12,13 +12,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from noosphere.bench import averages, classification_report, run_items, write_report
 from noosphere.bench import bfcl as bfcl_bench
 from noosphere.bench import gsm8k as gsm8k_bench
 from noosphere.bench import mustard as mustard_bench
+from noosphere.bench import roleplay as roleplay_bench
 from noosphere.bench.bfcl_data import CATEGORIES, load_bfcl
+from noosphere.bench.roleplay_tasks import TASKS as CODING_TASKS
 from noosphere.bench.runner import Solve, load_done
 from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption, open_cache
 from noosphere.errors import UnknownNameError, UsageError
@@ -88,15 +91,26 @@ def _workspace_settings(config: dict[str, Any]) -> WorkspaceSettings:
                              ablations=frozenset(config.get("ablation", ())), seed=config["seed"])
 
 
-def _gsm8k_config(system: str, society: Path | None, rounds: int | None, n: int | None, model: str,
-                  limit: int | None, data: Path | None, seed: int) -> dict[str, Any]:
+def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights: str | None, n: int | None,
+                  model: str, limit: int | None, data: Path | None, seed: int) -> dict[str, Any]:
     """Check the options of a new GSM8K run; the society file is read now and saved whole with the run."""
     systems = ("base", "best-of-n", "society")
     if system not in systems:
         raise UnknownNameError("system", system, systems)
     spec = load_society_spec(society) if society is not None else None
-    if spec is not None and rounds is not None:
-        spec = spec.model_copy(update={"rounds": rounds})
+    overrides: dict[str, Any] = {}
+    if rounds is not None:
+        overrides["rounds"] = rounds
+    if rights is not None:
+        overrides["rights"] = [r.strip() for r in rights.split(",") if r.strip()]
+    if overrides:
+        if spec is None:
+            raise UsageError("--rounds and --rights change a society: give --society FILE")
+        try:
+            spec = SocietySpec.model_validate({**spec.model_dump(), **overrides})
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise UsageError(f"invalid --{error['loc'][0]}: {error['msg']}") from exc
     if system == "society" and spec is None:
         raise UsageError("--system society needs --society FILE (see examples/societies)")
     if system == "best-of-n" and n is None:
@@ -123,6 +137,8 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         data: Annotated[Path | None, typer.Option(help="MUStARD JSON file")] = None,
         iterations: IterationsOption = 3,
         threshold: ThresholdOption = 0.8,
+        stm_samples: Annotated[int, typer.Option(
+            min=1, help="ctm: STM samples; alpha is their agreement (1: the model's own confidence)")] = 1,
         seed: SeedOption = 0,
         out: OutOption = Path("runs"),
         resume: ResumeOption = None,
@@ -133,14 +149,15 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         _check_system(system)
         config = {"benchmark": "mustard", "system": system, "model": model, "ablation": sorted(ablation or ()),
                   "limit": limit, "data": str(data) if data else None, "iterations": iterations,
-                  "threshold": threshold, "seed": seed}
+                  "threshold": threshold, "stm_samples": stm_samples, "seed": seed}
         _workspace_settings(config)  # unknown ablations fail here, before anything runs
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             items = mustard_bench.load_mustard(Path(saved["data"]) if saved.get("data") else None,
                                                limit=saved["limit"])
             solve = (partial(mustard_bench.solve_base, llm) if saved["system"] == "base"
-                     else partial(mustard_bench.solve_ctm, llm, _workspace_settings(saved)))
+                     else partial(mustard_bench.solve_ctm, llm, _workspace_settings(saved),
+                                  stm_samples=saved.get("stm_samples", 1)))
             return [(i.id, i, i.gold) for i in items], solve
 
         def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -201,6 +218,8 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             help="society file (society; and for best-of-n, the society whose call count sets N)")] = None,
         rounds: Annotated[int | None, typer.Option(min=0, max=50,
                                                    help="mindstorm rounds R, overriding the society file")] = None,
+        rights: Annotated[str | None, typer.Option(
+            help="democracy rights, comma-separated (know,change,execute), overriding the society file")] = None,
         n: Annotated[int | None, typer.Option(
             min=1, help="best-of-n: samples per problem (default: the society's calls)")] = None,
         model: ModelOption = DEFAULT_MODEL,
@@ -213,7 +232,8 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         quiet: QuietOption = False,
     ) -> None:
         """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
-        config = {} if resume is not None else _gsm8k_config(system, society, rounds, n, model, limit, data, seed)
+        config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, n, model, limit,
+                                                                         data, seed)
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             items = gsm8k_bench.load_gsm8k(Path(saved["data"]) if saved.get("data") else None, limit=saved["limit"])
@@ -234,3 +254,28 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
 
         _run_benchmark(opener, "GSM8K (exact match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
                        max_tokens=512, prepare=prepare, summarise=summarise)
+
+    @bench_app.command("roleplay")
+    def roleplay(
+        model: ModelOption = DEFAULT_MODEL,
+        max_messages: Annotated[int, typer.Option(min=2, help="message cap of each conversation")] = 12,
+        limit: Annotated[int | None, typer.Option(help=f"first N of the {len(CODING_TASKS)} tasks")] = None,
+        seed: SeedOption = 0,
+        out: OutOption = Path("runs"),
+        resume: ResumeOption = None,
+        no_cache: NoCacheOption = False,
+        quiet: QuietOption = False,
+    ) -> None:
+        """CAMEL-style user/assistant pairs write code; hidden unit tests run in the sandbox."""
+        config = {"benchmark": "roleplay", "system": "roleplay", "model": model, "limit": limit,
+                  "max_messages": max_messages, "seed": seed}
+
+        def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
+            tasks = CODING_TASKS[: saved["limit"]] if saved["limit"] else CODING_TASKS
+            return [(t.id, t, "pass") for t in tasks], partial(roleplay_bench.solve, llm, saved["max_messages"])
+
+        def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"pass_rate": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows)}
+
+        _run_benchmark(opener, "Role-play coding (hidden tests)", config, out=out, resume=resume, no_cache=no_cache,
+                       quiet=quiet, max_tokens=700, prepare=prepare, summarise=summarise)

@@ -1,6 +1,8 @@
-"""Natural-language societies of mind (NLSOM): members, organisations, mindstorms and voting."""
+"""Natural-language societies of mind (NLSOM): members, organisations, mindstorms, voting, economies."""
 
+from noosphere.society.artists import LiteLLMPainter, Painter, artist_critic
 from noosphere.society.economy import Contract, Economy
+from noosphere.society.hierarchy import SubSociety
 from noosphere.society.market import MarketRounds, PayReward
 from noosphere.society.member import Member
 from noosphere.society.organisations import RIGHTS, debate, democracy, economy_of_minds, monarchy
@@ -13,34 +15,14 @@ from noosphere.society.phases import (
     Phase,
     SolveAlone,
 )
+from noosphere.society.roleplay import RolePlay, RolePlayResult
 from noosphere.society.session import Contribution, Session, Statement
 from noosphere.society.society import Society, SocietyResult
 from noosphere.society.voting import Ballot, Tally, tally
 
 __all__ = [
-    "RIGHTS",
-    "Ballot",
-    "Contract",
-    "Contribution",
-    "DebateRounds",
-    "Economy",
-    "GatherOpinions",
-    "LeaderDecides",
-    "MarketRounds",
-    "Member",
-    "MembersVote",
-    "OrganizerRounds",
-    "PayReward",
-    "Phase",
-    "Session",
-    "Society",
-    "SocietyResult",
-    "SolveAlone",
-    "Statement",
-    "Tally",
-    "debate",
-    "democracy",
-    "economy_of_minds",
-    "monarchy",
-    "tally",
+    "RIGHTS", "Ballot", "Contract", "Contribution", "DebateRounds", "Economy", "GatherOpinions", "LeaderDecides",
+    "LiteLLMPainter", "MarketRounds", "Member", "MembersVote", "OrganizerRounds", "Painter", "PayReward", "Phase",
+    "RolePlay", "RolePlayResult", "Session", "Society", "SocietyResult", "SolveAlone", "Statement", "SubSociety",
+    "Tally", "artist_critic", "debate", "democracy", "economy_of_minds", "monarchy", "tally",
 ]

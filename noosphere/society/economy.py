@@ -54,6 +54,12 @@ class AgentSpawned(Event):
     endowment: float
 
 
+class BalancesReported(Event):
+    kind: str = "econ_balances"
+    round: int
+    balances: dict[str, float]
+
+
 @dataclass(frozen=True)
 class Contract:
     id: int
@@ -92,6 +98,10 @@ class Economy:
     def conserved(self) -> bool:
         """The invariant: the total moved only by rewards and rent."""
         return abs(self.total - (self._initial + self.rewards_in - self.rent_out)) < 1e-6
+
+    def report(self, round_: int) -> None:
+        """Put the balances of everyone present into the trace (the viewer draws them over time)."""
+        self.trace.emit(BalancesReported(round=round_, balances={n: round(b, 4) for n, b in self.balances.items()}))
 
     def active(self, name: str) -> bool:
         return name in self.balances

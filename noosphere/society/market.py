@@ -41,6 +41,7 @@ class MarketRounds:
 
     async def run(self, session: Session) -> None:
         self.economy.trace = session.trace
+        self.economy.report(0)
         for round_ in range(1, session.rounds + 1):
             session.phase(self.name, round_)
             contracts = await self._hire(session, round_)
@@ -49,6 +50,7 @@ class MarketRounds:
             for name in self.economy.charge_rent(round_):
                 session.members[:] = [m for m in session.members if m.name != name]
             self._spawn(session)
+            self.economy.report(round_)
 
     def _market_report(self, session: Session, member: Member) -> str:
         others = "\n".join(f"- {m.name} (holds {self.economy.balances[m.name]:.1f}): current answer "
@@ -140,3 +142,4 @@ class PayReward:
         winners = [name for name, r in session.latest().items()
                    if session.answer_key(r.answer) == session.answer_key(session.answer)]
         self.economy.reward(amount, winners)
+        self.economy.report(session.rounds + 1)

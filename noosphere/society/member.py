@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from noosphere.llm import Message, Model
 from noosphere.llm.messages import MediaPart
 from noosphere.observation import Observation
+from noosphere.trace import Trace
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -28,6 +29,11 @@ class Member:
     sees: tuple[str, ...] | None = None
     history: list[Message] = field(default_factory=list)
 
+    def join(self, trace: Trace) -> None:
+        """Start a new run: forget the last one and report into this run's trace."""
+        self.history.clear()
+        self.model = self.model.bind(trace=trace)
+
     def perception(self, observation: Observation | None) -> tuple[str, tuple[MediaPart, ...]]:
         if observation is None:
             return "", ()
@@ -37,6 +43,13 @@ class Member:
         media = tuple(part for v in views for part in v.media
                       if (part.kind == "image" and can.vision) or (part.kind == "audio" and can.audio))
         return text, media
+
+    async def reply(self, prompt: str) -> tuple[str, int]:
+        """One free-text turn (conversations such as role-play); returns the text and the tokens it cost."""
+        completion = await self.model.complete([Message.system(self.role), *self.history, Message.user(prompt)],
+                                               agent=self.name)
+        self.history += [Message.user(prompt), Message.assistant(completion.text)]
+        return completion.text, completion.usage.total_tokens
 
     async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = ()) -> OutputT:
         """One turn: the role, this member's history, the new prompt; the reply joins the history."""

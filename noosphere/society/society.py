@@ -61,8 +61,7 @@ class Society:
         """Run the phases on `task`. `reward` scores the final answer for economies (None: no reward)."""
         trace = trace if trace is not None else self.members[0].model.trace
         for member in [*self.members, *self.staff]:
-            member.history.clear()
-            member.model = member.model.bind(trace=trace)
+            member.join(trace)
         session = Session(task, observation, self.members, trace, random.Random(self.seed), self.rounds,
                           self.voting_rule, answer_key, self.max_concurrency, reward)
         trace.emit(SocietyStarted(organisation=self.organisation, rounds=self.rounds, rights=sorted(self.rights),

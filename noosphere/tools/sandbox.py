@@ -1,16 +1,21 @@
 """Run untrusted Python in a separate interpreter with limits.
 
 The child is `python -I` (isolated: no user site, no environment variables, no cwd on the path),
-started with an empty environment, CPU-time and address-space limits, and a wall-clock timeout;
-it evaluates one expression with a small set of builtins (no `open`, no `__import__`). The
-expression travels on stdin and the value comes back as text on stdout.
+started with an empty environment, CPU-time and address-space limits, and a wall-clock timeout.
+`run_python_expression` evaluates one expression with a small set of builtins (no `open`, no
+`__import__`); the expression travels on stdin and the value comes back as text on stdout.
+`run_python_program` runs a whole program (model-written code and its tests) in an empty temporary
+directory, without network where the machine lets us create a network namespace (`unshare -n`).
 """
 
 from __future__ import annotations
 
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass
 
 from noosphere.errors import RuntimeFault
 
@@ -31,13 +36,47 @@ class SandboxError(RuntimeFault):
         super().__init__(f"sandboxed code failed: {reason}")
 
 
-def run_python_expression(expression: str, *, timeout_s: float = 5.0, memory_mb: int = 256) -> str:
+def _limits(timeout_s: float, memory_mb: int):  # type: ignore[no-untyped-def]
     def limit() -> None:  # runs in the child before exec
         cpu = max(1, int(timeout_s))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
         memory = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
+    return limit
+
+
+@dataclass(frozen=True)
+class ProgramRun:
+    passed: bool
+    """The program exited with status 0 within its limits."""
+    output: str
+    network_isolated: bool
+
+
+def _can_unshare_network() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+def run_python_program(source: str, *, timeout_s: float = 10.0, memory_mb: int = 512) -> ProgramRun:
+    """Run `source` as a script; a failing assert, an exception, a timeout or a limit means not passed."""
+    isolated = _can_unshare_network()
+    command = [*(["unshare", "-n"] if isolated else []), sys.executable, "-I", "-c", source]
+    with tempfile.TemporaryDirectory(prefix="noosphere-sandbox-") as workdir:
+        try:
+            completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env={},
+                                       cwd=workdir, preexec_fn=_limits(timeout_s, memory_mb), check=False)
+        except subprocess.TimeoutExpired:
+            return ProgramRun(False, f"timed out after {timeout_s}s", isolated)
+    output = (completed.stdout + completed.stderr).strip()[-2000:]
+    return ProgramRun(completed.returncode == 0, output, isolated)
+
+
+def run_python_expression(expression: str, *, timeout_s: float = 5.0, memory_mb: int = 256) -> str:
+    limit = _limits(timeout_s, memory_mb)
     try:
         completed = subprocess.run([sys.executable, "-I", "-c", _CHILD], input=expression, capture_output=True,
                                    text=True, timeout=timeout_s, env={}, preexec_fn=limit, check=False)

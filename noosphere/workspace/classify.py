@@ -14,15 +14,17 @@ from noosphere.workspace.stm import ShortTermMemory
 
 
 def classifier(model: Model, observation: Observation, labels: tuple[str, ...], *,
-               roles: dict[str, str] | None = None, settings: WorkspaceSettings | None = None) -> Workspace:
+               roles: dict[str, str] | None = None, settings: WorkspaceSettings | None = None,
+               stm_samples: int = 1) -> Workspace:
     roles = roles or {}
     processors = [sensory(view.name, model, view.name, role=roles.get(view.name, ""),
                           media_kind=view.media[0].kind if view.media else None) for view in observation.views]
-    return Workspace(processors, ShortTermMemory(model, labels=labels), settings)
+    return Workspace(processors, ShortTermMemory(model, labels=labels, samples=stm_samples), settings)
 
 
 async def classify(model: Model, query: str, observation: Observation, labels: tuple[str, ...], *,
-                   roles: dict[str, str] | None = None, settings: WorkspaceSettings | None = None) -> WorkspaceResult:
+                   roles: dict[str, str] | None = None, settings: WorkspaceSettings | None = None,
+                   stm_samples: int = 1) -> WorkspaceResult:
     """Run a fresh workspace on one item; `result.label` is one of `labels`."""
-    workspace = classifier(model, observation, labels, roles=roles, settings=settings)
+    workspace = classifier(model, observation, labels, roles=roles, settings=settings, stm_samples=stm_samples)
     return await workspace.run(query, observation)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from noosphere.errors import UsageError
 from noosphere.llm import Message, Model
 from noosphere.workspace.chunk import Chunk
 from noosphere.workspace.prompts import STM_FRAME, STM_LABELS
@@ -35,18 +38,46 @@ def _labelled(labels: tuple[str, ...]) -> type[BaseModel]:
 
 
 class ShortTermMemory:
-    """With `labels`, the answer also carries one label of a closed set (classification tasks)."""
+    """With `labels`, the answer also carries one label of a closed set (classification tasks).
 
-    def __init__(self, model: Model, *, labels: tuple[str, ...] = (), name: str = "stm") -> None:
+    alpha is the model's own confidence by default. Small models report 1.0 almost always, so the
+    loop never goes on; with `samples=N` the STM answers N times at `sample_temperature` (seeded,
+    in parallel, so a batching backend serves them in about one call's time) and alpha becomes the
+    share of samples that agree with the most common label (or answer).
+    """
+
+    def __init__(self, model: Model, *, labels: tuple[str, ...] = (), name: str = "stm", samples: int = 1,
+                 sample_temperature: float = 0.8) -> None:
+        if samples < 1:
+            raise UsageError(f"the STM needs at least one sample, not {samples}")
         self.model = model
         self.labels = labels
         self.name = name
+        self.samples = samples
+        self.sample_temperature = sample_temperature
         self.output = _labelled(labels) if labels else StmOutput
 
     async def answer(self, query: str, winner: Chunk) -> StmAnswer:
         system = STM_FRAME + ("\n" + STM_LABELS.format(labels=", ".join(self.labels)) if self.labels else "")
         user = f"Information (from processor {winner.processor}):\n{winner.gist}\n\nQuery: {query}"
-        completion = await self.model.complete([Message.system(system), Message.user(user)], output=self.output,
-                                               agent=self.name)
-        output: Any = completion.output
-        return StmAnswer(output.answer, output.confidence, getattr(output, "label", None))
+        messages = [Message.system(system), Message.user(user)]
+        if self.samples == 1:
+            completion = await self.model.complete(messages, output=self.output, agent=self.name)
+            output: Any = completion.output
+            return StmAnswer(output.answer, output.confidence, getattr(output, "label", None))
+        settings = self.model.settings
+        completions = await asyncio.gather(*[self.model.complete(
+            messages, output=self.output, agent=self.name,
+            settings=settings.with_(temperature=self.sample_temperature, seed=settings.seed + i))
+            for i in range(self.samples)], return_exceptions=True)
+        outputs: list[Any] = [c.output for c in completions if not isinstance(c, BaseException)]
+        if not outputs:
+            raise next(c for c in completions if isinstance(c, BaseException))
+
+        def key(output: Any) -> str:
+            return getattr(output, "label", None) or " ".join(output.answer.lower().split())
+
+        votes = Counter(key(o) for o in outputs)
+        top, count = votes.most_common(1)[0]
+        chosen = next(o for o in outputs if key(o) == top)
+        return StmAnswer(chosen.answer, count / self.samples, getattr(chosen, "label", None))

@@ -1,0 +1,42 @@
+"""Role-play benchmark: a user/assistant pair writes code for each task; hidden tests judge it.
+
+The program is every Python code block the assistant wrote, in order (so a later fix replaces an
+earlier definition), followed by the task's hidden asserts, run in the sandbox.
+"""
+
+from __future__ import annotations
+
+import re
+
+from noosphere.bench.roleplay_tasks import CodingTask
+from noosphere.bench.runner import Scored
+from noosphere.llm import Model
+from noosphere.society.member import Member
+from noosphere.society.roleplay import RolePlay
+from noosphere.tools.sandbox import run_python_program
+
+USER_ROLE = ("You are a product owner who needs a piece of Python code. You instruct a programmer one step at a "
+             "time, check what they wrote against the task, and ask for fixes until it is right.")
+ASSISTANT_ROLE = ("You are an expert Python programmer. You carry out each instruction and always reply with the "
+                  "complete, current code in one ```python block.")
+_CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+
+
+def program_from(solutions: list[str]) -> str:
+    return "\n\n".join(block.strip() for text in solutions for block in _CODE.findall(text))
+
+
+def pair(model: Model) -> RolePlay:
+    return RolePlay(Member("user", model, USER_ROLE), Member("assistant", model, ASSISTANT_ROLE))
+
+
+async def solve(model: Model, max_messages: int, task: CodingTask) -> Scored:
+    roleplay = pair(model)
+    roleplay.max_messages = max_messages
+    result = await roleplay.run(task.task)
+    code = program_from(result.solutions)
+    outcome = run_python_program(f"{code}\n\n{task.tests}\n") if code else None
+    passed = bool(outcome and outcome.passed)
+    return Scored("pass" if passed else "fail", passed, {
+        "stopped_by": result.stopped_by, "messages": len(result.transcript), "code_chars": len(code),
+        "test_output": outcome.output[-500:] if outcome else "no code block in the assistant's messages"})

@@ -1,0 +1,136 @@
+"""The artist-critic society: a hierarchy where societies of artists propose and critics vote.
+
+Each artist is a small monarchy in its own style: a questioner asks what to draw, an answerer with
+the artist's style replies, a leader turns the exchange into one proposal. Critics of different
+professions each vote for one proposal; the votes are counted by code; a collector restates the
+winning proposal as a prompt; a painter (any image model, optional) draws it. With the paper's 26
+artists and 50 critics that is 26 x 3 + 50 + 1 = 129 language-model members.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import Field, create_model
+
+from noosphere.llm import Model
+from noosphere.society.events import BallotCast, Tallied
+from noosphere.society.hierarchy import SubSociety
+from noosphere.society.member import Member
+from noosphere.society.organisations import monarchy
+from noosphere.society.phases import SolveAlone
+from noosphere.society.session import Session, Statement
+from noosphere.society.society import Society
+from noosphere.society.voting import Ballot, tally
+from noosphere.trace import Event
+
+
+class ImagePainted(Event):
+    kind: str = "soc_image"
+    prompt: str
+    location: str
+
+
+class Painter(Protocol):
+    async def paint(self, prompt: str) -> str:
+        """Draw `prompt`; return where the image is (a file path or a URL)."""
+        ...
+
+
+@dataclass(frozen=True)
+class LiteLLMPainter:
+    """Any image-generation model LiteLLM reaches (e.g. `openai/dall-e-3`); the image is saved to `folder`."""
+
+    model: str
+    folder: Path
+
+    async def paint(self, prompt: str) -> str:
+        import litellm
+
+        response: Any = await litellm.aimage_generation(prompt=prompt, model=self.model, n=1)
+        image = response.data[0]
+        if getattr(image, "b64_json", None):
+            self.folder.mkdir(parents=True, exist_ok=True)
+            path = self.folder / "painting.png"
+            path.write_bytes(base64.b64decode(image.b64_json))
+            return str(path)
+        return str(image.url)
+
+
+@dataclass(frozen=True)
+class CriticsVote:
+    """Critics, who are not members, each vote for one proposal; code counts."""
+
+    critics: list[Member]
+    name: str = "execution"
+
+    async def run(self, session: Session) -> None:
+        session.phase(self.name)
+        proposals = session.latest()
+        artists = list(proposals)
+        if not artists:
+            return
+        numbers = tuple(str(i + 1) for i in range(len(artists)))
+        choice = create_model("CriticVote", reasoning=(str, Field(max_length=600)),
+                              choice=(Literal[numbers], Field(description="the number of the proposal")))  # type: ignore[valid-type]
+        listing = "\n".join(f"({i + 1}) {r.answer}" for i, r in enumerate(proposals.values()))
+
+        async def vote(critic: Member) -> Any:
+            return await critic.ask(f"Theme: {session.task}\nProposals:\n{listing}\nVote for the one you find best.",
+                                    choice)
+
+        votes = await session.each(self.critics, self.name, session.rounds + 2, vote)
+        ballots = [Ballot(name, (artists[int(v.choice) - 1],)) for name, v in votes.items()]
+        for ballot in ballots:
+            session.trace.emit(BallotCast(voter=ballot.voter, ranking=list(ballot.ranking)))
+        result = tally(ballots, artists, session.voting_rule, rng=session.rng)
+        session.trace.emit(Tallied(rule=result.rule, scores=result.scores, winner=result.winner,
+                                   tied=list(result.tied)))
+        if result.winner is not None:
+            session.decided_by, session.answer = result.winner, proposals[result.winner].answer
+
+
+@dataclass(frozen=True)
+class Collect:
+    """The collector restates the winning proposal as one drawing prompt, then the painter draws it."""
+
+    collector: Member
+    painter: Painter | None = None
+    name: str = "collect"
+
+    async def run(self, session: Session) -> None:
+        session.phase(self.name)
+        if session.answer is None:
+            return
+        restated = await session.each([self.collector], self.name, session.rounds + 3, lambda m: m.ask(
+            f"The critics chose the proposal of {session.decided_by}: {session.answer}\nRestate it as one clear "
+            "prompt for a painter.", Statement))
+        if restated:
+            session.answer = restated[self.collector.name].answer
+        if self.painter is not None:
+            location = await self.painter.paint(session.answer)
+            session.trace.emit(ImagePainted(prompt=session.answer, location=location))
+
+
+def artist(name: str, style: str, model: Model, rounds: int = 1) -> SubSociety:
+    """One artist: a questioner, an answerer in `style` and a leader, run as a monarchy."""
+    society = monarchy([Member(f"{name}/answerer", model, f"You are an artist whose style is {style}. You say "
+                                                          "what to draw and how, vividly and briefly.")],
+                       Member(f"{name}/questioner", model, "You ask an artist questions that sharpen what to draw."),
+                       Member(f"{name}/leader", model, f"You turn a conversation about a picture in the style of "
+                                                       f"{style} into one proposal: a prompt for a painter."),
+                       rounds=rounds)
+    return SubSociety.of(name, society, role=f"an artist society in the style of {style}")
+
+
+def artist_critic(model: Model, styles: list[str], professions: list[str], *, rounds: int = 1,
+                  painter: Painter | None = None, seed: int = 0) -> Society:
+    artists = [artist(f"artist-{i + 1}", style, model, rounds) for i, style in enumerate(styles)]
+    critics = [Member(f"critic-{i + 1}", model, f"You are a {profession} judging proposed pictures by what matters "
+                                                f"in your profession.") for i, profession in enumerate(professions)]
+    collector = Member("collector", model, "You report the proposal the critics chose as a precise painting prompt.")
+    return Society("artist-critic", list(artists), [SolveAlone(), CriticsVote(critics), Collect(collector, painter)],
+                   rounds=rounds, staff=[*critics, collector], seed=seed)

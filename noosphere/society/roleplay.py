@@ -1,0 +1,102 @@
+"""Role-play in the CAMEL style: a user agent instructs, an assistant agent solves, turn by turn.
+
+An optional task specifier first turns a short task into a precise one. The user agent gives one
+instruction at a time and says the done signal when the task is complete; the assistant answers
+each instruction with its solution. The conversation stops on the done signal, on a message cap
+(the paper's 50) or when the conversation has used its token budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from noosphere.errors import BudgetExceededError, NoosphereError
+from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted, SocietyFinished
+from noosphere.society.member import Member
+from noosphere.trace import Trace
+
+DONE = "<TASK_DONE>"
+
+
+@dataclass(frozen=True)
+class RolePlayResult:
+    task: str
+    transcript: tuple[tuple[str, str], ...]
+    """(speaker, text) in order, the specifier's task first when there is one."""
+    stopped_by: str  # "done", "message_cap", "token_budget" or "forfeit"
+    tokens: int
+
+    @property
+    def solutions(self) -> list[str]:
+        return [text for speaker, text in self.transcript if speaker == "assistant"]
+
+
+@dataclass
+class RolePlay:
+    user: Member
+    assistant: Member
+    specifier: Member | None = None
+    max_messages: int = 50
+    token_budget: int | None = None
+
+    async def run(self, task: str, *, trace: Trace | None = None) -> RolePlayResult:
+        trace = trace if trace is not None else self.user.model.trace
+        for member in (self.user, self.assistant, self.specifier):
+            if member is not None:
+                member.join(trace)
+        transcript: list[tuple[str, str]] = []
+        tokens = 0
+
+        def record(speaker: Member, kind: str, text: str, turn: int) -> None:
+            transcript.append((kind, text))
+            trace.emit(MemberSpoke(phase="roleplay", round=turn, member=speaker.name, text=text))
+
+        trace.emit(PhaseStarted(phase="roleplay"))
+        if self.specifier is not None:
+            task, used = await self.specifier.reply(f"Make this task specific and concrete in a few sentences, "
+                                                    f"keeping its intent: {task}")
+            tokens += used
+            record(self.specifier, "specifier", task, 0)
+        prompt = (f"Our task: {task}\nGive me one instruction at a time. When the task is fully solved, reply "
+                  f"with {DONE} and nothing else.")
+        stopped_by = "message_cap"
+        turn = 0
+        while len(transcript) < self.max_messages:
+            turn += 1
+            if self.token_budget is not None and tokens >= self.token_budget:
+                stopped_by = "token_budget"
+                break
+            said = await _turn(self.user, prompt, trace, turn)
+            if said is None:
+                stopped_by = "forfeit"
+                break
+            instruction, used = said
+            tokens += used
+            record(self.user, "user", instruction, turn)
+            if DONE in instruction:
+                stopped_by = "done"
+                break
+            if len(transcript) >= self.max_messages:
+                break
+            said = await _turn(self.assistant, f"The user working with you on this task ({task}) says:\n"
+                                                f"{instruction}\nCarry it out.", trace, turn)
+            if said is None:
+                stopped_by = "forfeit"
+                break
+            solution, used = said
+            tokens += used
+            record(self.assistant, "assistant", solution, turn)
+            prompt = f"The assistant replied:\n{solution}\nGive the next instruction, or {DONE} if the task is done."
+        trace.emit(SocietyFinished(answer=transcript[-1][1] if transcript else "", decided_by=stopped_by))
+        return RolePlayResult(task, tuple(transcript), stopped_by, tokens)
+
+
+async def _turn(member: Member, prompt: str, trace: Trace, turn: int) -> tuple[str, int] | None:
+    """A failed turn (model fault, empty reply) ends the conversation, never the caller's run."""
+    try:
+        return await member.reply(prompt)
+    except BudgetExceededError:
+        raise
+    except NoosphereError as exc:
+        trace.emit(MemberForfeited(phase="roleplay", round=turn, member=member.name, error=str(exc)))
+        return None

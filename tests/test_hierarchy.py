@@ -1,0 +1,67 @@
+"""Hierarchies on the scripted model: a society as a member, and the artist-critic society at full scale."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from noosphere.llm.types import Request
+from noosphere.society import Member, SubSociety, artist_critic, democracy, monarchy
+from tests.helpers import by_agent, scripted
+
+
+def said(answer: str) -> str:
+    return json.dumps({"reasoning": "r", "answer": answer})
+
+
+def test_a_society_answers_as_one_member_of_a_larger_one_and_forfeits_a_ballot() -> None:
+    model, _, trace = scripted(by_agent({
+        "inner/a": [said("12")], "inner/o": [json.dumps({"summary": "they agree", "answer": "12"})],
+        "inner/l": [said("12")],
+        "solo": [said("13"), said("13"), json.dumps({"reasoning": "r", "choice": "B"})],
+        "outer/o": [json.dumps({"question": "Sure?"}), json.dumps({"summary": "split", "answer": "12"})]}))
+    inner = monarchy([Member("inner/a", model, "a")], Member("inner/o", model, "o"), Member("inner/l", model, "l"),
+                     rounds=0)
+    outer = democracy([SubSociety.of("team", inner), Member("solo", model, "s")], Member("outer/o", model, "o"),
+                      rights={"execute"}, rounds=1)
+    result = outer.run_sync("5 + 7?")
+    said_by_team = [e for e in trace.of_kind("soc_message") if e.member == "team"]
+    assert [e.answer for e in said_by_team] == ["12", "12"]  # mission and round 1, each a whole inner society
+    assert len([e for e in trace.of_kind("soc_started") if e.organisation == "monarchy"]) == 2
+    assert [e.member for e in trace.of_kind("soc_forfeit")] == ["team"]  # a society does not fill in ballots
+    assert result.decided_by == "vote" and result.answer == "13"
+
+
+def by_role(queues: dict[str, list[Any]]) -> Any:
+    """Each agent gets its own copy of the queue named by the last part of its name."""
+    per_agent: dict[str, list[Any]] = defaultdict(list)
+
+    def reply(request: Request) -> Any:
+        agent = request.agent or ""
+        if agent not in per_agent:
+            per_agent[agent] = list(queues[agent.split("/")[-1].split("-")[0]])
+        queue = per_agent[agent]
+        item = queue.pop(0) if len(queue) > 1 else queue[0]
+        return item(request) if callable(item) else item
+
+    return reply
+
+
+def test_artist_critic_runs_with_the_papers_129_members_and_critics_choose_by_count() -> None:
+    votes = iter(["2"] * 20 + ["1"] * 15 + ["3"] * 15)
+    model, backend, trace = scripted(by_role({
+        "answerer": [said("a lighthouse in fog"), said("soft greys")],
+        "questioner": [json.dumps({"question": "What mood?"}), json.dumps({"summary": "foggy", "answer": "fog"})],
+        "leader": [said("proposal")],
+        "critic": [lambda request: json.dumps({"reasoning": "r", "choice": next(votes)})],
+        "collector": [said("A lighthouse in fog, painted in soft greys.")]}))
+    styles = [f"style {i}" for i in range(26)]
+    society = artist_critic(model, styles, [f"profession {i}" for i in range(50)], rounds=1)
+    result = society.run_sync("the sea at night")
+    agents = {request.agent for request in backend.history}
+    assert len(agents) == 26 * 3 + 50 + 1 == 129
+    assert len(backend.history) == 26 * 5 + 50 + 1
+    [tally] = trace.of_kind("soc_tally")
+    assert tally.scores["artist-2"] == 20 and tally.winner == "artist-2"
+    assert result.answer == "A lighthouse in fog, painted in soft greys."

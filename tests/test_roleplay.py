@@ -1,0 +1,78 @@
+"""Role-play on the scripted model: stop conditions, and the coding benchmark with hidden tests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from noosphere.bench.roleplay import program_from
+from noosphere.errors import ModelError
+from noosphere.llm import Model, ScriptedBackend
+from noosphere.society import Member
+from noosphere.society.roleplay import DONE, RolePlay, RolePlayResult
+from tests.helpers import by_agent, scripted
+from tests.test_cli import invoke
+
+GOOD = "Here it is:\n```python\ndef fizzbuzz(n):\n    return ['FizzBuzz' if i % 15 == 0 else 'Fizz' if i % 3 == 0 " \
+       "else 'Buzz' if i % 5 == 0 else str(i) for i in range(1, n + 1)]\n```"
+BROKEN = "```python\ndef fizzbuzz(n):\n    return []\n```"
+
+
+def _run(roleplay: RolePlay, task: str) -> RolePlayResult:
+    return asyncio.run(roleplay.run(task))
+
+
+def test_the_user_stops_the_conversation_with_the_done_signal() -> None:
+    model, _, trace = scripted(by_agent({"spec": ["Write fizzbuzz(n) returning strings."],
+                                         "user": ["Write the function.", DONE], "assistant": [GOOD]}))
+    result = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"),
+                           specifier=Member("spec", model, "s")), "fizzbuzz")
+    assert result.stopped_by == "done"
+    assert [speaker for speaker, _ in result.transcript] == ["specifier", "user", "assistant", "user"]
+    assert result.task == "Write fizzbuzz(n) returning strings."
+    assert trace.of_kind("soc_finished")[0].decided_by == "done"
+
+
+def test_the_message_cap_and_the_token_budget_stop_a_conversation_that_never_ends() -> None:
+    model, _, _ = scripted(by_agent({"user": ["Another tweak, please."], "assistant": ["Done that."]}))
+    capped = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), max_messages=5), "t")
+    assert capped.stopped_by == "message_cap" and len(capped.transcript) == 5
+    budgeted = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), token_budget=1), "t")
+    assert budgeted.stopped_by == "token_budget" and len(budgeted.transcript) == 2
+
+
+def test_a_failing_turn_ends_the_conversation_as_a_forfeit() -> None:
+    model, _, trace = scripted(by_agent({"user": ["Write it."], "assistant": [ModelError("scripted", "boom")]}))
+    result = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a")), "t")
+    assert result.stopped_by == "forfeit" and trace.of_kind("soc_forfeit")
+
+
+def test_the_program_is_every_code_block_in_order() -> None:
+    program = program_from([BROKEN, GOOD])
+    assert program.index("return []") < program.index("FizzBuzz")
+
+
+def test_roleplay_bench_runs_hidden_tests_in_the_sandbox(tmp_path: Path) -> None:
+    backend = ScriptedBackend(by_agent({"user": ["Write fizzbuzz.", DONE, "Write it.", DONE],
+                                        "assistant": [GOOD, BROKEN]}))
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    def only_row(folder: Path) -> dict[str, Any]:
+        [run_dir] = list(folder.iterdir())
+        [row] = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+        return row
+
+    code, _, err = invoke(["bench", "roleplay", "--limit", "1", "--out", str(tmp_path / "ok"), "--no-cache",
+                           "--quiet"], opener)
+    assert code == 0, err
+    row = only_row(tmp_path / "ok")
+    assert row["correct"] and row["stopped_by"] == "done"
+    code, _, err = invoke(["bench", "roleplay", "--limit", "1", "--out", str(tmp_path / "bad"), "--no-cache",
+                           "--quiet"], opener)
+    assert code == 0, err
+    row = only_row(tmp_path / "bad")
+    assert not row["correct"] and "AssertionError" in row["test_output"]
