@@ -18,6 +18,7 @@ from noosphere.cli.ask import ModelOpener, add_ask
 from noosphere.cli.bench import add_bench
 from noosphere.cli.models import add_models
 from noosphere.cli.trace_cmd import add_trace
+from noosphere.cli.view import add_view
 from noosphere.errors import NoosphereError, UsageError
 from noosphere.llm import open_model
 
@@ -29,6 +30,7 @@ def make_app(opener: ModelOpener = open_model) -> typer.Typer:
     add_bench(app, opener)
     add_models(app)
     add_trace(app)
+    add_view(app)
     return app
 
 

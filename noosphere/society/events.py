@@ -14,6 +14,8 @@ class SocietyStarted(Event):
     """Member name -> role."""
     rounds: int
     rights: list[str] = Field(default_factory=list)
+    staff: list[str] = Field(default_factory=list)
+    """Members who run the society (organizer, leader, editor, arbiter) rather than answer."""
 
 
 class PhaseStarted(Event):

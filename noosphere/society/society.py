@@ -65,6 +65,7 @@ class Society:
         session = Session(task, observation, self.members, trace, random.Random(self.seed), self.rounds,
                           self.voting_rule, answer_key, self.max_concurrency, reward)
         trace.emit(SocietyStarted(organisation=self.organisation, rounds=self.rounds, rights=sorted(self.rights),
+                                  staff=[m.name for m in self.staff],
                                   members={m.name: m.role for m in [*self.members, *self.staff]}))
         for phase in self.phases:
             await phase.run(session)

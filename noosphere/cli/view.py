@@ -1,0 +1,44 @@
+"""`noosphere view RUN` serves a run's page on loopback; `noosphere report RUN -o FILE.html` writes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from noosphere.viewer import serve, write_page
+from noosphere.viewer.server import DEFAULT_HOST, DEFAULT_PORT
+
+RunArgument = Annotated[Path, typer.Argument(help="a run folder (runs/<time>-<id>)")]
+CompareOption = Annotated[Path | None, typer.Option(
+    "--compare", help="a second run folder to set side by side (two benchmark runs, say)")]
+
+
+def add_view(app: typer.Typer) -> None:
+    @app.command()
+    def view(
+        run: RunArgument,
+        port: Annotated[int, typer.Option(min=0, max=65535, help="port to listen on (0: any free port)")] = (
+            DEFAULT_PORT),
+        host: Annotated[str, typer.Option(help="address to bind; the default keeps the page on this machine")] = (
+            DEFAULT_HOST),
+        compare: CompareOption = None,
+    ) -> None:
+        """Watch a run in the browser: serve its page until Ctrl-C."""
+        console = Console()
+        serve(run, host=host, port=port, compare=compare,
+              announce=lambda url: console.print(f"viewing {run} at {url} (Ctrl-C stops)", highlight=False,
+                                                 soft_wrap=True))
+        console.print("stopped")
+
+    @app.command()
+    def report(
+        run: RunArgument,
+        out: Annotated[Path, typer.Option("-o", "--out", help="the HTML file to write")],
+        compare: CompareOption = None,
+    ) -> None:
+        """Write a run's page as one self-contained HTML file that opens offline."""
+        written = write_page(run, out, compare)
+        Console().print(f"wrote {written} ({written.stat().st_size / 1024:.0f} KB)", highlight=False, soft_wrap=True)

@@ -1,0 +1,70 @@
+"""A run folder as one JSON-able dict: everything the viewer page is drawn from.
+
+The page does its own reading of the events, so the bundle keeps them exactly as written (plain
+dicts, kinds this version does not know included) rather than as typed `Event`s. Which views apply
+is decided here once, from the files and the event kinds present.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from noosphere.bench.runner import load_done
+from noosphere.errors import UsageError
+
+SECTIONS = {"ws_": "workspace", "soc_": "society", "econ_": "society", "ma_": "metaagent"}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON file of the run, or {} when it is missing or half-written (a run still going)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constants)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _no_constants(name: str) -> None:
+    """NaN and Infinity are not JSON: the browser's JSON.parse would reject the whole page."""
+    return None
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The trace's events as dicts, skipping blank lines and a line torn by a killed run."""
+    events = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line, parse_constant=_no_constants)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(event, dict) and isinstance(event.get("kind"), str):
+                event.setdefault("ts", 0.0)
+                events.append(event)
+    return events
+
+
+def sections(events: list[dict[str, Any]], benchmark: bool) -> list[str]:
+    """The views that apply to a run, in a fixed order; a benchmark of a workspace gets both."""
+    found = {name for event in events for prefix, name in SECTIONS.items() if event["kind"].startswith(prefix)}
+    if benchmark:
+        found.add("benchmark")
+    return [name for name in ("workspace", "society", "metaagent", "benchmark") if name in found]
+
+
+def load_bundle(run_dir: Path | str) -> dict[str, Any]:
+    """Read a run folder; a folder without a trace is not a run and is a usage error."""
+    run_dir = Path(run_dir)
+    trace = run_dir / "trace.jsonl"
+    if not trace.is_file():
+        raise UsageError(f"{run_dir} is not a run folder (no trace.jsonl)")
+    events = read_events(trace)
+    report = _read_json(run_dir / "report.json") or None
+    items = list(load_done(run_dir / "items.jsonl").values())
+    return {"name": run_dir.name, "path": str(run_dir), "config": _read_json(run_dir / "config.json"),
+            "result": _read_json(run_dir / "result.json"), "report": report, "items": items, "events": events,
+            "sections": sections(events, benchmark=report is not None or bool(items))}

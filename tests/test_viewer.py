@@ -1,0 +1,385 @@
+"""The run viewer: the page each kind of run gets, driven in Debian's Chromium through Playwright.
+
+The fixture runs under tests/fixtures were recorded by `tests/fixtures/make_fixtures.py`.
+Browser tests skip when playwright or /usr/bin/chromium is missing; screenshots go to the test's
+tmp_path and, when NOOSPHERE_ARTIFACTS names a folder, there too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noosphere.bench.runner import BenchItemFinished, BenchItemStarted
+from noosphere.runs import Run
+from noosphere.trace import Event, ModelCall, OutputRepaired
+from noosphere.viewer import load_bundle, make_server, render_page
+from noosphere.viewer.page import embed_json
+from tests.test_cli import invoke
+
+RUNS = Path(__file__).parent / "fixtures"
+CHROMIUM = Path("/usr/bin/chromium")
+HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+
+# without a browser ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(("run", "sections"), [
+    ("workspace", ["workspace"]), ("society", ["society"]), ("economy", ["society"]),
+    ("bench-base", ["benchmark"]), ("bench-society", ["society", "benchmark"]), ("metaagent", ["metaagent"]),
+    ("hostile", [])])
+def test_bundle_reads_the_run_folder_and_picks_its_views(run: str, sections: list[str]) -> None:
+    bundle = load_bundle(RUNS / run)
+    assert bundle["sections"] == sections
+    assert bundle["events"][0]["kind"] == "run_started" and bundle["config"]["command"]
+    assert bool(bundle["items"]) == ("benchmark" in sections)
+
+
+def test_a_folder_without_a_trace_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    for command in (["report", str(tmp_path), "-o", str(tmp_path / "x.html")], ["view", str(tmp_path)]):
+        code, _, err = invoke(command)
+        assert code == 2 and "is not a run folder (no trace.jsonl)" in err and "Traceback" not in err
+
+
+def test_torn_lines_and_nan_do_not_break_the_page(tmp_path: Path) -> None:
+    shutil.copytree(RUNS / "hostile", tmp_path / "run")
+    with (tmp_path / "run" / "trace.jsonl").open("a") as trace:
+        trace.write('{"kind": "ws_stm", "ts": 1.0, "confidence": NaN}\n{"kind": "model_ca')
+    events = load_bundle(tmp_path / "run")["events"]
+    assert events[-1] == {"kind": "ws_stm", "ts": 1.0, "confidence": None}
+
+
+def test_embedded_json_cannot_close_the_script_element() -> None:
+    text = embed_json({"x": f"</script>{HOSTILE}&\u2028\u2029"})
+    assert not re.search("[<>&\u2028\u2029]", text)
+    assert json.loads(text) == {"x": f"</script>{HOSTILE}&\u2028\u2029"}
+    page = render_page(RUNS / "hostile")
+    assert page.count("<script") == 2 and "window.__pwned=1" in page
+    assert not re.search(r"<(link|img|iframe)\b", page)  # nothing is fetched: the only URL is the SVG namespace
+    assert set(re.findall(r"https?://[^\s\"'<>]+", page)) == {"http://www.w3.org/2000/svg"}
+    assert "default-src 'none'" in page
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_view_server_binds_loopback_and_serves_the_page() -> None:
+    server = make_server(RUNS / "workspace", port=0, compare=RUNS / "hostile")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        assert host == "127.0.0.1"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as reply:
+            page = reply.read().decode()
+            assert reply.headers["Content-Type"].startswith("text/html")
+        assert 'id="run-data"' in page and '"name":"workspace"' in page and '"name":"hostile"' in page
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/trace.jsonl", timeout=10)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_view_command_prints_the_url_and_stops_on_ctrl_c() -> None:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "noosphere", "view", str(RUNS / "metaagent"), "--port",
+                                str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "COLUMNS": "200"})
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        assert f"http://127.0.0.1:{port}/" in line, line + (process.stderr.read() if process.poll() is not None else "")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as reply:
+            assert '"name":"metaagent"' in reply.read().decode()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+# in the browser ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install playwright)")
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian's chromium at /usr/bin/chromium")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        yield launched
+        launched.close()
+
+
+class Viewer:
+    """One report page open in the browser; fails the test on any script error of the page."""
+
+    def __init__(self, browser: Any, tmp_path: Path, run: str | Path, compare: str | None = None) -> None:
+        self.tmp_path = tmp_path
+        self.file = tmp_path / f"{Path(run).name}.html"
+        args = ["report", str(RUNS / run), "-o", str(self.file)]
+        code, out, err = invoke([*args, "--compare", str(RUNS / compare)] if compare else args)
+        assert code == 0, err
+        assert "wrote" in out
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        started = time.perf_counter()
+        self.page.goto(self.file.as_uri())
+        self.page.wait_for_selector("body[data-ready]", timeout=10_000)
+        self.load_seconds = time.perf_counter() - started
+
+    def tab(self, name: str) -> Any:
+        self.page.click(f"button.tab[data-tab={name}]")
+        return self.page.locator(f"#panel-{name}")
+
+    def shot(self, name: str) -> None:
+        path = self.tmp_path / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        if os.environ.get("NOOSPHERE_ARTIFACTS"):
+            target = Path(os.environ["NOOSPHERE_ARTIFACTS"])
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, target / path.name)
+
+    def close(self) -> None:
+        self.page.close()
+        assert not self.errors, self.errors
+
+
+def card(panel: Any, title: str) -> Any:
+    """The first card whose heading is exactly `title`."""
+    return panel.locator(f'section.card:has(> h3:text-is("{title}"))').first
+
+
+@pytest.fixture
+def view(browser: Any, tmp_path: Path) -> Iterator[Any]:
+    opened: list[Viewer] = []
+
+    def open_(run: str | Path, compare: str | None = None) -> Viewer:
+        opened.append(Viewer(browser, tmp_path, run, compare))
+        return opened[-1]
+
+    yield open_
+    for viewer in opened:
+        viewer.close()
+
+
+def test_workspace_iterations_chunks_competition_stm_and_link_graph(view: Any) -> None:
+    viewer = view("workspace")
+    header = viewer.page.locator("header").inner_text()
+    assert "20\nmodel calls" in header and "6,399" in header and "1\nrepairs" in header
+    panel = viewer.tab("workspace")
+    assert "Sarcastic." in panel.locator(".card").first.inner_text()
+    edges = panel.locator("svg.graph line.edge")
+    assert edges.count() == 1 and edges.first.get_attribute("class") == "edge created"
+    assert (edges.first.get_attribute("data-a"), edges.first.get_attribute("data-b")) == ("words", "tone")
+    assert "The words praise the weather." in panel.locator("tr.winner").inner_text()
+    assert "Probably sarcastic." in panel.inner_text()
+    viewer.shot("workspace-iteration-1")
+    panel.get_by_role("button", name="iteration 2").click()
+    assert panel.locator(".iteration").get_attribute("data-iteration") == "2"
+    assert [(e.get_attribute("data-a"), e.get_attribute("data-b")) for e in edges.all()] == [("tone", "scene")]
+    assert panel.locator("svg.graph line.edge-removed").count() == 1  # tone - words, drawn dashed
+    assert panel.locator(".winner-name").inner_text() == "tone"
+    assert "Does the scene contradict the words?" in panel.inner_text()
+    viewer.shot("workspace-iteration-2")
+
+
+def test_a_model_call_opens_to_prompt_response_tokens_latency_and_repair(view: Any) -> None:
+    viewer = view("workspace")
+    panel = viewer.tab("timeline")
+    segments = panel.locator("details.segment")
+    assert segments.count() == 4 and "iteration 1" in segments.nth(1).inner_text()
+    segments.nth(1).locator("summary").first.click()
+    call = panel.locator("details.call").filter(has_text="repair: invalid")
+    assert call.count() == 1
+    call.locator("summary").click()
+    detail = call.locator(".call-detail").inner_text()
+    assert "repair (try 1): invalid" in detail and "no JSON object found" in detail
+    assert "I think it is sarcastic" in detail and "prompt (2 messages)" in detail and "system" in detail
+    assert "prompt_tokens" in detail and "latency" in detail
+    viewer.shot("timeline-call")
+
+
+def test_society_members_phases_summaries_votes(view: Any) -> None:
+    viewer = view("society")
+    panel = viewer.tab("society")
+    text = panel.inner_text()
+    assert "democracy" in text and "change, execute, know" in text
+    assert panel.locator(".badge", has_text="staff").count() >= 1  # the organizer
+    assert "Most members found 60" in card(panel, "Summaries").inner_text()
+    assert "mindstorm · round 2" in text and "checker works it through step by step and gets 50." in text
+    votes = card(panel, "Votes").inner_text()
+    assert "plurality: winner 60" in votes
+    viewer.shot("society")
+
+
+def test_economy_balances_chart_payments_and_contracts(view: Any) -> None:
+    viewer = view("economy")
+    panel = viewer.tab("society")
+    series = panel.locator("svg.chart g.series")
+    assert [s.get_attribute("data-name") for s in series.all()] == ["planner", "calculator", "checker"]
+    assert series.first.locator("circle").count() == 3
+    assert "planner, round 1: 6" in series.first.locator("title").nth(1).text_content()
+    payments = card(panel, "Payments (7)")
+    assert payments.locator("tbody tr").count() == 7 and "contract 1" in payments.inner_text()
+    assert "delivered" in card(panel, "Contracts").inner_text()
+    viewer.shot("economy")
+
+
+def test_metaagent_path_heatmap_beliefs_retrievals_and_focus(view: Any) -> None:
+    viewer = view("metaagent")
+    panel = viewer.tab("metaagent")
+    assert panel.locator(".path .state").count() == 9
+    assert panel.locator(".path .arrow.bad").count() == 1
+    heat = panel.locator("table.heatmap")
+    act_row = heat.locator("tbody tr", has_text="act").first
+    assert act_row.locator("td").nth(3).inner_text() == "2"  # act -> verify twice
+    steps = card(panel, "Steps").inner_text()
+    assert '"holding": "clean apple 1"' in steps and "put apple 1 in/on fridge 1" in steps
+    assert "Apples are cleaned at a sinkbasin." in card(panel, "Memory retrievals (2)").inner_text()
+    assert "the same action three times" in card(panel, "Focus-loop recoveries (1)").inner_text()
+    viewer.shot("metaagent")
+
+
+def test_benchmark_metrics_items_and_a_click_into_an_items_trace(view: Any) -> None:
+    viewer = view("bench-society")
+    panel = viewer.tab("benchmark")
+    assert "accuracy\t75" in card(panel, "Metrics").inner_text()
+    rows = panel.locator("tr.clickable")
+    assert rows.count() == 4
+    panel.get_by_role("button", name="wrong (1)").click()
+    assert rows.count() == 1
+    rows.first.click()
+    trace = panel.locator("#item-trace")
+    assert "Trace of item gsm8k-0000" in trace.inner_text()
+    assert "11\nmodel calls" in trace.locator(".totals").inner_text()
+    shown = trace.inner_text()
+    assert "democracy" in shown and "planner works it through step by step and gets 8." in shown
+    viewer.shot("benchmark-item-trace")
+
+
+def test_compare_two_benchmark_runs_side_by_side(view: Any) -> None:
+    viewer = view("bench-base", compare="bench-society")
+    panel = viewer.tab("compare")
+    metrics = card(panel, "Metrics").inner_text()
+    assert "accuracy\t50\t75\t25" in metrics
+    assert "both right 1 · only A 1 · only B 2 · both wrong 0" in panel.inner_text()
+    first = panel.locator("tbody tr", has_text="gsm8k-0000")
+    assert first.locator("button[data-run=A] .ok").count() == 1
+    assert first.locator("button[data-run=B] .bad").count() == 1
+    first.locator("button[data-run=B]").click()
+    assert "Trace of item gsm8k-0000 (bench-society)" in panel.locator("#item-trace").inner_text()
+    panel.get_by_label("only items where A and B differ").check()
+    assert panel.locator("tr.differs").count() == 3 and panel.locator("tbody tr", has_text="gsm8k-0002").count() == 0
+    viewer.shot("compare")
+
+
+def test_hostile_content_is_shown_as_text_and_never_runs(view: Any) -> None:
+    viewer = view("hostile")
+    page = viewer.page
+    assert HOSTILE in page.locator("#panel-overview").inner_text()
+    assert page.get_by_text(f"Here you go: {HOSTILE}").is_visible()
+    panel = viewer.tab("timeline")
+    panel.locator("details.segment summary").first.click()
+    panel.locator("details.call summary").click()
+    assert "<script>window.__pwned=1</script>" in panel.locator("pre.response").inner_text()  # the raw JSON reply
+    assert f"Here you go: {HOSTILE}" in panel.locator(".parsed").inner_text()
+    assert page.locator("img").count() == 0 and page.locator("script").count() == 2
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    viewer.shot("hostile")
+
+
+def write_big_run(folder: Path, items: int = 100, iterations: int = 2, calls: int = 50) -> Path:
+    """A CTM benchmark run of items * iterations * calls model calls (10,000 by default)."""
+    system = "You are a sensory processor of a global workspace. " * 6
+    with Run(folder, command="bench", config={"benchmark": "mustard", "system": "ctm", "model": "scripted"}) as run:
+        emit = run.trace.emit
+        rows = []
+        for item in range(items):
+            item_id = f"item-{item:04d}"
+            emit(BenchItemStarted(item_id=item_id))
+            for iteration in range(1, iterations + 1):
+                emit(Event(kind="ws_iteration", iteration=iteration, tick=iteration))
+                for call in range(calls):
+                    agent = f"p{call % 5}"
+                    prompt = f"Item {item}, iteration {iteration}: is the speaker sarcastic? " * 8
+                    response = json.dumps({"response": f"answer {call} <b>not bold</b>", "relevance": 0.5} | {
+                        "additional_question": "what does the tone say?" * 3})
+                    emit(ModelCall(model="scripted", agent=agent, messages=[{"role": "system", "content": system},
+                                                                           {"role": "user", "content": prompt}],
+                                   response=response, prompt_tokens=180, completion_tokens=40, latency_s=0.2,
+                                   cost_usd=0.0001))
+                    if call % 97 == 0:
+                        emit(OutputRepaired(model="scripted", agent=agent, attempt=1, repair="json_repaired",
+                                            detail="closed a brace"))
+                    if call < 5:
+                        emit(Event(kind="ws_chunk", iteration=iteration, phase="chunk", processor=agent, tick=1,
+                                   gist=f"gist {call}", question="", relevance=0.5, confidence=0.5, surprise=0.1,
+                                   weight=1.0 + call / 10))
+                emit(Event(kind="ws_competition", iteration=iteration, method="argmax", winner="p4",
+                           weights={f"p{i}": 1.0 + i / 10 for i in range(5)}))
+                emit(Event(kind="ws_stm", iteration=iteration, winner="p4", answer="sarcastic", confidence=0.5,
+                           threshold=0.8, stop=False))
+                emit(Event(kind="ws_link", iteration=iteration, a="p4", b=f"p{iteration}", change="created",
+                           weight=1.0))
+            correct = item % 3 != 0
+            emit(BenchItemFinished(item_id=item_id, prediction="sarcastic", gold="sarcastic" if correct else "sincere",
+                                   correct=correct, calls=iterations * calls, tokens=220 * iterations * calls,
+                                   seconds=20.0))
+            rows.append({"id": item_id, "prediction": "sarcastic", "gold": "sarcastic" if correct else "sincere",
+                         "correct": correct, "calls": iterations * calls, "tokens": 220 * iterations * calls,
+                         "seconds": 20.0, "error": None})
+        (folder / "items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+        (folder / "report.json").write_text(json.dumps({"benchmark": "MUStARD", "system": "ctm", "metrics": {
+            "accuracy": 66.0}, "costs": {"calls_per_item": 100.0}}))
+        run.finish({"accuracy": 66.0})
+    return folder
+
+
+def test_a_trace_of_ten_thousand_calls_opens_in_under_three_seconds(view: Any, tmp_path: Path) -> None:
+    run = write_big_run(tmp_path / "big")
+    trace_mb = (run / "trace.jsonl").stat().st_size / 1e6
+    viewer = view(run)
+    ready_ms = viewer.page.evaluate("window.__viewerReadyMs")
+    html_mb = viewer.file.stat().st_size / 1e6
+    print(f"\n10,000-call trace: {trace_mb:.1f} MB trace, {html_mb:.1f} MB page; opened in "
+          f"{viewer.load_seconds:.2f} s (page ready {ready_ms / 1000:.2f} s after navigation)")
+    if os.environ.get("NOOSPHERE_ARTIFACTS"):
+        target = Path(os.environ["NOOSPHERE_ARTIFACTS"])
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "viewer-load-time.json").write_text(json.dumps({
+            "model_calls": 10_000, "trace_mb": round(trace_mb, 2), "page_mb": round(html_mb, 2),
+            "load_seconds": round(viewer.load_seconds, 3), "ready_ms_after_navigation": round(ready_ms)}))
+    assert viewer.load_seconds < 3.0
+    assert "10,000\nmodel calls" in viewer.page.locator("header").inner_text()
+    started = time.perf_counter()
+    panel = viewer.tab("timeline")
+    assert panel.locator("details.segment").count() == 100  # one per item, built only when opened
+    panel.locator("details.segment summary").nth(3).click()
+    panel.locator("details.segment details.segment summary").nth(1).click()  # item-0002, iteration 1
+    panel.locator("details.call").first.wait_for()
+    assert panel.locator("details.call").count() == 50
+    assert time.perf_counter() - started < 3.0
+    panel = viewer.tab("benchmark")
+    assert panel.locator("tr.clickable").count() == 100
+    panel.locator("tr.clickable").nth(99).click()
+    assert "Trace of item item-0099" in panel.locator("#item-trace").inner_text()
+    viewer.shot("ten-thousand-calls")
