@@ -22,8 +22,8 @@ MONARCHY, DEMOCRACY, DEBATE = (str(SOCIETIES / name) for name in ("monarchy.yaml
 
 CONFIGS: dict[str, list[str]] = {
     "base": ["--system", "base"],
-    "best-of-n": ["--system", "best-of-n", "--society", MONARCHY],
     "monarchy": ["--system", "society", "--society", MONARCHY],
+    "best-of-n": ["--system", "best-of-n", "--society", MONARCHY],
     "democracy-know": ["--system", "society", "--society", DEMOCRACY, "--rights", "know"],
     "democracy-know-change": ["--system", "society", "--society", DEMOCRACY, "--rights", "know,change"],
     "democracy-all": ["--system", "society", "--society", DEMOCRACY, "--rights", "know,change,execute"],

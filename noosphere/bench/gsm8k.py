@@ -21,8 +21,9 @@ from noosphere.llm import Message, Model
 from noosphere.society import Society, Statement
 from noosphere.society.config import SocietySpec
 
-SOLVER_ROLE = ("You solve grade-school maths word problems. Work step by step in the reasoning, writing each "
-               "intermediate result, then give only the final number as the answer.")
+SOLVER_ROLE = ("You solve grade-school maths word problems. In the reasoning, compute step by step: write each "
+               "calculation with its numbers and its result (like 3 * 60 = 180). Then give only the final number "
+               "as the answer.")
 SAMPLE_TEMPERATURE = 0.7
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 

@@ -253,7 +253,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             return {"accuracy": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows)}
 
         _run_benchmark(opener, "GSM8K (exact match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                       max_tokens=512, prepare=prepare, summarise=summarise)
+                       max_tokens=800, prepare=prepare, summarise=summarise)
 
     @bench_app.command("roleplay")
     def roleplay(

@@ -22,7 +22,8 @@ T = TypeVar("T")
 class Statement(BaseModel):
     """What a member says in a turn: its reasoning and its current answer to the task."""
 
-    reasoning: str = Field(max_length=2000, description="your working, briefly")
+    reasoning: str = Field(max_length=2000, description="your working, step by step, with the facts and numbers "
+                                                        "each step uses and what it gives")
     answer: str = Field(min_length=1, max_length=300, description="your current answer to the task, short")
 
 
