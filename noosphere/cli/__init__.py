@@ -16,6 +16,7 @@ from rich.console import Console
 
 from noosphere.cli.ask import ModelOpener, add_ask
 from noosphere.cli.bench import add_bench
+from noosphere.cli.memory_cmd import add_memory
 from noosphere.cli.models import add_models
 from noosphere.cli.trace_cmd import add_trace
 from noosphere.cli.view import add_view
@@ -29,6 +30,7 @@ def make_app(opener: ModelOpener = open_model) -> typer.Typer:
     add_ask(app, opener)
     add_bench(app, opener)
     add_models(app)
+    add_memory(app)
     add_trace(app)
     add_view(app)
     return app

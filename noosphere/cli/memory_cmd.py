@@ -1,0 +1,55 @@
+"""`noosphere memory show|reset DIR`: look into, or empty, an agent's persistent memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from noosphere.errors import UsageError
+from noosphere.memory import MemoryStore
+
+DirArgument = Annotated[Path, typer.Argument(help="a memory folder (it holds memory.sqlite)")]
+
+
+def _existing(folder: Path) -> MemoryStore:
+    if not (folder / "memory.sqlite").exists():
+        raise UsageError(f"no memory at {folder} (expected {folder / 'memory.sqlite'})")
+    return MemoryStore(folder)
+
+
+def add_memory(app: typer.Typer) -> None:
+    memory_app = typer.Typer(help="Inspect or reset a persistent memory folder.", no_args_is_help=True)
+    app.add_typer(memory_app, name="memory")
+
+    @memory_app.command("show")
+    def show(folder: DirArgument, episodes: Annotated[int, typer.Option(help="latest episodes to list")] = 10) -> None:
+        """Episodes (task, outcome, actions), learned rules and their clusters."""
+        store = _existing(folder)
+        console = Console()
+        stored = store.episodes()
+        won = sum(e.won for e in stored)
+        console.print(f"{len(stored)} episodes ({won} solved), {len(store.concepts())} concepts, "
+                      f"{len(store.clusters())} clusters", highlight=False)
+        table = Table(title="latest episodes")
+        for column in ("id", "task", "type", "outcome", "actions"):
+            table.add_column(column)
+        for episode in stored[-episodes:]:
+            table.add_row(str(episode.id), episode.task, episode.kind, "solved" if episode.won else "failed",
+                          str(len(episode.steps)))
+        console.print(table)
+        for cluster in store.clusters():
+            console.print(f"[bold]cluster {cluster.label}[/] ({cluster.size}): {cluster.representative}",
+                          highlight=False)
+
+    @memory_app.command("reset")
+    def reset(folder: DirArgument, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False) -> None:
+        """Forget every episode, concept and cluster in FOLDER."""
+        store = _existing(folder)
+        if not yes and not typer.confirm(f"Forget everything in {folder}?"):
+            raise typer.Exit(1)
+        store.reset()
+        Console().print(f"memory at {folder} is empty", highlight=False)

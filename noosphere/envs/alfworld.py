@@ -1,0 +1,48 @@
+"""ALFWorld's text games (the Episodex environment), loaded from game files by path.
+
+The released games carry the PDDL problem and an expert walkthrough; ALFWorld's own loader also
+wants a `traj_data.json` per trial and a download step, neither of which is needed to play: the
+game file is registered with TextWorld directly, with ALFWorld's demangler (object names such as
+"alarmclock 2") and its info wrapper.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from noosphere.bench.data import shared_data
+from noosphere.envs.textgame import TextGame
+
+TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
+              "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place")
+
+
+def alfworld_game(path: Path, *, max_steps: int = 50) -> TextGame:
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+
+    trial = path.parent
+    name = f"{trial.parent.name}/{trial.name}"
+    return TextGame(path, name=name, kind=trial.parent.name.split("-", 1)[0], max_steps=max_steps,
+                    wrappers=(AlfredDemangler(), AlfredInfos))
+
+
+def walkthrough(path: Path) -> list[str]:
+    return list(json.loads(path.read_text())["walkthrough"])
+
+
+def load_alfworld(root: Path | None = None, *, split: str = "valid_seen", per_type: int | None = None,
+                  max_steps: int = 50) -> list[TextGame]:
+    """Games in a fixed order: sorted by folder, then (with `per_type`) the first N of each task type,
+    interleaved by type so that any prefix of the list is balanced."""
+    base = shared_data("alfworld", "json_2.1.1", root)
+    folder = base / split if (base / split).is_dir() else base
+    files = sorted(folder.glob("*/trial_*/game.tw-pddl"))
+    by_type: dict[str, list[Path]] = defaultdict(list)
+    for path in files:
+        by_type[path.parent.parent.name.split("-", 1)[0]].append(path)
+    chosen = {kind: paths[:per_type] if per_type else paths for kind, paths in by_type.items()}
+    interleaved = [paths[i] for i in range(max(map(len, chosen.values()), default=0))
+                   for kind, paths in sorted(chosen.items()) if i < len(paths)]
+    return [alfworld_game(path, max_steps=max_steps) for path in interleaved]

@@ -1,0 +1,59 @@
+"""A TextWorld game file played through `textworld.gym`: the shared engine of ALFWorld and TextWorld."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from noosphere.envs.base import Reset, Step
+
+
+class TextGame:
+    """One compiled game (`.z8`, `.ulx` or ALFWorld's `.tw-pddl`), with a step budget."""
+
+    def __init__(self, path: Path, *, name: str, kind: str, max_steps: int = 50, wrappers: tuple[Any, ...] = (),
+                 task_marker: str = "Your task is to:") -> None:
+        self.path, self.name, self.kind, self.max_steps = path, name, kind, max_steps
+        self._wrappers, self._task_marker = wrappers, task_marker
+        self._env: Any = None
+
+    def _make(self) -> Any:
+        import textworld
+        import textworld.gym
+
+        infos = textworld.EnvInfos(won=True, admissible_commands=True, objective=True, policy_commands=True,
+                                   extras=["walkthrough"])
+        env_id = textworld.gym.register_game(str(self.path), infos, max_episode_steps=self.max_steps,
+                                             wrappers=list(self._wrappers))
+        return textworld.gym.make(env_id)
+
+    def reset(self) -> Reset:
+        if self._env is None:
+            self._env = self._make()
+        observation, info = self._env.reset()
+        task = self._task(observation, info)
+        return Reset(task, observation.strip(), tuple(info.get("admissible_commands") or ()))
+
+    def _task(self, observation: str, info: dict[str, Any]) -> str:
+        if self._task_marker in observation:
+            rest = observation.split(self._task_marker, 1)[1].strip().splitlines()[0]
+            return f"{self._task_marker} {rest}"
+        return str(info.get("objective") or "").strip()
+
+    def step(self, action: str) -> Step:
+        observation, score, done, info = self._env.step(action)
+        won = bool(info.get("won"))
+        return Step(observation.strip(), float(score), bool(done) or won, won,
+                    tuple(info.get("admissible_commands") or ()))
+
+    def expert_actions(self) -> list[str]:
+        """The game's own solution from the start (ALFWorld's walkthrough, TextWorld's policy)."""
+        if self._env is None:
+            self._env = self._make()
+        _, info = self._env.reset()
+        return list(info.get("policy_commands") or info.get("extra.walkthrough") or [])
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+            self._env = None

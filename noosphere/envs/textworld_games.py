@@ -1,0 +1,73 @@
+"""TextWorld games generated locally and deterministically, in three difficulty tiers.
+
+Nothing is downloaded or committed: each game is compiled from a fixed seed into a cache folder
+the first time a benchmark asks for it (a few seconds each) and reused afterwards. The challenges
+are TextWorld's own (coin collector, treasure hunter, cooking) plus a custom quest from the
+generic generator (rooms, objects and a quest of a given length).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from noosphere.envs.textgame import TextGame
+from noosphere.errors import UnknownNameError
+
+TIERS: dict[int, dict[str, dict[str, Any]]] = {
+    1: {"coin_collector": {"level": 5}, "treasure_hunter": {"level": 1},
+        "cooking": {"recipe": 1, "take": 1, "go": 1, "open": False, "cook": False, "cut": False, "drop": False},
+        "custom": {"nb_rooms": 3, "nb_objects": 6, "quest_length": 2}},
+    2: {"coin_collector": {"level": 15}, "treasure_hunter": {"level": 10},
+        "cooking": {"recipe": 2, "take": 2, "go": 6, "open": True, "cook": False, "cut": False, "drop": False},
+        "custom": {"nb_rooms": 5, "nb_objects": 10, "quest_length": 4}},
+    3: {"coin_collector": {"level": 30}, "treasure_hunter": {"level": 20},
+        "cooking": {"recipe": 3, "take": 3, "go": 9, "open": True, "cook": True, "cut": True, "drop": False},
+        "custom": {"nb_rooms": 8, "nb_objects": 16, "quest_length": 6}},
+}
+CHALLENGES = tuple(TIERS[1])
+
+
+def _challenge_maker(challenge: str) -> Callable[..., Any]:
+    from textworld.challenges import coin_collector, cooking, treasure_hunter
+
+    return {"coin_collector": coin_collector.make, "treasure_hunter": treasure_hunter.make,
+            "cooking": cooking.make}[challenge]
+
+
+def generate(challenge: str, tier: int, seed: int, folder: Path) -> Path:
+    """Compile one game (if not already in `folder`) and return its path."""
+    import textworld
+    from textworld.generator.game import GameOptions
+
+    if tier not in TIERS:
+        raise UnknownNameError("tier", str(tier), [str(t) for t in TIERS])
+    if challenge not in TIERS[tier]:
+        raise UnknownNameError("TextWorld challenge", challenge, CHALLENGES)
+    path = folder / f"tier{tier}" / f"{challenge}-{seed}.z8"
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    options = GameOptions()
+    options.seeds = seed
+    options.path = str(path)
+    options.file_ext = ".z8"
+    settings = dict(TIERS[tier][challenge])
+    if challenge == "custom":
+        options.nb_rooms, options.nb_objects, options.quest_length = (
+            settings["nb_rooms"], settings["nb_objects"], settings["quest_length"])
+        game = textworld.generator.make_game(options)
+    else:
+        if challenge == "cooking":
+            settings |= {"recipe_seed": seed, "split": "train"}
+        game = _challenge_maker(challenge)(settings, options)
+    return Path(textworld.generator.compile_game(game, options))
+
+
+def textworld_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: int = 0,
+                    challenges: tuple[str, ...] = CHALLENGES, max_steps: int = 50) -> list[TextGame]:
+    """`per_challenge` games of each challenge, interleaved; the seeds are `seed`, `seed + 1`, ..."""
+    return [TextGame(generate(challenge, tier, seed + i, folder), name=f"tier{tier}/{challenge}-{seed + i}",
+                     kind=challenge, max_steps=max_steps)
+            for i in range(per_challenge) for challenge in challenges]

@@ -1,0 +1,54 @@
+"""Recall for a new task: k past episodes (random, as the paper; or the most relevant) and the concepts."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from noosphere.errors import UnknownNameError
+from noosphere.memory.embedder import Embedder
+from noosphere.memory.records import ConceptCluster, Episode
+from noosphere.memory.store import MemoryStore
+
+Method = Literal["random", "relevant"]
+METHODS = ("random", "relevant")
+
+
+@dataclass(frozen=True)
+class Recall:
+    episodes: tuple[Episode, ...]
+    concepts: tuple[ConceptCluster, ...]
+
+    def render(self) -> str:
+        parts = []
+        if self.concepts:
+            parts.append("Rules learned from earlier tasks (most supported first):\n" + "\n".join(
+                f"- {c.representative} (from {c.size} lessons)" for c in self.concepts))
+        if self.episodes:
+            parts.append("Earlier episodes:\n" + "\n\n".join(e.render() for e in self.episodes))
+        return "\n\n".join(parts)
+
+
+def recall_episodes(episodes: list[Episode], task: str, k: int, method: str, *, rng: random.Random,
+                    embedder: Embedder | None = None) -> tuple[Episode, ...]:
+    if method not in METHODS:
+        raise UnknownNameError("retrieval method", method, METHODS)
+    if k <= 0 or not episodes:
+        return ()
+    if method == "random":
+        return tuple(rng.sample(episodes, min(k, len(episodes))))
+    if embedder is None:
+        raise UnknownNameError("embedder", "(none)", ["an embedder for relevance retrieval"])
+    vectors = embedder.embed([f"{e.task} ({e.kind})" for e in episodes])
+    scores = vectors @ embedder.embed([task])[0]
+    order = np.argsort(-scores, kind="stable")[:k]
+    return tuple(episodes[int(i)] for i in order)
+
+
+def recall(store: MemoryStore, task: str, *, k: int, method: str, rng: random.Random,
+           embedder: Embedder | None = None, episodic: bool = True, conceptual: bool = True) -> Recall:
+    episodes = recall_episodes(store.episodes(), task, k, method, rng=rng, embedder=embedder) if episodic else ()
+    return Recall(episodes, tuple(store.clusters()) if conceptual else ())

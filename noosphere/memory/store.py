@@ -1,0 +1,85 @@
+"""Persistent memory in SQLite: episodes, learned concepts and the latest clustering of concepts.
+
+One file per memory folder, so a benchmark's memory survives restarts and `noosphere memory show`
+can read it. Writes are small and rare (one episode per game), so a plain connection per call is
+enough and keeps the store safe to use from any thread.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from noosphere.memory.records import ConceptCluster, Episode, EpisodeStep
+
+MIN_CONCEPT_CHARS = 30
+"""Shorter "rules" (and refusals such as "no concept") carry nothing worth recalling."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS episodes (id INTEGER PRIMARY KEY, task TEXT, kind TEXT, game TEXT, won INTEGER,
+                                     steps TEXT, created REAL DEFAULT (julianday('now')));
+CREATE TABLE IF NOT EXISTS concepts (id INTEGER PRIMARY KEY, text TEXT UNIQUE, source TEXT);
+CREATE TABLE IF NOT EXISTS clusters (label INTEGER PRIMARY KEY, representative TEXT, size INTEGER, members TEXT);
+"""
+
+
+class MemoryStore:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.path = folder / "memory.sqlite"
+        folder.mkdir(parents=True, exist_ok=True)
+        with self._db() as db:
+            db.executescript(_SCHEMA)
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        connection = sqlite3.connect(self.path)
+        try:
+            with connection:
+                yield connection
+        finally:
+            connection.close()
+
+    def add_episode(self, episode: Episode) -> int:
+        steps = json.dumps([[s.t, s.action, s.observation, s.belief] for s in episode.steps])
+        with self._db() as db:
+            cursor = db.execute("INSERT INTO episodes (task, kind, game, won, steps) VALUES (?, ?, ?, ?, ?)",
+                                (episode.task, episode.kind, episode.game, int(episode.won), steps))
+            return int(cursor.lastrowid or 0)
+
+    def episodes(self) -> list[Episode]:
+        with self._db() as db:
+            rows = db.execute("SELECT id, task, kind, game, won, steps FROM episodes ORDER BY id").fetchall()
+        return [Episode(task, kind, game, tuple(EpisodeStep(*s) for s in json.loads(steps)), bool(won), id_)
+                for id_, task, kind, game, won, steps in rows]
+
+    def add_concept(self, text: str, source: str) -> bool:
+        """Keep a rule unless it is too short to say anything or already known."""
+        text = " ".join(text.split())
+        if len(text) < MIN_CONCEPT_CHARS or "no concept" in text.lower():
+            return False
+        with self._db() as db:
+            cursor = db.execute("INSERT OR IGNORE INTO concepts (text, source) VALUES (?, ?)", (text, source))
+            return cursor.rowcount == 1
+
+    def concepts(self) -> list[str]:
+        with self._db() as db:
+            return [row[0] for row in db.execute("SELECT text FROM concepts ORDER BY id")]
+
+    def save_clusters(self, clusters: list[ConceptCluster]) -> None:
+        with self._db() as db:
+            db.execute("DELETE FROM clusters")
+            db.executemany("INSERT INTO clusters VALUES (?, ?, ?, ?)",
+                           [(c.label, c.representative, c.size, json.dumps(c.members)) for c in clusters])
+
+    def clusters(self) -> list[ConceptCluster]:
+        with self._db() as db:
+            rows = db.execute("SELECT label, representative, size, members FROM clusters ORDER BY size DESC").fetchall()
+        return [ConceptCluster(label, rep, size, tuple(json.loads(members))) for label, rep, size, members in rows]
+
+    def reset(self) -> None:
+        with self._db() as db:
+            db.executescript("DELETE FROM episodes; DELETE FROM concepts; DELETE FROM clusters;")

