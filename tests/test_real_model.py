@@ -129,3 +129,26 @@ def test_small_society_end_to_end_on_a_real_model() -> None:
     spoken = trace.of_kind("soc_message")
     assert {e.member for e in spoken} >= {"adder", "checker"}
     assert len(trace.of_kind("model_call")) >= 2 + 1 + 2 + 1  # mission, question, answers, summary
+
+
+def test_meta_agent_plays_a_small_generated_game_on_a_real_model(tmp_path: Path) -> None:
+    """The 0.5B model drives the meta-agent for a few actions of a generated TextWorld game."""
+    pytest.importorskip("textworld")
+    import asyncio
+
+    from noosphere.envs import textworld_games
+    from noosphere.memory import HashingEmbedder, MemoryStore
+    from noosphere.metaagent import DEFAULT_GRAPH, MemorySettings, MetaAgent
+
+    [game] = textworld_games(tmp_path / "games", tier=1, per_challenge=1, challenges=("coin_collector",))
+    trace = Trace(None)
+    model = open_model(_require("qwen2.5-coder-0.5b"), trace=trace, settings=Settings(max_tokens=120))
+    memory = MemorySettings(MemoryStore(tmp_path / "memory"), embedder=HashingEmbedder())
+    result = asyncio.run(MetaAgent(model, memory=memory, max_actions=2).play(game))
+    game.close()
+    assert 1 <= result.actions <= 2
+    actions = trace.of_kind("ma_action")
+    assert len(actions) == result.actions
+    assert all(DEFAULT_GRAPH.allows(t.source, t.target) for t in trace.of_kind("ma_transition"))
+    [episode] = MemoryStore(tmp_path / "memory").episodes()
+    assert len(episode.steps) == result.actions

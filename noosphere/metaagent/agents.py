@@ -1,0 +1,111 @@
+"""The specialised agents: each a role, a structured output and what it changes in the episode state.
+
+Language-model agents: conscious (writes the belief state), planning (proposes the next action),
+motor (emits exactly one admissible action: its output is constrained to the admissible list),
+focus (restates what matters after a replay), idea, learning (a general rule) and reflection (a
+lesson after a failed episode, outside the graph). Code agents: external perception (acts in the
+environment and reports), internal perception (replays the last valid observation and the task),
+retrieve-memory and record-memory. Twelve with the orchestrator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from noosphere.metaagent.state import EpisodeState
+
+ROLES = {
+    "conscious": "You are the conscious agent of a team that plays a text game. You keep the team's belief state: "
+                 "what the task needs, what has been done, what is known about where things are, what is next.",
+    "planning": "You are the planning agent. Propose the single next action that makes progress on the task. "
+                "Prefer admissible actions; do not repeat actions that did nothing; search likely places first.",
+    "motor": "You are the motor agent. Choose exactly one of the admissible actions: the one that carries out the "
+             "plan.",
+    "focus": "You are the focus agent. The team lost track. From the task and the last real observation, say in "
+             "two sentences where things stand and what to do next.",
+    "idea": "You are the idea agent. Suggest one concrete idea the team has not tried that could solve the task.",
+    "learning": "You are the learning agent. State one short general rule for this kind of task that would help "
+                "in other games (not specific object numbers).",
+    "reflection": "You review a failed attempt at a text game and state in two sentences what went wrong and what "
+                  "to do differently next time.",
+    "orchestrator": "You direct a team of agents playing a text game. Pick which agent should act next.",
+}
+
+
+class Belief(BaseModel):
+    belief: str = Field(min_length=1, max_length=700, description="the belief state for this timestep")
+
+
+class Proposal(BaseModel):
+    reason: str = Field(max_length=300)
+    action: str = Field(min_length=1, max_length=120, description="the next action, as a game command")
+
+
+class Note(BaseModel):
+    text: str = Field(min_length=1, max_length=400)
+
+
+def motor_output(admissible: tuple[str, ...]) -> type[BaseModel]:
+    """The motor's form: one field whose only values are this step's admissible actions."""
+    options = tuple(dict.fromkeys(admissible)) or ("look",)
+    return create_model("MotorAction", action=(Literal[options], Field(description="one admissible action")))  # type: ignore[valid-type]
+
+
+def orchestrator_output(successors: tuple[str, ...]) -> type[BaseModel]:
+    return create_model("NextAgent", reason=(str, Field(max_length=200)),
+                        next=(Literal[successors], Field(description="the agent to act next")))  # type: ignore[valid-type]
+
+
+@dataclass(frozen=True)
+class LanguageAgent:
+    """How one model agent is asked, and where its answer goes in the state."""
+
+    name: str
+    prompt: Callable[[EpisodeState], str]
+    output: Callable[[EpisodeState], type[BaseModel]]
+    apply: Callable[[EpisodeState, Any], str]
+    """Writes the output into the state; returns the text that speaks for it in the trace."""
+
+
+def _set(attribute: str, field_name: str) -> Callable[[EpisodeState, Any], str]:
+    def apply(state: EpisodeState, output: Any) -> str:
+        value = str(getattr(output, field_name)).strip()
+        setattr(state, attribute, value)
+        return value
+
+    return apply
+
+
+def _plan(state: EpisodeState, output: Any) -> str:
+    state.plan = f"{output.action.strip()} (because {output.reason.strip()})"
+    return state.plan
+
+
+def _act(state: EpisodeState, output: Any) -> str:
+    state.pending_action = output.action
+    return output.action
+
+
+def _rule(state: EpisodeState, output: Any) -> str:
+    state.rules.append(output.text.strip())
+    return output.text.strip()
+
+
+LANGUAGE_AGENTS = {agent.name: agent for agent in (
+    LanguageAgent("conscious", lambda s: f"{s.context()}\n\nWrite the belief state for timestep {s.t}.",
+                  lambda s: Belief, _set("belief", "belief")),
+    LanguageAgent("planning", lambda s: f"{s.context()}\n\nPropose the next action.", lambda s: Proposal, _plan),
+    LanguageAgent("motor", lambda s: f"{s.percept()}\n\nPlan: {s.plan or '(none)'}\nChoose the action.",
+                  lambda s: motor_output(s.admissible), _act),
+    LanguageAgent("focus", lambda s: f"Task: {s.task}\nLast real observation: {s.last_valid_observation}\n"
+                                     f"Actions taken: {s.t}.\nWhere do things stand, what next?",
+                  lambda s: Note, _set("focus_note", "text")),
+    LanguageAgent("idea", lambda s: f"{s.context()}\n\nOne new idea:", lambda s: Note, _set("idea", "text")),
+    LanguageAgent("learning", lambda s: f"{s.context()}\n\nOne general rule:", lambda s: Note, _rule),
+)}
+
+CodeAgent = Callable[[EpisodeState], Awaitable[str]]

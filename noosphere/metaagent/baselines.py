@@ -1,0 +1,75 @@
+"""Baselines on the same model and environment: ReAct and Reflexion.
+
+ReAct: one call per step that thinks and then picks one admissible action (the action field is
+constrained to the admissible list, as the meta-agent's motor is). Reflexion: ReAct trials on the
+same game; after a failed trial the model writes a lesson, and the next trial starts with every
+lesson so far. A Reflexion game counts as won if any trial wins; its actions are the winning trial's.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from noosphere.envs import Environment
+from noosphere.errors import BudgetExceededError, NoosphereError
+from noosphere.llm import Message, Model
+from noosphere.metaagent.agents import ROLES, Note
+from noosphere.metaagent.engine import EpisodeResult
+from noosphere.metaagent.events import ActionTaken, EpisodeEnded, EpisodeStarted
+from noosphere.metaagent.state import EpisodeState
+
+REACT_ROLE = ("You play a text game to complete a task. At each step think briefly about what you know and what "
+              "to do, then choose exactly one admissible action.")
+
+
+def _react_output(admissible: tuple[str, ...]) -> type[BaseModel]:
+    options = tuple(dict.fromkeys(admissible)) or ("look",)
+    return create_model("ReactStep", thought=(str, Field(max_length=300)),
+                        action=(Literal[options], Field(description="one admissible action")))  # type: ignore[valid-type]
+
+
+async def react(model: Model, env: Environment, *, max_actions: int = 50, lessons: tuple[str, ...] = (),
+                system: str = "react") -> EpisodeResult:
+    start = env.reset()
+    state = EpisodeState(start.task, start.observation, start.admissible)
+    model.trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system=system))
+    advice = "".join(f"- {lesson}\n" for lesson in lessons)
+    advice = f"Lessons from your earlier attempts:\n{advice}\n" if lessons else ""
+    while not state.done and state.t < max_actions:
+        try:
+            completion = await model.complete([Message.system(REACT_ROLE),
+                                               Message.user(f"{advice}{state.percept(recent=10)}\n\nNext step:")],
+                                              output=_react_output(state.admissible), agent=system)
+            action = completion.output.action  # type: ignore[union-attr]
+        except BudgetExceededError:
+            raise
+        except NoosphereError:
+            action = "look"  # a failed step still costs an action, as a wasted move would
+        result = env.step(action)
+        state.record(action, result.observation, result.admissible, result.done, result.won)
+        model.trace.emit(ActionTaken(step=state.t, action=action, observation=result.observation,
+                                     reward=result.reward, done=result.done, won=result.won))
+    model.trace.emit(EpisodeEnded(game=env.name, won=state.won, actions=state.t, transitions=state.t))
+    return EpisodeResult(env.name, env.kind, state.won, state.t, state.t, 0)
+
+
+async def reflexion(model: Model, env: Environment, *, trials: int = 3, max_actions: int = 50) -> EpisodeResult:
+    lessons: list[str] = []
+    result = None
+    for _ in range(trials):
+        result = await react(model, env, max_actions=max_actions, lessons=tuple(lessons), system="reflexion")
+        if result.won:
+            return result
+        try:
+            completion = await model.complete(
+                [Message.system(ROLES["reflection"]),
+                 Message.user(f"Game: {env.name}. The attempt used {result.actions} actions and did not complete "
+                              f"the task. Earlier lessons: {lessons or 'none'}. What should change?")],
+                output=Note, agent="reflection")
+            lessons.append(completion.output.text)  # type: ignore[union-attr]
+        except NoosphereError:
+            pass
+    assert result is not None
+    return result

@@ -1,0 +1,202 @@
+"""The memory-driven meta-agent: agents taking turns along the transition graph until the game ends.
+
+Each turn the current agent acts (a model call, or code for perception and memory); then the next
+agent is chosen among the graph's successors: directly when there is one, by the orchestrator model
+otherwise. An orchestrator pick that is not allowed is retried by the model layer and then replaced
+by the default successor. A hallucination (an agent that says nothing usable, a plan that is no
+admissible action, actions that keep doing nothing) sends the conscious agent into the focus loop,
+which replays the last real observation and the task. Memory is recalled when the game starts,
+consolidated ("sleep") first, and the episode is stored when it ends; its rules only if it was won.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+
+from noosphere.envs import Environment
+from noosphere.errors import BudgetExceededError, NoosphereError
+from noosphere.llm import Message, Model
+from noosphere.memory import Embedder, Episode, MemoryStore, recall, sleep
+from noosphere.metaagent.agents import LANGUAGE_AGENTS, ROLES, Note, orchestrator_output
+from noosphere.metaagent.events import (
+    ActionTaken,
+    AgentSpoke,
+    BeliefWritten,
+    EpisodeEnded,
+    EpisodeStarted,
+    FocusTriggered,
+    MemoryRetrieved,
+    Transition,
+)
+from noosphere.metaagent.graph import DEFAULT_GRAPH, START, TransitionGraph
+from noosphere.metaagent.state import EpisodeState
+
+INVALID_STREAK_FOR_FOCUS = 2
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    store: MemoryStore
+    episodic: bool = True
+    conceptual: bool = True
+    method: str = "random"
+    k: int = 4
+    embedder: Embedder | None = None
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    game: str
+    kind: str
+    won: bool
+    actions: int
+    transitions: int
+    focus_loops: int
+
+
+def close_to_admissible(action: str, admissible: tuple[str, ...]) -> bool:
+    """An exact admissible action, or one sharing most of its words with one."""
+    words = set(action.lower().split())
+    if not words:
+        return False
+    return any(action.strip().lower() == option.lower() or
+               len(words & set(option.lower().split())) / len(words | set(option.lower().split())) >= 0.5
+               for option in admissible)
+
+
+class MetaAgent:
+    def __init__(self, model: Model, *, graph: TransitionGraph = DEFAULT_GRAPH, memory: MemorySettings | None = None,
+                 max_actions: int = 50, max_transitions: int | None = None, seed: int = 0) -> None:
+        self.model, self.graph, self.memory = model, graph, memory
+        self.max_actions = max_actions
+        self.max_transitions = max_transitions or 8 * max_actions
+        self.rng = random.Random(seed)
+
+    async def play(self, env: Environment) -> EpisodeResult:
+        start = env.reset()
+        state = EpisodeState(start.task, start.observation, start.admissible)
+        trace = self.model.trace
+        trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system="metaagent"))
+        self._recall(state, env)
+        node, focus_loops = START, 0
+        while not state.done and state.t < self.max_actions and state.transitions < self.max_transitions:
+            said = await self._turn(node, state, env)
+            trace.emit(AgentSpoke(step=state.t, agent=node, output=said))
+            if node == "conscious" and said:
+                trace.emit(BeliefWritten(step=state.t, belief=state.belief))
+                if state.steps:  # the belief state for this timestep goes with its step into episodic memory
+                    state.steps[-1] = replace(state.steps[-1], belief=state.belief)
+            if node == "internal_perception" and state.needs_focus:
+                trace.emit(FocusTriggered(step=state.t, reason=state.needs_focus, recovered=True))
+                state.needs_focus = None
+            self._watch(node, state)
+            target = await self._next(node, state)
+            if target == "focus" and state.needs_focus:
+                focus_loops += 1
+                trace.emit(FocusTriggered(step=state.t, reason=state.needs_focus, recovered=False))
+            node, state.transitions = target, state.transitions + 1
+        await self._remember(state, env)
+        trace.emit(EpisodeEnded(game=env.name, won=state.won, actions=state.t, transitions=state.transitions))
+        return EpisodeResult(env.name, env.kind, state.won, state.t, state.transitions, focus_loops)
+
+    # one turn --------------------------------------------------------------------------------------
+    async def _turn(self, node: str, state: EpisodeState, env: Environment) -> str:
+        if node == "external_perception":
+            return self._perceive(state, env)
+        if node == "internal_perception":
+            state.observation = state.last_valid_observation
+            return f"{state.task}\nLast real observation: {state.last_valid_observation}"
+        if node == "retrieve_memory":
+            self._recall(state, env, query=f"{state.task} {state.belief}")
+            return state.recall or "(no memory)"
+        if node == "record_memory":
+            return f"{len(state.rules)} rules kept for after the game"
+        agent = LANGUAGE_AGENTS[node]
+        try:
+            completion = await self.model.complete([Message.system(ROLES[node]), Message.user(agent.prompt(state))],
+                                                   output=agent.output(state), agent=node)
+        except BudgetExceededError:
+            raise
+        except NoosphereError as exc:  # the agent forfeits its turn; saying nothing usable is a hallucination
+            state.needs_focus = f"{node} gave no usable output ({type(exc).__name__})"
+            return ""
+        return agent.apply(state, completion.output)
+
+    def _perceive(self, state: EpisodeState, env: Environment) -> str:
+        action = state.pending_action or "look"
+        state.pending_action = None
+        result = env.step(action)
+        state.record(action, result.observation, result.admissible, result.done, result.won)
+        self.model.trace.emit(ActionTaken(step=state.t, action=action, observation=result.observation,
+                                          reward=result.reward, done=result.done, won=result.won))
+        return result.observation
+
+    def _watch(self, node: str, state: EpisodeState) -> None:
+        """Flag the hallucinations the paper names, so the conscious agent goes into the focus loop."""
+        if node == "planning" and state.plan and not close_to_admissible(state.plan.split(" (because")[0],
+                                                                          state.admissible):
+            state.needs_focus = state.needs_focus or "the plan is not an admissible action"
+        if node == "external_perception" and state.invalid_streak >= INVALID_STREAK_FOR_FOCUS:
+            state.needs_focus = state.needs_focus or f"{state.invalid_streak} actions in a row did nothing"
+
+    async def _next(self, node: str, state: EpisodeState) -> str:
+        successors = self.graph.successors(node)
+        trace = self.model.trace
+        if state.needs_focus and "focus" in successors:
+            target = "focus"
+        elif len(successors) == 1:
+            target = successors[0]
+        else:
+            described = "\n".join(f"- {name}: {ROLES.get(name, name).split('. ')[0]}" for name in successors)
+            try:
+                completion = await self.model.complete(
+                    [Message.system(ROLES["orchestrator"]),
+                     Message.user(f"{state.context()}\n\nThe {node} agent just acted. Who acts next?\n{described}")],
+                    output=orchestrator_output(successors), agent="orchestrator")
+                target = completion.output.next  # type: ignore[union-attr]
+            except BudgetExceededError:
+                raise
+            except NoosphereError:
+                target = self.graph.default(node)
+                trace.emit(Transition(step=state.t, source=node, target=target, valid=False, fallback=True))
+                return target
+        trace.emit(Transition(step=state.t, source=node, target=target))
+        return target
+
+    # memory ----------------------------------------------------------------------------------------
+    def _recall(self, state: EpisodeState, env: Environment, query: str | None = None) -> None:
+        memory = self.memory
+        if memory is None or not (memory.episodic or memory.conceptual):
+            return
+        if memory.conceptual and query is None and memory.embedder is not None:
+            sleep(memory.store, memory.embedder)
+        found = recall(memory.store, query or state.task, k=memory.k, method=memory.method, rng=self.rng,
+                       embedder=memory.embedder, episodic=memory.episodic, conceptual=memory.conceptual)
+        state.recall = found.render()
+        trace = self.model.trace
+        if memory.episodic:
+            trace.emit(MemoryRetrieved(step=state.t, memory="episodic", method=memory.method,
+                                       items=[e.task for e in found.episodes]))
+        if memory.conceptual:
+            trace.emit(MemoryRetrieved(step=state.t, memory="conceptual", method="all",
+                                       items=[c.representative for c in found.concepts]))
+
+    async def _remember(self, state: EpisodeState, env: Environment) -> None:
+        memory = self.memory
+        if memory is None:
+            return
+        memory.store.add_episode(Episode(state.task, env.kind, env.name, tuple(state.steps), state.won))
+        if not state.won:
+            return
+        if not state.rules:  # a won game teaches at least one rule
+            try:
+                completion = await self.model.complete(
+                    [Message.system(ROLES["learning"]),
+                     Message.user(f"{state.context()}\n\nThe task was solved. One general rule:")],
+                    output=Note, agent="learning")
+                state.rules.append(completion.output.text)  # type: ignore[union-attr]
+            except NoosphereError:
+                return
+        for rule in state.rules:
+            memory.store.add_concept(rule, env.name)

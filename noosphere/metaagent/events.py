@@ -1,0 +1,71 @@
+"""Trace events of the meta-agent (the viewer draws its path, heatmap, beliefs and recoveries)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from noosphere.trace import Event
+
+
+class EpisodeStarted(Event):
+    kind: str = "ma_episode"
+    game: str
+    task_type: str
+    task: str
+    system: str
+
+
+class AgentSpoke(Event):
+    kind: str = "ma_step"
+    step: int
+    agent: str
+    output: str
+
+
+class Transition(Event):
+    kind: str = "ma_transition"
+    step: int
+    source: str
+    target: str
+    valid: bool = True
+    """False when the orchestrator's pick was not an allowed successor (or it gave none)."""
+    fallback: bool = False
+
+
+class ActionTaken(Event):
+    kind: str = "ma_action"
+    step: int
+    action: str
+    observation: str
+    reward: float
+    done: bool
+    won: bool
+
+
+class BeliefWritten(Event):
+    kind: str = "ma_belief"
+    step: int
+    belief: str
+
+
+class MemoryRetrieved(Event):
+    kind: str = "ma_retrieval"
+    step: int
+    memory: str  # episodic or conceptual
+    method: str
+    items: list[str] = Field(default_factory=list)
+
+
+class FocusTriggered(Event):
+    kind: str = "ma_focus"
+    step: int
+    reason: str
+    recovered: bool
+
+
+class EpisodeEnded(Event):
+    kind: str = "ma_episode_end"
+    game: str
+    won: bool
+    actions: int
+    transitions: int

@@ -1,0 +1,62 @@
+"""What the agents of one episode share: the task, the latest percept, beliefs, plans and memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from noosphere.memory import EpisodeStep
+
+INVALID_MARKERS = ("nothing happens", "not in the list of admissible actions", "i don't understand",
+                   "you can't", "that's not a verb")
+ADMISSIBLE_SHOWN = 60
+"""Admissible actions listed in a prompt; ALFWorld rooms rarely have more."""
+
+
+@dataclass
+class EpisodeState:
+    task: str
+    observation: str
+    admissible: tuple[str, ...]
+    last_valid_observation: str = ""
+    t: int = 0
+    transitions: int = 0
+    belief: str = ""
+    plan: str = ""
+    idea: str = ""
+    focus_note: str = ""
+    recall: str = ""
+    pending_action: str | None = None
+    rules: list[str] = field(default_factory=list)
+    steps: list[EpisodeStep] = field(default_factory=list)
+    invalid_streak: int = 0
+    needs_focus: str | None = None
+    done: bool = False
+    won: bool = False
+
+    def __post_init__(self) -> None:
+        self.last_valid_observation = self.last_valid_observation or self.observation
+
+    def percept(self, recent: int = 5) -> str:
+        """The task, the latest observation, the last few actions and the admissible actions."""
+        history = "\n".join(f"{s.t}. {s.action} -> {s.observation[:150]}" for s in self.steps[-recent:])
+        actions = ", ".join(self.admissible[:ADMISSIBLE_SHOWN])
+        return (f"{self.task}\nActions taken: {self.t}.\nRecent actions:\n{history or '(none yet)'}\n"
+                f"Current observation: {self.observation}\nAdmissible actions: {actions}")
+
+    def context(self) -> str:
+        """Everything an agent may use: the percept plus what the other agents have written."""
+        parts = [self.percept()]
+        for title, text in (("Belief state", self.belief), ("Plan", self.plan), ("Idea", self.idea),
+                            ("Focus", self.focus_note), ("Memory", self.recall)):
+            if text:
+                parts.append(f"{title}: {text}")
+        return "\n\n".join(parts)
+
+    def record(self, action: str, observation: str, admissible: tuple[str, ...], done: bool, won: bool) -> None:
+        self.t += 1
+        invalid = any(marker in observation.lower() for marker in INVALID_MARKERS)
+        self.invalid_streak = self.invalid_streak + 1 if invalid else 0
+        if not invalid:
+            self.last_valid_observation = observation
+        self.steps.append(EpisodeStep(self.t, action, observation))
+        self.observation, self.admissible, self.done, self.won = observation, admissible or self.admissible, done, won

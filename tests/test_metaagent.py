@@ -1,0 +1,175 @@
+"""The meta-agent on the scripted model in a two-room game: graph, loops, focus, memory, baselines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from noosphere.envs import Reset, Step
+from noosphere.errors import ConfigError
+from noosphere.memory import HashingEmbedder, MemoryStore
+from noosphere.metaagent import DEFAULT_GRAPH, MemorySettings, MetaAgent, TransitionGraph, react, reflexion
+from tests.helpers import by_agent, scripted
+
+WEST = ("go east", "look", "wait")
+EAST = ("go west", "take key", "look", "wait")
+
+
+class TwoRooms:
+    """The key is in the east room; taking it wins. Anything else does nothing."""
+
+    name, kind = "two-rooms", "fetch"
+
+    def reset(self) -> Reset:
+        self.room = "west"
+        return Reset("Your task is to: take the key.", "You are in the west room.", WEST)
+
+    def step(self, action: str) -> Step:
+        if action == "go east" and self.room == "west":
+            self.room = "east"
+            return Step("You are in the east room. A key lies here.", 0.0, False, False, EAST)
+        if action == "take key" and self.room == "east":
+            return Step("You take the key.", 1.0, True, True, ())
+        return Step("Nothing happens.", 0.0, False, False, WEST if self.room == "west" else EAST)
+
+    def close(self) -> None:
+        pass
+
+
+def reply(**fields: object) -> str:
+    return json.dumps(fields)
+
+
+def belief(text: str = "I need the key; it may be east.") -> str:
+    return reply(belief=text)
+
+
+def winning_script(orchestrator: list[str] | None = None) -> dict[str, list[str]]:
+    return {"conscious": [belief()], "orchestrator": orchestrator or [reply(reason="act", next="planning")],
+            "planning": [reply(reason="the key is east", action="go east"), reply(reason="grab it", action="take key")],
+            "motor": [reply(action="go east"), reply(action="take key")],
+            "learning": [reply(text="Search the neighbouring room before anything else when an item is missing.")]}
+
+
+def kinds(trace, kind: str) -> list:
+    return trace.of_kind(kind)
+
+
+def test_autopilot_loop_wins_and_every_transition_follows_the_graph() -> None:
+    model, _, trace = scripted(by_agent(winning_script()))
+    result = asyncio.run(MetaAgent(model).play(TwoRooms()))
+    assert result.won and result.actions == 2
+    hops = [(t.source, t.target) for t in kinds(trace, "ma_transition")]
+    assert hops[:4] == [("conscious", "planning"), ("planning", "motor"), ("motor", "external_perception"),
+                        ("external_perception", "conscious")]
+    assert all(DEFAULT_GRAPH.allows(source, target) for source, target in hops)
+    assert [a.action for a in kinds(trace, "ma_action")] == ["go east", "take key"]
+    assert [b.step for b in kinds(trace, "ma_belief")] == [0, 1]
+
+
+def test_an_orchestrator_pick_outside_the_graph_falls_back_to_the_default_successor() -> None:
+    script = winning_script(orchestrator=[reply(reason="skip ahead", next="motor")])
+    model, backend, trace = scripted(by_agent(script))
+    result = asyncio.run(MetaAgent(model, max_actions=1).play(TwoRooms()))
+    first = kinds(trace, "ma_transition")[0]
+    assert (first.source, first.target, first.valid, first.fallback) == ("conscious", "planning", False, True)
+    assert sum(1 for r in backend.history if r.agent == "orchestrator") == 3  # asked, then retried twice
+    assert result.actions == 1
+
+
+def test_actions_that_keep_doing_nothing_send_the_agent_round_the_focus_loop() -> None:
+    script = winning_script()
+    script["planning"] = [reply(reason="rest", action="wait"), reply(reason="rest", action="wait"),
+                          reply(reason="the key is east", action="go east"), reply(reason="grab", action="take key")]
+    script["motor"] = [reply(action="wait"), reply(action="wait"), reply(action="go east"), reply(action="take key")]
+    script["focus"] = [reply(text="The key is not here; go east and take it.")]
+    model, _, trace = scripted(by_agent(script))
+    result = asyncio.run(MetaAgent(model).play(TwoRooms()))
+    assert result.won and result.focus_loops == 1
+    [caught, recovered] = kinds(trace, "ma_focus")
+    assert "did nothing" in caught.reason and not caught.recovered and recovered.recovered
+    hops = [(t.source, t.target) for t in kinds(trace, "ma_transition")]
+    assert ("conscious", "focus") in hops and ("focus", "internal_perception") in hops
+    assert ("internal_perception", "conscious") in hops
+
+
+def test_a_plan_that_is_no_admissible_action_counts_as_a_hallucination() -> None:
+    script = winning_script()
+    script["planning"] = [reply(reason="why not", action="fly to the moon"), reply(reason="east", action="go east"),
+                          reply(reason="grab", action="take key")]
+    script["motor"] = [reply(action="look"), reply(action="go east"), reply(action="take key")]
+    script["focus"] = [reply(text="Go east for the key.")]
+    model, _, trace = scripted(by_agent(script))
+    result = asyncio.run(MetaAgent(model).play(TwoRooms()))
+    assert result.won and "not an admissible action" in kinds(trace, "ma_focus")[0].reason
+
+
+def test_memory_stores_the_episode_and_a_rule_after_a_win_and_recalls_them_next_game(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path)
+    memory = MemorySettings(store, method="relevant", k=1, embedder=HashingEmbedder())
+    model, _, trace = scripted(by_agent(winning_script()))
+    asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms()))
+    [episode] = store.episodes()
+    assert episode.won and [s.action for s in episode.steps] == ["go east", "take key"]
+    assert episode.steps[0].belief  # the belief state written after that action
+    assert store.concepts() == ["Search the neighbouring room before anything else when an item is missing."]
+    model, backend, trace = scripted(by_agent(winning_script()))
+    asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms()))
+    retrieved = {e.memory: e.items for e in kinds(trace, "ma_retrieval")}
+    assert retrieved["episodic"] == ["Your task is to: take the key."]
+    assert retrieved["conceptual"] == store.concepts()
+    assert "Search the neighbouring room" in backend.history[0].messages[-1].content
+
+
+def test_a_replacement_graph_is_checked_when_it_is_built() -> None:
+    with pytest.raises(ConfigError, match="conscious"):
+        TransitionGraph({"planning": ("motor",), "motor": ("planning",)})
+    with pytest.raises(ConfigError, match="default"):
+        TransitionGraph({"conscious": ("planning",), "planning": ("conscious",)}, defaults={"conscious": "motor"})
+    with pytest.raises(ConfigError, match="no edges"):
+        TransitionGraph({"conscious": ("planning",)})
+    loops = DEFAULT_GRAPH.loops()
+    assert ["conscious", "focus", "internal_perception"] in loops
+    assert ["conscious", "planning", "motor", "external_perception"] in loops  # autopilot
+    assert all("motor" in loop for loop in loops if "focus" not in loop)  # every other way ends in an action
+
+
+def test_react_plays_and_reflexion_retries_with_a_lesson() -> None:
+    model, _, _ = scripted(by_agent({"react": [reply(thought="east", action="go east"),
+                                               reply(thought="take", action="take key")]}))
+    assert asyncio.run(react(model, TwoRooms())).won
+    model, backend, _ = scripted(by_agent({
+        "reflexion": [reply(thought="wait", action="wait"), reply(thought="wait", action="wait"),
+                      reply(thought="east", action="go east"), reply(thought="take", action="take key")],
+        "reflection": [reply(text="Waiting wastes actions; move towards the key.")]}))
+    result = asyncio.run(reflexion(model, TwoRooms(), trials=3, max_actions=2))
+    assert result.won
+    later = [r for r in backend.history if r.agent == "reflexion"][-1]
+    assert "Waiting wastes actions" in later.messages[-1].content
+
+
+def test_textworld_bench_plays_generated_games_resumably_with_success_per_type(tmp_path: Path) -> None:
+    pytest.importorskip("textworld")
+    from noosphere.envs import textworld_games
+    from noosphere.llm import Model, ScriptedBackend
+    from tests.test_cli import invoke
+
+    [game] = textworld_games(tmp_path / "games", tier=1, per_challenge=1, challenges=("coin_collector",))
+    moves = [reply(thought="follow the path", action=action) for action in game.expert_actions()]
+    backend = ScriptedBackend(by_agent({"react": moves}))
+
+    def opener(model_id: str, **kwargs: object) -> Model:
+        return Model(backend, **kwargs)  # type: ignore[arg-type]
+
+    args = ["bench", "textworld", "--system", "react", "--per-challenge", "1", "--limit", "1", "--games-dir",
+            str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"]
+    code, _, err = invoke(args, opener)
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    [row] = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    assert row["correct"] and row["task_type"] == "coin_collector" and row["actions"] == len(moves)
+    report = json.loads((run_dir / "report.json").read_text())["metrics"]
+    assert report["success_rate"] == 100.0 and report["coin_collector_success"] == "1/1"
