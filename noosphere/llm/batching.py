@@ -5,7 +5,8 @@ costs little more than one that advances a single sequence; this engine lets eve
 waiting join the next step. Each request gets a sequence (a slot) in one llama.cpp context whose KV
 cache is unified, which lets a new request start from the longest prompt prefix already in the
 cache (its slot's previous prompt, or another slot's, shared by reference): K processors that share
-a system prompt and an observation evaluate it once.
+a system prompt and an observation evaluate it once. Requests that arrive together and share a
+prefix with a prompt still being evaluated wait for it (one or two steps) and then copy it.
 
 The engine runs on the model's one thread, only while it has work (`_drain`), so other work queued
 on that thread (a serial call, a benchmark's raw call) runs between drains. Jobs are plain data; the
@@ -24,6 +25,9 @@ from typing import Any
 
 from noosphere.errors import ContextOverflowError, ModelError
 from noosphere.llm.sampling import SequenceSampler
+
+MIN_SHARED_PREFIX = 32
+"""Tokens a new request must share with a prompt in flight before it waits to copy them."""
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,9 @@ class BatchEngine:
                 return
             job = self._waiting[0]
             slot, source, reuse = self._placement(job, free)
+            if self._prefix_in_flight(job) > reuse + MIN_SHARED_PREFIX:
+                return  # a running prompt is evaluating this prefix right now: wait a step and copy it
+
             need = len(job.tokens) - reuse + job.max_tokens
             while self._reserved() + need > self.n_ctx and self._evict_idle(keep={slot.seq, source.seq}):
                 pass
@@ -184,6 +191,11 @@ class BatchEngine:
         if reusable(source) <= reusable(own):
             source = own
         return own, source, max(reusable(source), 0)
+
+    def _prefix_in_flight(self, job: GenerationJob) -> int:
+        """The longest prefix `job` shares with a prompt that is still being evaluated."""
+        return max((_common_prefix(s.cached + s.pending, job.tokens) for s in self._slots if s.job and s.pending),
+                   default=0)
 
     def _evict_idle(self, keep: set[int]) -> bool:
         idle = [s for s in self._slots if s.job is None and s.cached and s.seq not in keep]

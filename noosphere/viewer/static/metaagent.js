@@ -60,7 +60,9 @@ function metaView(events) {
       done: last ? last.done : false, won: last ? last.won : false,
       invalid_transitions: transitions.filter((t) => t.valid === false).length,
       fallbacks: transitions.filter((t) => t.fallback).length,
-      focus_recoveries: `${focus.filter((f) => f.recovered).length} of ${focus.length}`})),
+      // The engine reports each focus loop twice: when it is triggered and when it has recovered.
+      focus_recoveries: `${focus.filter((f) => f.recovered).length} of ${focus.filter((f) => !f.recovered).length
+        || focus.length}`})),
     section("Path through the transition graph", transitionPath(transitions)),
     section("Transitions (from → to, counts)", heatmap(transitions)),
     section("Steps", pagedTable(["step", "state", "transition", "action", "observation", "reward", "belief"], steps,
