@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from noosphere.envs.base import Reset, Step
+
+
+@contextmanager
+def quiet_jericho() -> Iterator[None]:
+    """Jericho warns that generated games lack its score detection; TextWorld reports wins itself."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*is not fully supported.*")
+        yield
 
 
 class TextGame:
@@ -28,9 +39,10 @@ class TextGame:
         return textworld.gym.make(env_id)
 
     def reset(self) -> Reset:
-        if self._env is None:
-            self._env = self._make()
-        observation, info = self._env.reset()
+        with quiet_jericho():
+            if self._env is None:
+                self._env = self._make()
+            observation, info = self._env.reset()
         task = self._task(observation, info)
         return Reset(task, observation.strip(), tuple(info.get("admissible_commands") or ()))
 
@@ -48,9 +60,10 @@ class TextGame:
 
     def expert_actions(self) -> list[str]:
         """The game's own solution from the start (ALFWorld's walkthrough, TextWorld's policy)."""
-        if self._env is None:
-            self._env = self._make()
-        _, info = self._env.reset()
+        with quiet_jericho():
+            if self._env is None:
+                self._env = self._make()
+            _, info = self._env.reset()
         return list(info.get("policy_commands") or info.get("extra.walkthrough") or [])
 
     def close(self) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from noosphere.envs.textgame import TextGame
+from noosphere.envs.textgame import TextGame, quiet_jericho
 from noosphere.errors import UnknownNameError
 
 TIERS: dict[int, dict[str, dict[str, Any]]] = {
@@ -54,15 +54,16 @@ def generate(challenge: str, tier: int, seed: int, folder: Path) -> Path:
     options.path = str(path)
     options.file_ext = ".z8"
     settings = dict(TIERS[tier][challenge])
-    if challenge == "custom":
-        options.nb_rooms, options.nb_objects, options.quest_length = (
-            settings["nb_rooms"], settings["nb_objects"], settings["quest_length"])
-        game = textworld.generator.make_game(options)
-    else:
-        if challenge == "cooking":
-            settings |= {"recipe_seed": seed, "split": "train"}
-        game = _challenge_maker(challenge)(settings, options)
-    return Path(textworld.generator.compile_game(game, options))
+    with quiet_jericho():
+        if challenge == "custom":
+            options.nb_rooms, options.nb_objects, options.quest_length = (
+                settings["nb_rooms"], settings["nb_objects"], settings["quest_length"])
+            game = textworld.generator.make_game(options)
+        else:
+            if challenge == "cooking":
+                settings |= {"recipe_seed": seed, "split": "train"}
+            game = _challenge_maker(challenge)(settings, options)
+        return Path(textworld.generator.compile_game(game, options))
 
 
 def textworld_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: int = 0,
