@@ -1,0 +1,101 @@
+"""`noosphere bench alfworld` and `bench textworld`: the meta-agent and its baselines in text games."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from noosphere.bench import games as games_bench
+from noosphere.bench.runner import Solve
+from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
+from noosphere.cli.bench_run import Items, QuietOption, ResumeOption, run_benchmark
+from noosphere.llm import DEFAULT_MODEL, Model
+
+
+def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
+    def game_options(system: str, memory: str, retrieve: str, k: int, max_actions: int, model: str,
+                     limit: int | None, seed: int) -> dict[str, Any]:
+        games_bench.check_options(system, memory, retrieve)
+        return {"system": system, "memory": memory, "retrieve": retrieve, "k": k, "max_actions": max_actions,
+                "model": model, "limit": limit, "seed": seed}
+
+    def run_games(config: dict[str, Any], title: str, games_for: Callable[[dict[str, Any]], list[Any]], *,
+                  out: Path, resume: Path | None, no_cache: bool, quiet: bool) -> None:
+        def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
+            memory_folder = Path(llm.trace.path).parent / "memory" if llm.trace.path else Path("memory")
+            play = games_bench.player(llm, saved, memory_folder)
+            return [(game.name, game, "won") for game in games_for(saved)], partial(games_bench.solve, play)
+
+        run_benchmark(opener, title, config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
+                       max_tokens=400, prepare=prepare, summarise=lambda saved, rows: games_bench.summarise(rows))
+
+    @bench_app.command("alfworld")
+    def alfworld(
+        system: Annotated[str, typer.Option(help="react, reflexion or metaagent")] = "metaagent",
+        memory: Annotated[str, typer.Option(help="metaagent: none, episodic, conceptual or both")] = "both",
+        retrieve: Annotated[str, typer.Option(help="metaagent: random (the paper) or relevant")] = "random",
+        k: Annotated[int, typer.Option(min=0, help="metaagent: past episodes recalled per game")] = 4,
+        per_type: Annotated[int | None, typer.Option(help="games of each of the six task types")] = 4,
+        limit: Annotated[int | None, typer.Option(help="first N games of that balanced list")] = None,
+        max_actions: Annotated[int, typer.Option(min=1, help="step budget per game")] = 50,
+        data: Annotated[Path | None, typer.Option(help="ALFWorld json_2.1.1 folder")] = None,
+        model: ModelOption = DEFAULT_MODEL,
+        seed: SeedOption = 0,
+        out: OutOption = Path("runs"),
+        resume: ResumeOption = None,
+        no_cache: NoCacheOption = False,
+        quiet: QuietOption = False,
+    ) -> None:
+        """ALFWorld games: success per task type and actions per success."""
+        from noosphere.envs import load_alfworld
+
+        config = {} if resume else {"benchmark": "alfworld", "per_type": per_type,
+                                    "data": str(data) if data else None,
+                                    **game_options(system, memory, retrieve, k, max_actions, model, limit, seed)}
+
+        def games_for(saved: dict[str, Any]) -> list[Any]:
+            games = load_alfworld(Path(saved["data"]) if saved.get("data") else None, per_type=saved["per_type"],
+                                  max_steps=saved["max_actions"])
+            return games[: saved["limit"]] if saved.get("limit") else games
+
+        run_games(config, "ALFWorld", games_for, out=out, resume=resume, no_cache=no_cache, quiet=quiet)
+
+    @bench_app.command("textworld")
+    def textworld(
+        system: Annotated[str, typer.Option(help="react, reflexion or metaagent")] = "metaagent",
+        memory: Annotated[str, typer.Option(help="metaagent: none, episodic, conceptual or both")] = "both",
+        retrieve: Annotated[str, typer.Option(help="metaagent: random (the paper) or relevant")] = "random",
+        k: Annotated[int, typer.Option(min=0, help="metaagent: past episodes recalled per game")] = 4,
+        tier: Annotated[int, typer.Option(min=1, max=3, help="difficulty tier")] = 1,
+        per_challenge: Annotated[int, typer.Option(min=1, help="games of each challenge")] = 3,
+        limit: Annotated[int | None, typer.Option(help="first N games")] = None,
+        max_actions: Annotated[int, typer.Option(min=1, help="step budget per game")] = 50,
+        games_dir: Annotated[Path | None, typer.Option(
+            help="where generated games are kept (default ~/.cache/noosphere/textworld)")] = None,
+        model: ModelOption = DEFAULT_MODEL,
+        seed: SeedOption = 0,
+        out: OutOption = Path("runs"),
+        resume: ResumeOption = None,
+        no_cache: NoCacheOption = False,
+        quiet: QuietOption = False,
+    ) -> None:
+        """TextWorld games generated from fixed seeds: coin collector, treasure hunter, cooking, custom quests."""
+        from noosphere.envs import textworld_games
+        from noosphere.llm.weights import default_cache_dir
+
+        config = {} if resume else {"benchmark": "textworld", "tier": tier, "per_challenge": per_challenge,
+                                    "games_dir": str(games_dir or default_cache_dir() / "textworld"),
+                                    **game_options(system, memory, retrieve, k, max_actions, model, limit, seed)}
+
+        def games_for(saved: dict[str, Any]) -> list[Any]:
+            games = textworld_games(Path(saved["games_dir"]), tier=saved["tier"],
+                                    per_challenge=saved["per_challenge"], seed=saved["seed"],
+                                    max_steps=saved["max_actions"])
+            return games[: saved["limit"]] if saved.get("limit") else games
+
+        run_games(config, f"TextWorld tier {tier}", games_for, out=out, resume=resume, no_cache=no_cache,
+                  quiet=quiet)

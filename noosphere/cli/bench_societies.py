@@ -1,0 +1,123 @@
+"""`noosphere bench gsm8k` and `bench roleplay`: the societies of mind at work."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+
+from noosphere.bench import gsm8k as gsm8k_bench
+from noosphere.bench import roleplay as roleplay_bench
+from noosphere.bench.roleplay_tasks import TASKS as CODING_TASKS
+from noosphere.bench.runner import Solve
+from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
+from noosphere.cli.bench_run import Items, QuietOption, ResumeOption, run_benchmark
+from noosphere.errors import UnknownNameError, UsageError
+from noosphere.llm import DEFAULT_MODEL, Model
+from noosphere.society.config import SocietySpec, build_society, load_society_spec
+
+
+def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights: str | None, n: int | None,
+                  model: str, limit: int | None, data: Path | None, seed: int) -> dict[str, Any]:
+    """Check the options of a new GSM8K run; the society file is read now and saved whole with the run."""
+    systems = ("base", "best-of-n", "society")
+    if system not in systems:
+        raise UnknownNameError("system", system, systems)
+    spec = load_society_spec(society) if society is not None else None
+    overrides: dict[str, Any] = {}
+    if rounds is not None:
+        overrides["rounds"] = rounds
+    if rights is not None:
+        overrides["rights"] = [r.strip() for r in rights.split(",") if r.strip()]
+    if overrides:
+        if spec is None:
+            raise UsageError("--rounds and --rights change a society: give --society FILE")
+        try:
+            spec = SocietySpec.model_validate({**spec.model_dump(), **overrides})
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise UsageError(f"invalid --{error['loc'][0]}: {error['msg']}") from exc
+    if system == "society" and spec is None:
+        raise UsageError("--system society needs --society FILE (see examples/societies)")
+    if system == "best-of-n" and n is None:
+        if spec is None:
+            raise UsageError("best-of-n needs --n N, or --society FILE to match that society's calls")
+        n = gsm8k_bench.planned_calls(spec)
+    return {"benchmark": "gsm8k", "system": system, "model": model, "limit": limit,
+            "data": str(data) if data else None, "seed": seed, "n": n,
+            "society": spec.model_dump() if spec is not None else None,
+            "society_file": str(society) if society else None}
+
+
+def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
+    @bench_app.command("gsm8k")
+    def gsm8k(
+        system: Annotated[str, typer.Option(help="base, best-of-n or society")] = "society",
+        society: Annotated[Path | None, typer.Option(
+            help="society file (society; and for best-of-n, the society whose call count sets N)")] = None,
+        rounds: Annotated[int | None, typer.Option(min=0, max=50,
+                                                   help="mindstorm rounds R, overriding the society file")] = None,
+        rights: Annotated[str | None, typer.Option(
+            help="democracy rights, comma-separated (know,change,execute), overriding the society file")] = None,
+        n: Annotated[int | None, typer.Option(
+            min=1, help="best-of-n: samples per problem (default: the society's calls)")] = None,
+        model: ModelOption = DEFAULT_MODEL,
+        limit: Annotated[int | None, typer.Option(help="first N problems of the file")] = None,
+        data: Annotated[Path | None, typer.Option(help="a GSM8K JSONL file")] = None,
+        seed: SeedOption = 0,
+        out: OutOption = Path("runs"),
+        resume: ResumeOption = None,
+        no_cache: NoCacheOption = False,
+        quiet: QuietOption = False,
+    ) -> None:
+        """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
+        config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, n, model, limit,
+                                                                         data, seed)
+
+        def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
+            items = gsm8k_bench.load_gsm8k(Path(saved["data"]) if saved.get("data") else None, limit=saved["limit"])
+            if saved["system"] == "base":
+                solve: Solve = partial(gsm8k_bench.solve_base, llm)
+            elif saved["system"] == "best-of-n":
+                solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"])
+            else:
+                built = build_society(SocietySpec.model_validate(saved["society"]),
+                                      lambda model_id: llm if model_id == saved["model"] else opener(
+                                          model_id, trace=llm.trace, ledger=llm.ledger, cache=llm.cache,
+                                          settings=llm.settings), saved["model"])
+                solve = partial(gsm8k_bench.solve_society, built)
+            return [(i.id, i, i.gold) for i in items], solve
+
+        def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"accuracy": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows)}
+
+        run_benchmark(opener, "GSM8K (exact match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
+                       max_tokens=800, prepare=prepare, summarise=summarise)
+
+    @bench_app.command("roleplay")
+    def roleplay(
+        model: ModelOption = DEFAULT_MODEL,
+        max_messages: Annotated[int, typer.Option(min=2, help="message cap of each conversation")] = 12,
+        limit: Annotated[int | None, typer.Option(help=f"first N of the {len(CODING_TASKS)} tasks")] = None,
+        seed: SeedOption = 0,
+        out: OutOption = Path("runs"),
+        resume: ResumeOption = None,
+        no_cache: NoCacheOption = False,
+        quiet: QuietOption = False,
+    ) -> None:
+        """CAMEL-style user/assistant pairs write code; hidden unit tests run in the sandbox."""
+        config = {"benchmark": "roleplay", "system": "roleplay", "model": model, "limit": limit,
+                  "max_messages": max_messages, "seed": seed}
+
+        def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
+            tasks = CODING_TASKS[: saved["limit"]] if saved["limit"] else CODING_TASKS
+            return [(t.id, t, "pass") for t in tasks], partial(roleplay_bench.solve, llm, saved["max_messages"])
+
+        def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"pass_rate": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows)}
+
+        run_benchmark(opener, "Role-play coding (hidden tests)", config, out=out, resume=resume, no_cache=no_cache,
+                       quiet=quiet, max_tokens=700, prepare=prepare, summarise=summarise)
