@@ -81,7 +81,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
                                          mustard_bench.LABELS)
 
         run_benchmark(opener, "MUStARD (text)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                       max_tokens=400, prepare=prepare, summarise=summarise)
+                      max_tokens=400, prepare=prepare, summarise=summarise)
 
     @bench_app.command("bfcl")
     def bfcl_command(
@@ -125,7 +125,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             return metrics
 
         run_benchmark(opener, "BFCL (AST match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                       max_tokens=512, prepare=prepare, summarise=summarise)
+                      max_tokens=512, prepare=prepare, summarise=summarise)
 
     add_society_benchmarks(bench_app, opener)
     add_game_benchmarks(bench_app, opener)

@@ -31,7 +31,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             return [(game.name, game, "won") for game in games_for(saved)], partial(games_bench.solve, play)
 
         run_benchmark(opener, title, config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                       max_tokens=400, prepare=prepare, summarise=lambda saved, rows: games_bench.summarise(rows))
+                      max_tokens=400, prepare=prepare, summarise=lambda saved, rows: games_bench.summarise(rows))
 
     @bench_app.command("alfworld")
     def alfworld(

@@ -95,7 +95,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             return {"accuracy": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows)}
 
         run_benchmark(opener, "GSM8K (exact match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                       max_tokens=800, prepare=prepare, summarise=summarise)
+                      max_tokens=800, prepare=prepare, summarise=summarise)
 
     @bench_app.command("roleplay")
     def roleplay(
@@ -120,4 +120,4 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             return {"pass_rate": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows)}
 
         run_benchmark(opener, "Role-play coding (hidden tests)", config, out=out, resume=resume, no_cache=no_cache,
-                       quiet=quiet, max_tokens=700, prepare=prepare, summarise=summarise)
+                      quiet=quiet, max_tokens=700, prepare=prepare, summarise=summarise)
