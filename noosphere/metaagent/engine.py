@@ -12,12 +12,12 @@ consolidated ("sleep") first, and the episode is stored when it ends; its rules 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from noosphere.envs import Environment
 from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.llm import Message, Model
-from noosphere.memory import Embedder, Episode, MemoryStore, recall, sleep
+from noosphere.memory import Embedder, Episode, MemoryStore, default_embedder, recall, sleep
 from noosphere.metaagent.agents import LANGUAGE_AGENTS, ROLES, Note, orchestrator_output
 from noosphere.metaagent.events import (
     ActionTaken,
@@ -42,7 +42,8 @@ class MemorySettings:
     conceptual: bool = True
     method: str = "random"
     k: int = 4
-    embedder: Embedder | None = None
+    embedder: Embedder = field(default_factory=default_embedder)
+    """Clusters the rules at each sleep and ranks episodes for relevance retrieval."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ class MetaAgent:
         memory = self.memory
         if memory is None or not (memory.episodic or memory.conceptual):
             return
-        if memory.conceptual and query is None and memory.embedder is not None:
+        if memory.conceptual and query is None:  # sleep: consolidate the rules before a new task
             sleep(memory.store, memory.embedder)
         found = recall(memory.store, query or state.task, k=memory.k, method=memory.method, rng=self.rng,
                        embedder=memory.embedder, episodic=memory.episodic, conceptual=memory.conceptual)
