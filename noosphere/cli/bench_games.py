@@ -15,6 +15,12 @@ from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption
 from noosphere.cli.bench_run import Items, QuietOption, ResumeOption, run_benchmark
 from noosphere.llm import DEFAULT_MODEL, Model
 
+GameSystemOption = Annotated[str, typer.Option(help="react, reflexion or metaagent")]
+MemoryOption = Annotated[str, typer.Option(help="metaagent: none, episodic, conceptual or both")]
+RetrieveOption = Annotated[str, typer.Option(help="metaagent: random (the paper) or relevant")]
+KOption = Annotated[int, typer.Option(min=0, help="metaagent: past episodes recalled per game")]
+MaxActionsOption = Annotated[int, typer.Option(min=1, help="step budget per game")]
+
 
 def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     def game_options(system: str, memory: str, retrieve: str, k: int, max_actions: int, model: str,
@@ -35,13 +41,13 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
     @bench_app.command("alfworld")
     def alfworld(
-        system: Annotated[str, typer.Option(help="react, reflexion or metaagent")] = "metaagent",
-        memory: Annotated[str, typer.Option(help="metaagent: none, episodic, conceptual or both")] = "both",
-        retrieve: Annotated[str, typer.Option(help="metaagent: random (the paper) or relevant")] = "random",
-        k: Annotated[int, typer.Option(min=0, help="metaagent: past episodes recalled per game")] = 4,
+        system: GameSystemOption = "metaagent",
+        memory: MemoryOption = "both",
+        retrieve: RetrieveOption = "random",
+        k: KOption = 4,
         per_type: Annotated[int | None, typer.Option(help="games of each of the six task types")] = 4,
         limit: Annotated[int | None, typer.Option(help="first N games of that balanced list")] = None,
-        max_actions: Annotated[int, typer.Option(min=1, help="step budget per game")] = 50,
+        max_actions: MaxActionsOption = 50,
         data: Annotated[Path | None, typer.Option(help="ALFWorld json_2.1.1 folder")] = None,
         model: ModelOption = DEFAULT_MODEL,
         seed: SeedOption = 0,
@@ -66,14 +72,14 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
     @bench_app.command("textworld")
     def textworld(
-        system: Annotated[str, typer.Option(help="react, reflexion or metaagent")] = "metaagent",
-        memory: Annotated[str, typer.Option(help="metaagent: none, episodic, conceptual or both")] = "both",
-        retrieve: Annotated[str, typer.Option(help="metaagent: random (the paper) or relevant")] = "random",
-        k: Annotated[int, typer.Option(min=0, help="metaagent: past episodes recalled per game")] = 4,
+        system: GameSystemOption = "metaagent",
+        memory: MemoryOption = "both",
+        retrieve: RetrieveOption = "random",
+        k: KOption = 4,
         tier: Annotated[int, typer.Option(min=1, max=3, help="difficulty tier")] = 1,
         per_challenge: Annotated[int, typer.Option(min=1, help="games of each challenge")] = 3,
         limit: Annotated[int | None, typer.Option(help="first N games")] = None,
-        max_actions: Annotated[int, typer.Option(min=1, help="step budget per game")] = 50,
+        max_actions: MaxActionsOption = 50,
         games_dir: Annotated[Path | None, typer.Option(
             help="where generated games are kept (default ~/.cache/noosphere/textworld)")] = None,
         model: ModelOption = DEFAULT_MODEL,

@@ -36,8 +36,6 @@ class JobResult:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str
-    reused_tokens: int
-    """Prompt tokens that were already in the KV cache and were not evaluated again."""
 
 
 @dataclass
@@ -64,7 +62,6 @@ class _Slot:
     output: list[int] = field(default_factory=list)
     text: bytearray = field(default_factory=bytearray)
     logits_at: int | None = None
-    reused: int = 0
 
 
 @dataclass
@@ -222,7 +219,7 @@ class BatchEngine:
                 self._llama.llama_memory_seq_cp(memory, source.seq, slot.seq, 0, reuse)
         slot.cached = job.tokens[:reuse]
         slot.job, slot.sampler, slot.pending = job, sampler, job.tokens[reuse:]
-        slot.next_token, slot.output, slot.text, slot.reused = None, [], bytearray(), reuse
+        slot.next_token, slot.output, slot.text = None, [], bytearray()
         self.stats.reused_prompt_tokens += reuse
 
     # decoding -----------------------------------------------------------------------------------
@@ -305,5 +302,4 @@ class BatchEngine:
             return
         job.future.set_result(JobResult(
             text=text if text is not None else slot.text.decode("utf-8", "replace"),
-            prompt_tokens=len(job.tokens), completion_tokens=len(slot.output), finish_reason=reason,
-            reused_tokens=slot.reused))
+            prompt_tokens=len(job.tokens), completion_tokens=len(slot.output), finish_reason=reason))
