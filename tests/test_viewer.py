@@ -209,8 +209,10 @@ def test_a_model_call_opens_to_prompt_response_tokens_latency_and_repair(view: A
     assert segments.count() == 4 and "iteration 1" in segments.nth(1).inner_text()
     segments.nth(1).locator("summary").first.click()
     call = panel.locator("details.call").filter(has_text="repair: invalid")
+    call.wait_for()  # the segment builds its calls when it opens
     assert call.count() == 1
     call.locator("summary").click()
+    call.locator(".call-detail").wait_for()
     detail = call.locator(".call-detail").inner_text()
     assert "repair (try 1): invalid" in detail and "no JSON object found" in detail
     assert "I think it is sarcastic" in detail and "prompt (2 messages)" in detail and "system" in detail
