@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field
 
+from noosphere.llm.forms import choice_form
 from noosphere.metaagent.state import EpisodeState
 
 ROLES = {
@@ -51,13 +52,11 @@ class Note(BaseModel):
 
 def motor_output(admissible: tuple[str, ...]) -> type[BaseModel]:
     """The motor's form: one field whose only values are this step's admissible actions."""
-    options = tuple(dict.fromkeys(admissible)) or ("look",)
-    return create_model("MotorAction", action=(Literal[options], Field(description="one admissible action")))  # type: ignore[valid-type]
+    return choice_form("MotorAction", "action", admissible or ("look",), "one admissible action")
 
 
 def orchestrator_output(successors: tuple[str, ...]) -> type[BaseModel]:
-    return create_model("NextAgent", reason=(str, Field(max_length=200)),
-                        next=(Literal[successors], Field(description="the agent to act next")))  # type: ignore[valid-type]
+    return choice_form("NextAgent", "next", successors, "the agent to act next", reason="reason", reason_chars=200)
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,12 @@ lesson so far. A Reflexion game counts as won if any trial wins; its actions are
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel
 
 from noosphere.envs import Environment
 from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.llm import Message, Model
+from noosphere.llm.forms import choice_form
 from noosphere.metaagent.agents import ROLES, Note
 from noosphere.metaagent.engine import EpisodeResult
 from noosphere.metaagent.events import ActionTaken, EpisodeEnded, EpisodeStarted
@@ -25,9 +24,8 @@ REACT_ROLE = ("You play a text game to complete a task. At each step think brief
 
 
 def _react_output(admissible: tuple[str, ...]) -> type[BaseModel]:
-    options = tuple(dict.fromkeys(admissible)) or ("look",)
-    return create_model("ReactStep", thought=(str, Field(max_length=300)),
-                        action=(Literal[options], Field(description="one admissible action")))  # type: ignore[valid-type]
+    return choice_form("ReactStep", "action", admissible or ("look",), "one admissible action", reason="thought",
+                       reason_chars=300)
 
 
 async def react(model: Model, env: Environment, *, max_actions: int = 50, lessons: tuple[str, ...] = (),

@@ -12,19 +12,17 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
-
-from pydantic import Field, create_model
+from typing import Any, Protocol
 
 from noosphere.llm import Model
-from noosphere.society.events import BallotCast, Tallied
+from noosphere.llm.forms import choice_form
 from noosphere.society.hierarchy import SubSociety
 from noosphere.society.member import Member
 from noosphere.society.organisations import monarchy
-from noosphere.society.phases import SolveAlone
+from noosphere.society.phases import SolveAlone, hold_vote
 from noosphere.society.session import Session, Statement
 from noosphere.society.society import Society
-from noosphere.society.voting import Ballot, tally
+from noosphere.society.voting import Ballot
 from noosphere.trace import Event
 
 
@@ -73,9 +71,8 @@ class CriticsVote:
         artists = list(proposals)
         if not artists:
             return
-        numbers = tuple(str(i + 1) for i in range(len(artists)))
-        choice = create_model("CriticVote", reasoning=(str, Field(max_length=600)),
-                              choice=(Literal[numbers], Field(description="the number of the proposal")))  # type: ignore[valid-type]
+        choice = choice_form("CriticVote", "choice", [str(i + 1) for i in range(len(artists))],
+                             "the number of the proposal", reason="reasoning", reason_chars=600)
         listing = "\n".join(f"({i + 1}) {r.answer}" for i, r in enumerate(proposals.values()))
 
         async def vote(critic: Member) -> Any:
@@ -84,13 +81,9 @@ class CriticsVote:
 
         votes = await session.each(self.critics, self.name, session.rounds + 2, vote)
         ballots = [Ballot(name, (artists[int(v.choice) - 1],)) for name, v in votes.items()]
-        for ballot in ballots:
-            session.trace.emit(BallotCast(voter=ballot.voter, ranking=list(ballot.ranking)))
-        result = tally(ballots, artists, session.voting_rule, rng=session.rng)
-        session.trace.emit(Tallied(rule=result.rule, scores=result.scores, winner=result.winner,
-                                   tied=list(result.tied)))
-        if result.winner is not None:
-            session.decided_by, session.answer = result.winner, proposals[result.winner].answer
+        winner = hold_vote(session, ballots, artists)
+        if winner is not None:
+            session.decided_by, session.answer = winner, proposals[winner].answer
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, create_model
 
+from noosphere.llm.forms import choice_form
 from noosphere.society.events import BallotCast, Tallied
 from noosphere.society.member import Member
 from noosphere.society.session import Contribution, Session, Statement
@@ -51,9 +52,8 @@ def _transcript(session: Session) -> str:
 
 
 def _choice_model(count: int) -> type[BaseModel]:
-    letters = tuple(string.ascii_uppercase[:count])
-    return create_model("Choice", reasoning=(str, Field(max_length=800)),
-                        choice=(Literal[letters], Field(description="the letter of the option")))  # type: ignore[valid-type]
+    return choice_form("Choice", "choice", string.ascii_uppercase[:count], "the letter of the option",
+                       reason="reasoning", reason_chars=800)
 
 
 def _ranking_model(count: int) -> type[BaseModel]:
@@ -230,10 +230,14 @@ class MembersVote:
             for option in ballot.ranking:
                 wording.setdefault(key(option), option)
         keyed = [Ballot(b.voter, tuple(key(o) for o in b.ranking)) for b in ballots]
-        for ballot in keyed:
-            session.trace.emit(BallotCast(voter=ballot.voter, ranking=list(ballot.ranking)))
-        result = tally(keyed, list(wording), session.voting_rule, rng=session.rng)
-        session.trace.emit(Tallied(rule=result.rule, scores=result.scores, winner=result.winner,
-                                   tied=list(result.tied)))
-        session.answer = wording.get(result.winner or "")
+        session.answer = wording.get(hold_vote(session, keyed, list(wording)) or "")
         session.decided_by = "vote"
+
+
+def hold_vote(session: Session, ballots: list[Ballot], options: list[str]) -> str | None:
+    """Count `ballots` over `options` under the session's rule, tracing every ballot and the tally."""
+    for ballot in ballots:
+        session.trace.emit(BallotCast(voter=ballot.voter, ranking=list(ballot.ranking)))
+    result = tally(ballots, options, session.voting_rule, rng=session.rng)
+    session.trace.emit(Tallied(rule=result.rule, scores=result.scores, winner=result.winner, tied=list(result.tied)))
+    return result.winner

@@ -1,0 +1,23 @@
+"""Output forms built at run time: a field whose value must be one of a list known only then.
+
+Votes, agent picks, admissible game actions: the options change from call to call, so the form is
+made per call; as a `Literal` the options reach the JSON schema as an enum, and constrained decoding
+can produce nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, create_model
+
+
+def choice_form(name: str, field: str, options: Sequence[str], description: str, *, reason: str | None = None,
+                reason_chars: int = 400) -> type[BaseModel]:
+    """A form with an optional free-text `reason` field first, then `field`, one of `options`."""
+    fields: dict[str, Any] = {}
+    if reason is not None:
+        fields[reason] = (str, Field(max_length=reason_chars))
+    fields[field] = (Literal[tuple(dict.fromkeys(options))], Field(description=description))  # type: ignore[valid-type]
+    return create_model(name, **fields)
