@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from noosphere.redact import REDACTED, Redactor
+from noosphere.scope import current_scope
 
 __all__ = ["REDACTED", "Event", "Redactor", "Trace", "read_trace"]
 
@@ -125,6 +126,9 @@ class Trace:
         self._file = path.open("a", encoding="utf-8") if path else None
 
     def emit(self, event: Event) -> None:
+        scope = current_scope()
+        if scope is not None and getattr(event, "item_id", None) is None:
+            event = event.model_copy(update={"item_id": scope.item_id})
         if self.keep:
             self.events.append(event)
         if self._file is not None:

@@ -12,6 +12,7 @@ import asyncio
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,6 +111,11 @@ async def solve_society(society: Society, item: GsmItem) -> Scored:
     if society.economy is not None:  # the ledger lives across problems: record how it stands after each
         detail["balances"] = {name: round(v, 2) for name, v in society.economy.balances.items()}
     return _scored(item, result.answer, **detail)
+
+
+async def solve_in_new_society(build: Callable[[], Society], item: GsmItem) -> Scored:
+    """A fresh society for this problem alone, so that problems can be solved at the same time."""
+    return await solve_society(build(), item)
 
 
 def planned_calls(spec: SocietySpec) -> int:

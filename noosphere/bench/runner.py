@@ -1,13 +1,15 @@
 """A resumable benchmark loop: one line per item in `items.jsonl`, appended as soon as it is scored.
 
-A killed run resumes from its folder and skips the items already there. Items run one after the
-other so that each item's model calls sit together in the trace between its start and finish
-events (the local backend serialises calls anyway). Per item we record the prediction, the gold
-answer, calls, tokens and seconds; an item whose system fails records the error and counts as wrong.
+A killed run resumes from its folder and skips the items already there. Items may be scored several
+at a time (`parallel`), which keeps the batched local backend's slots busy; each item runs in its own
+scope (`noosphere.scope`), so its calls and tokens are counted apart and its trace events carry its id.
+Per item we record the prediction, the gold answer, calls, tokens, seconds and when it started and
+finished; an item whose system fails records the error and counts as wrong.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -19,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from noosphere.errors import RuntimeFault
 from noosphere.runs import Run
+from noosphere.scope import item_scope
 from noosphere.trace import Event
 
 
@@ -63,42 +66,66 @@ def load_done(path: Path) -> dict[str, dict[str, Any]]:
     return done
 
 
-async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solve, *, show_progress: bool = True
-                    ) -> list[dict[str, Any]]:
-    """Score `(id, item, gold)` triples with `solve`; returns all rows in item order, resumed ones included."""
+async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solve, *, show_progress: bool = True,
+                    parallel: int = 1) -> list[dict[str, Any]]:
+    """Score `(id, item, gold)` triples with `solve`, `parallel` at a time; returns all rows in item order,
+    resumed ones included. Rows are appended in the order items finish."""
     path = run.directory / "items.jsonl"
     done = load_done(path)
     todo = [entry for entry in items if entry[0] not in done]
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("acc {task.fields[acc]}"), TimeRemainingColumn())
-    correct = sum(1 for row in done.values() if row["correct"])
+    _end_torn_line(path)
+    tally = {"correct": sum(1 for row in done.values() if row["correct"])}
+    gate = asyncio.Semaphore(max(1, parallel))
     with Progress(*columns, disable=not show_progress, transient=False) as progress, \
             path.open("a", encoding="utf-8") as out:
         task = progress.add_task(run.config.get("benchmark", "bench"), total=len(items), completed=len(done),
-                                 acc=_accuracy(correct, len(done)))
-        for item_id, item, gold in todo:
-            run.trace.emit(BenchItemStarted(item_id=item_id))
-            calls_before, tokens_before = run.ledger.calls, run.ledger.total.total_tokens
-            started = time.perf_counter()
-            error = None
-            try:
-                scored = await solve(item)
-            except RuntimeFault as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                scored = Scored(None, False, {})
-            row = {"id": item_id, "prediction": scored.prediction, "gold": gold, "correct": scored.correct,
-                   "calls": run.ledger.calls - calls_before,
-                   "tokens": run.ledger.total.total_tokens - tokens_before,
-                   "seconds": round(time.perf_counter() - started, 3), "error": error, **scored.detail}
+                                 acc=_accuracy(tally["correct"], len(done)))
+
+        async def score(item_id: str, item: Any, gold: Any) -> None:
+            async with gate:
+                row = await _score_one(run, item_id, item, gold, solve)
             out.write(json.dumps(row, default=str) + "\n")
             out.flush()
-            run.trace.emit(BenchItemFinished(item_id=item_id, prediction=scored.prediction, gold=gold,
-                                             correct=scored.correct, calls=row["calls"], tokens=row["tokens"],
-                                             seconds=row["seconds"], error=error))
             done[item_id] = row
-            correct += int(scored.correct)
-            progress.update(task, advance=1, acc=_accuracy(correct, len(done)))
+            tally["correct"] += int(row["correct"])
+            progress.update(task, advance=1, acc=_accuracy(tally["correct"], len(done)))
+
+        async with asyncio.TaskGroup() as group:
+            for entry in todo:
+                group.create_task(score(*entry))
     return [done[item_id] for item_id, _, _ in items if item_id in done]
+
+
+def _end_torn_line(path: Path) -> None:
+    """A kill mid-write leaves a line without its newline; close it so the next row starts a line of its own."""
+    if path.exists() and path.stat().st_size:
+        with path.open("rb") as handle:
+            handle.seek(-1, 2)
+            torn = handle.read(1) != b"\n"
+        if torn:
+            with path.open("a", encoding="utf-8") as out:
+                out.write("\n")
+
+
+async def _score_one(run: Run, item_id: str, item: Any, gold: Any, solve: Solve) -> dict[str, Any]:
+    with item_scope(item_id) as scope:
+        run.trace.emit(BenchItemStarted(item_id=item_id))
+        started_at, started = time.time(), time.perf_counter()
+        error = None
+        try:
+            scored = await solve(item)
+        except RuntimeFault as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            scored = Scored(None, False, {})
+        row = {"id": item_id, "prediction": scored.prediction, "gold": gold, "correct": scored.correct,
+               "calls": scope.calls, "tokens": scope.tokens, "seconds": round(time.perf_counter() - started, 3),
+               "started": round(started_at, 3), "finished": round(time.time(), 3), "error": error, **scored.detail}
+        run.trace.emit(BenchItemFinished(item_id=item_id, prediction=scored.prediction, gold=gold,
+                                         correct=scored.correct, calls=row["calls"], tokens=row["tokens"],
+                                         seconds=row["seconds"], error=error))
+    return row
 
 
 def _accuracy(correct: int, total: int) -> str:
@@ -106,13 +133,29 @@ def _accuracy(correct: int, total: int) -> str:
 
 
 def averages(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean cost per item. `seconds_per_item` is an item's own latency; with items scored in parallel,
+    `wall_seconds_per_item` (time the run was busy, divided by the items) is the throughput figure."""
     if not rows:
         return {}
     n = len(rows)
-    return {"calls_per_item": round(sum(r["calls"] for r in rows) / n, 2),
-            "tokens_per_item": round(sum(r["tokens"] for r in rows) / n, 1),
-            "seconds_per_item": round(sum(r["seconds"] for r in rows) / n, 2),
-            "errors": sum(1 for r in rows if r["error"])}
+    costs = {"calls_per_item": round(sum(r["calls"] for r in rows) / n, 2),
+             "tokens_per_item": round(sum(r["tokens"] for r in rows) / n, 1),
+             "seconds_per_item": round(sum(r["seconds"] for r in rows) / n, 2),
+             "errors": sum(1 for r in rows if r["error"])}
+    spans = sorted((r["started"], r["finished"]) for r in rows if "started" in r and "finished" in r)
+    if len(spans) == n:
+        costs["wall_seconds_per_item"] = round(_covered(spans) / n, 2)
+    return costs
+
+
+def _covered(spans: list[tuple[float, float]]) -> float:
+    """Length of the union of sorted time intervals (a resumed run's pause between sessions is not counted)."""
+    total, end = 0.0, float("-inf")
+    for start, finish in spans:
+        if finish > end:
+            total += finish - max(start, end)
+            end = finish
+    return total
 
 
 def write_report(run: Run, title: str, metrics: dict[str, Any], costs: dict[str, float]) -> dict[str, Any]:

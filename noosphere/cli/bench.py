@@ -18,7 +18,7 @@ from noosphere.bench.bfcl_data import CATEGORIES, load_bfcl
 from noosphere.bench.runner import Solve
 from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
 from noosphere.cli.bench_games import add_game_benchmarks
-from noosphere.cli.bench_run import Items, QuietOption, ResumeOption, run_benchmark
+from noosphere.cli.bench_run import Items, ParallelOption, QuietOption, ResumeOption, run_benchmark
 from noosphere.cli.bench_societies import add_society_benchmarks
 from noosphere.errors import UnknownNameError
 from noosphere.llm import DEFAULT_MODEL, Model
@@ -60,6 +60,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
         quiet: QuietOption = False,
+        parallel: ParallelOption = 1,
     ) -> None:
         """Sarcasm detection on MUStARD's text: accuracy, weighted precision, recall and F1."""
         _check_system(system)
@@ -81,7 +82,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
                                          mustard_bench.LABELS)
 
         run_benchmark(opener, "MUStARD (text)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                      max_tokens=400, prepare=prepare, summarise=summarise)
+                      max_tokens=400, prepare=prepare, summarise=summarise, parallel=parallel)
 
     @bench_app.command("bfcl")
     def bfcl_command(
@@ -97,6 +98,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
         quiet: QuietOption = False,
+        parallel: ParallelOption = 1,
     ) -> None:
         """Function calling on BFCL, scored by our AST matcher; accuracy per category."""
         _check_system(system)
@@ -125,7 +127,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             return metrics
 
         run_benchmark(opener, "BFCL (AST match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                      max_tokens=512, prepare=prepare, summarise=summarise)
+                      max_tokens=512, prepare=prepare, summarise=summarise, parallel=parallel)
 
     add_society_benchmarks(bench_app, opener)
     add_game_benchmarks(bench_app, opener)

@@ -21,6 +21,8 @@ from noosphere.runs import Run
 
 ResumeOption = Annotated[Path | None, typer.Option(help="resume a killed benchmark from its run folder")]
 QuietOption = Annotated[bool, typer.Option(help="no progress bar")]
+ParallelOption = Annotated[int, typer.Option(
+    min=1, help="items scored at once; the batched local backend decodes their calls together")]
 
 
 Items = list[tuple[str, Any, Any]]
@@ -29,7 +31,8 @@ Summarise = Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any]]
 
 
 def run_benchmark(opener: ModelOpener, title: str, config: dict[str, Any], *, out: Path, resume: Path | None,
-                  no_cache: bool, quiet: bool, max_tokens: int, prepare: Prepare, summarise: Summarise) -> None:
+                  no_cache: bool, quiet: bool, max_tokens: int, prepare: Prepare, summarise: Summarise,
+                  parallel: int = 1) -> None:
     """Open (or resume) the run, score the items, write the report. A resumed run keeps its saved config."""
     run = Run.resume(resume) if resume is not None else Run.create(out, command="bench", config=config)
     with run, terminate_as_interrupt():
@@ -38,7 +41,7 @@ def run_benchmark(opener: ModelOpener, title: str, config: dict[str, Any], *, ou
                      settings=Settings(seed=saved["seed"], max_tokens=max_tokens))
         items, solve = prepare(saved, llm)
         try:
-            rows = asyncio.run(run_items(run, items, solve, show_progress=not quiet))
+            rows = asyncio.run(run_items(run, items, solve, show_progress=not quiet, parallel=parallel))
             interrupted = False
         except KeyboardInterrupt:  # Ctrl-C or a time limit: report what is done; --resume goes on later
             done = load_done(run.directory / "items.jsonl")

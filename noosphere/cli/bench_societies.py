@@ -14,9 +14,10 @@ from noosphere.bench import roleplay as roleplay_bench
 from noosphere.bench.roleplay_tasks import TASKS as CODING_TASKS
 from noosphere.bench.runner import Solve
 from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
-from noosphere.cli.bench_run import Items, QuietOption, ResumeOption, run_benchmark
+from noosphere.cli.bench_run import Items, ParallelOption, QuietOption, ResumeOption, run_benchmark
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import DEFAULT_MODEL, Model
+from noosphere.society import Society
 from noosphere.society.config import SocietySpec, build_society, load_society_spec
 
 
@@ -72,10 +73,13 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
         quiet: QuietOption = False,
+        parallel: ParallelOption = 1,
     ) -> None:
         """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
         config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, n, model, limit,
                                                                          data, seed)
+        if parallel > 1 and (config.get("society") or {}).get("organisation") == "economy":
+            raise UsageError("an economy's ledger carries over from problem to problem: run it with --parallel 1")
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             items = gsm8k_bench.load_gsm8k(Path(saved["data"]) if saved.get("data") else None, limit=saved["limit"])
@@ -84,18 +88,24 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             elif saved["system"] == "best-of-n":
                 solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"])
             else:
-                built = build_society(SocietySpec.model_validate(saved["society"]),
-                                      lambda model_id: llm if model_id == saved["model"] else opener(
-                                          model_id, trace=llm.trace, ledger=llm.ledger, cache=llm.cache,
-                                          settings=llm.settings), saved["model"])
-                solve = partial(gsm8k_bench.solve_society, built)
+                spec = SocietySpec.model_validate(saved["society"])
+
+                def build() -> Society:
+                    return build_society(spec, lambda model_id: llm if model_id == saved["model"] else opener(
+                        model_id, trace=llm.trace, ledger=llm.ledger, cache=llm.cache, settings=llm.settings),
+                        saved["model"])
+
+                # Members keep a history while they work, so problems scored at once need a society each;
+                # an economy is one society throughout, because its ledger carries over.
+                solve = (partial(gsm8k_bench.solve_society, build()) if spec.organisation == "economy"
+                         else partial(gsm8k_bench.solve_in_new_society, build))
             return [(i.id, i, i.gold) for i in items], solve
 
         def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
             return {"accuracy": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows)}
 
         run_benchmark(opener, "GSM8K (exact match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                      max_tokens=800, prepare=prepare, summarise=summarise)
+                      max_tokens=800, prepare=prepare, summarise=summarise, parallel=parallel)
 
     @bench_app.command("roleplay")
     def roleplay(
@@ -107,6 +117,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
         quiet: QuietOption = False,
+        parallel: ParallelOption = 1,
     ) -> None:
         """CAMEL-style user/assistant pairs write code; hidden unit tests run in the sandbox."""
         config = {"benchmark": "roleplay", "system": "roleplay", "model": model, "limit": limit,
@@ -120,4 +131,4 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             return {"pass_rate": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows)}
 
         run_benchmark(opener, "Role-play coding (hidden tests)", config, out=out, resume=resume, no_cache=no_cache,
-                      quiet=quiet, max_tokens=700, prepare=prepare, summarise=summarise)
+                      quiet=quiet, max_tokens=700, prepare=prepare, summarise=summarise, parallel=parallel)

@@ -8,6 +8,7 @@ from typing import Any
 
 from noosphere.errors import BudgetExceededError
 from noosphere.llm.types import Usage
+from noosphere.scope import current_scope
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,10 @@ class UsageLedger:
             tally.calls += 1
             tally.cached_calls += int(cached)
             tally.usage = tally.usage + usage
+        scope = current_scope()
+        if scope is not None:
+            scope.calls += 1
+            scope.tokens += usage.total_tokens
 
     @property
     def total(self) -> Usage:

@@ -8,8 +8,8 @@ function callKey(event) {
 function indexRun(bundle) {
   const calls = [];
   const lastCall = new Map();
-  const itemSpans = new Map();
-  let openItem = null;
+  const itemIndexes = new Map();  // item id -> indexes of its events
+  let openItem = null;  // traces written before items were tagged: the item whose events follow
   bundle.events.forEach((event, index) => {
     if (event.kind === "model_call") {
       event._n = calls.length + 1;
@@ -18,19 +18,22 @@ function indexRun(bundle) {
     } else if (event.kind === "output_repaired") {  // emitted right after the call it repairs
       const call = lastCall.get(callKey(event));
       if (call) (call._repairs = call._repairs || []).push(event);
-    } else if (event.kind === "bench_item_started") {
-      openItem = {id: event.item_id, start: index};
-    } else if (event.kind === "bench_item_finished" && openItem && openItem.id === event.item_id) {
-      itemSpans.set(event.item_id, {start: openItem.start, end: index});  // a resumed item keeps its last try
-      openItem = null;
     }
+    if (event.kind === "bench_item_started") {
+      itemIndexes.set(event.item_id, []);  // a resumed item keeps its last try
+      openItem = event.item_id;
+    }
+    const owner = event.item_id !== undefined ? event.item_id : openItem;
+    if (owner !== null && itemIndexes.has(owner)) itemIndexes.get(owner).push(index);
+    if (event.kind === "bench_item_finished") openItem = null;
   });
-  return {...bundle, calls, itemSpans};
+  return {...bundle, calls, itemIndexes};
 }
 
+// An item's events: those tagged with its id (items scored in parallel interleave in the trace), or in
+// older traces the events between its start and finish.
 function itemEvents(run, itemId) {
-  const span = run.itemSpans.get(itemId);
-  return span ? run.events.slice(span.start, span.end + 1) : [];
+  return (run.itemIndexes.get(itemId) || []).map((index) => run.events[index]);
 }
 
 function totals(events) {

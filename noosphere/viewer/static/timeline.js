@@ -114,24 +114,27 @@ function segmentList(events) {
     () => segmentBody(segment.events), {class: "segment"}), 100);
 }
 
-// Benchmark runs: one entry per item, each opening to its own iterations, phases or steps.
+// Benchmark runs: one entry per item, where the item started, each opening to its own iterations,
+// phases or steps. Items scored in parallel interleave in the trace; their tags pull them apart.
 function itemSegments(run, events) {
+  const firstOf = new Map();  // index of an item's first event -> item id
+  const owned = new Set();
+  for (const [itemId, indexes] of run.itemIndexes) {
+    if (indexes.length) firstOf.set(indexes[0], itemId);
+    for (const index of indexes) owned.add(index);
+  }
   const out = [];
   let loose = [];
-  let index = 0;
-  while (index < events.length) {
-    const event = events[index];
-    const span = event.kind === "bench_item_started" ? run.itemSpans.get(event.item_id) : null;
-    if (span && span.start === index) {
+  events.forEach((event, index) => {
+    if (firstOf.has(index)) {
       if (loose.length) out.push({label: out.length ? "between items" : "start", events: loose});
       loose = [];
-      out.push({label: `item ${event.item_id}`, events: events.slice(span.start, span.end + 1), item: true});
-      index = span.end + 1;
-    } else {
+      const itemId = firstOf.get(index);
+      out.push({label: `item ${itemId}`, events: itemEvents(run, itemId), item: true});
+    } else if (!owned.has(index)) {
       loose.push(event);
-      index += 1;
     }
-  }
+  });
   if (loose.length) out.push({label: "end", events: loose});
   return out;
 }
@@ -141,7 +144,7 @@ function timelineView(run, events) {
   const sum = totals(events);
   root.appendChild(el("p", {class: "hint"}, `${events.length.toLocaleString("en")} events, ` +
     `${sum.calls.toLocaleString("en")} model calls. Click a row to open it.`));
-  if (run.itemSpans.size && events === run.events) {
+  if (run.itemIndexes.size && events === run.events) {
     const list = el("div", {class: "segments"});
     root.appendChild(paged(list, list, itemSegments(run, events), (segment) => lazyDetails(segmentSummary(segment),
       () => (segment.item ? segmentList(segment.events) : segmentBody(segment.events)), {class: "segment"}), 100));

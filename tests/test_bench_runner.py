@@ -1,0 +1,70 @@
+"""The benchmark loop scoring items in parallel: per-item accounting, tagged events, order, resume."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from pathlib import Path
+
+from noosphere.bench import averages
+from noosphere.bench.runner import Scored, load_done, run_items
+from noosphere.llm import Message, Model, ScriptedBackend
+from noosphere.runs import Run
+from noosphere.trace import read_trace
+
+
+def test_parallel_items_are_counted_and_tagged_apart(tmp_path: Path) -> None:
+    backend = ScriptedBackend(lambda request: "one two three", latency_s=0.02)
+    run = Run.create(tmp_path, command="bench", config={"benchmark": "toy"})
+    model = Model(backend, trace=run.trace, ledger=run.ledger)
+
+    async def solve(calls: int) -> Scored:
+        # item k makes k calls, two of them at once when it can, as a workspace would
+        async def ask(n: int) -> None:
+            await model.complete([Message.user(f"call {n}")], agent=f"agent{n % 2}")
+
+        async with asyncio.TaskGroup() as group:
+            for n in range(calls):
+                group.create_task(ask(n))
+        return Scored(calls, calls % 2 == 0, {})
+
+    items = [(f"item{k}", k, None) for k in range(1, 7)]
+    with run:
+        rows = asyncio.run(run_items(run, items, solve, show_progress=False, parallel=3))
+        run.finish({})
+
+    assert [r["id"] for r in rows] == [f"item{k}" for k in range(1, 7)]  # item order, not finishing order
+    assert [r["calls"] for r in rows] == [1, 2, 3, 4, 5, 6]
+    assert [r["tokens"] for r in rows] == [5 * k for k in range(1, 7)]  # 2 prompt + 3 reply words a call
+    spans = sorted((r["started"], r["finished"]) for r in rows)
+    assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans))  # they overlapped
+    costs = averages(rows)
+    assert 0 < costs["wall_seconds_per_item"] < costs["seconds_per_item"]
+
+    calls_by_item: dict[str, int] = {}
+    for event in read_trace(run.directory / "trace.jsonl"):
+        if event.kind == "model_call":
+            item_id = event.item_id
+            calls_by_item[item_id] = calls_by_item.get(item_id, 0) + 1
+    assert calls_by_item == {f"item{k}": k for k in range(1, 7)}
+
+
+def test_a_resumed_parallel_run_scores_only_what_is_missing(tmp_path: Path) -> None:
+    run = Run.create(tmp_path, command="bench", config={"benchmark": "toy"})
+    seen: list[int] = []
+
+    async def solve(value: int) -> Scored:
+        seen.append(value)
+        return Scored(value, True, {})
+
+    (run.directory / "items.jsonl").write_text(
+        json.dumps({"id": "a", "prediction": 1, "gold": None, "correct": True, "calls": 0, "tokens": 0,
+                    "seconds": 0.0, "error": None}) + "\n" + '{"id": "b", "predic')  # b was torn by a kill
+    with run:
+        rows = asyncio.run(run_items(run, [("a", 1, None), ("b", 2, None), ("c", 3, None)], solve,
+                                     show_progress=False, parallel=2))
+        run.finish({})
+    assert sorted(seen) == [2, 3]
+    assert [r["id"] for r in rows] == ["a", "b", "c"]
+    assert sorted(load_done(run.directory / "items.jsonl")) == ["a", "b", "c"]  # the torn line spoils no new row
