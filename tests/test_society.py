@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 
@@ -60,6 +61,10 @@ def test_monarchy_runs_the_four_phases_and_the_leader_decides() -> None:
     # Without the right to know, a member never sees another member's words.
     member_b_prompts = [m.content for r in backend.history if r.agent == "b" for m in r.messages]
     assert not any("Answer1" in text or "(answer: 13)" in text for text in member_b_prompts)
+    # A round's reply is kept apart from the task's answer, which the member holds unless it changes its mind.
+    round_one = next(r for r in backend.history if r.agent == "c" and "organizer asks" in r.messages[-1].content)
+    assert "Your answer to the task so far is 13" in round_one.messages[-1].content
+    assert round_one.json_schema is not None and "not to the question" in json.dumps(round_one.json_schema)
 
 
 def test_a_member_whose_replies_never_parse_forfeits_and_the_society_still_answers() -> None:

@@ -39,7 +39,7 @@ async def solve_ctm(model: Model, settings: WorkspaceSettings, item: BfclItem) -
     request = "\n".join(message.content for message in item.messages if message.role == "user")
     proposers = [FunctionProposer(_processor_name(i, spec.name), model, spec) for i, spec in enumerate(item.tools)]
     workspace = Workspace(list(proposers), ShortTermMemory(model), settings)
-    query = f"Which function calls, with which arguments, does this request need? Request: {request}"
+    query = f"Request: {request}\nWhich function calls, with which arguments, does this request need?"
     await workspace.run(query)
     calls: list[ToolCall] = []
     for proposer in proposers:

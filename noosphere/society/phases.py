@@ -33,6 +33,16 @@ class SubQuestion(BaseModel):
     question: str = Field(min_length=3, max_length=400, description="one question for the members, ending in '?'")
 
 
+class RoundStatement(Statement):
+    """A member's turn in an organizer's round: the reply to the sub-question, and the answer to the task
+    apart from it. Small models otherwise put the number that answers the sub-question where the task's
+    answer belongs (seen on GSM8K: a monthly figure replaced the yearly answer the member had right)."""
+
+    reasoning: str = Field(max_length=2000, description="your reply to the organizer's question, with its working")
+    answer: str = Field(min_length=1, max_length=300,
+                        description="your answer to the whole task (not to the question), short")
+
+
 class Summary(BaseModel):
     summary: str = Field(max_length=1500, description="what the discussion established, wrong claims left out")
     answer: str = Field(min_length=1, max_length=300, description="the answer the discussion supports best")
@@ -112,8 +122,12 @@ class OrganizerRounds:
                     peers = "Last round's answers:\n" + "\n".join(
                         f"Answer{i + 1} ({r.member}): {r.text[:SNIPPET]} (answer: {r.answer})"
                         for i, r in enumerate(previous)) + "\n\n"
-                return await member.ask(f"{peers}The organizer asks: {question}\nAnswer it, then give your current "
-                                        f"answer to the task: {session.task}", Statement)
+                own = session.latest([member]).get(member.name)
+                keep = (f"Your answer to the task so far is {own.answer}; keep it unless your reply shows it is "
+                        "wrong." if own else "")
+                return await member.ask(f"{peers}The organizer asks: {question}\nReply to the question. Then give "
+                                        f"your answer to the whole task, not to the question: {session.task} {keep}",
+                                        RoundStatement)
 
             for name, statement in (await session.each(session.members, self.name, round_, turn)).items():
                 session.say(name, self.name, round_, statement)

@@ -9,6 +9,7 @@ processors' questions, so the final decision uses the former only.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, Field, create_model
@@ -18,19 +19,25 @@ from noosphere.observation import Observation
 from noosphere.workspace.chunk import Chunk, ProcessorOutput, WeightRule
 from noosphere.workspace.processor import LLMProcessor, Perceive, nothing
 
+# Small models write their verdict first and rationalise it after, so `calls` comes first in the
+# output: the proposer decides on the calls, then explains them. The argument schema is shown as well as
+# enforced, because the names and descriptions of the arguments are what ties them to the request.
 PROPOSE = """
-You own one function: {name} - {description}
-In "calls", list every call of your function that the request needs, each with its arguments, or
-no call at all if your function does not serve the request. Score relevance by how much the request
-needs your function: 0.0 if it does not need it at all."""
+You own one function, {name}: {description}
+Its arguments, as a JSON schema: {parameters}
+First fill "calls": every call of your function that the request asks for, each one an object of
+arguments taken from the request; an empty list if the request does not ask for what your function
+does. Then "response": the calls you propose and why, in a sentence or two. Score relevance by how
+much the request needs your function: 1.0 if it asks for exactly what your function does, 0.0 if it
+does not need it at all."""
 
 
 def _proposal_model(spec: ToolSpec) -> type[BaseModel]:
-    """ProcessorOutput plus `calls`, whose items are constrained to the function's argument schema."""
+    """`calls`, whose items are constrained to the function's argument schema, then ProcessorOutput's fields."""
     calls = Field(description="argument objects, one per call; empty if the request does not need the function",
                   json_schema_extra={"items": spec.parameters})
-    fields: dict[str, Any] = {**{name: (info.annotation, info) for name, info in ProcessorOutput.model_fields.items()},
-                              "calls": (list[dict[str, Any]], calls)}
+    fields: dict[str, Any] = {"calls": (list[dict[str, Any]], calls),
+                              **{name: (info.annotation, info) for name, info in ProcessorOutput.model_fields.items()}}
     return create_model("Proposal", **fields)
 
 
@@ -45,8 +52,9 @@ class FunctionProposer(LLMProcessor):
         """Latest proposal per question asked."""
 
     def system_prompt(self) -> str:
-        return super().system_prompt() + PROPOSE.format(name=self.function.name,
-                                                        description=self.function.description)
+        return super().system_prompt() + PROPOSE.format(
+            name=self.function.name, description=self.function.description,
+            parameters=json.dumps(self.function.parameters, separators=(",", ":")))
 
     async def execute(self, query: str, observation: Observation, *, tick: int) -> Chunk:
         perception = self.perceive(observation)
