@@ -4,9 +4,11 @@ Configurations: base; best-of-N with N equal to the monarchy's calls; the monarc
 with its rights added one at a time (the paper's table 4: know; know + change; know + change +
 execute); the debate; the monarchy with 1, 3 and 5 rounds (table 3). Each writes its run folder
 under `--out/<name>/`; a killed suite picks every run up where it stopped. The summary prints
-accuracy, calls, tokens and seconds per problem.
+accuracy, calls, tokens and seconds per problem (its own latency, and wall time per problem with
+`--parallel` problems at once).
 
-    python benchmarks/gsm8k_suite.py [--limit 50] [--model ID] [--only NAME ...] [--out runs/gsm8k-suite]
+    python benchmarks/gsm8k_suite.py [--limit 50] [--model ID] [--only NAME ...] [--parallel 2]
+                                     [--out runs/gsm8k-suite]
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ CONFIGS: dict[str, list[str]] = {
 def run(name: str, args: argparse.Namespace) -> None:
     folder = args.out / name
     existing = sorted(p for p in folder.glob("*") if (p / "config.json").exists()) if folder.exists() else []
-    command = [sys.executable, "-m", "noosphere", "bench", "gsm8k", "--quiet"]
+    command = [sys.executable, "-m", "noosphere", "bench", "gsm8k", "--quiet", "--parallel", str(args.parallel)]
     if existing:
         command += ["--resume", str(existing[-1])]
     else:
@@ -47,8 +49,8 @@ def run(name: str, args: argparse.Namespace) -> None:
 
 
 def summary(out: Path) -> None:
-    print("| configuration | n | accuracy | calls/problem | tokens/problem | seconds/problem |")
-    print("|---|---|---|---|---|---|")
+    print("| configuration | n | accuracy | calls/problem | tokens/problem | seconds/problem | wall s/problem |")
+    print("|---|---|---|---|---|---|---|")
     for name in CONFIGS:
         reports = sorted((out / name).glob("*/report.json")) if (out / name).exists() else []
         if not reports:
@@ -56,7 +58,8 @@ def summary(out: Path) -> None:
         report = json.loads(reports[-1].read_text())
         metrics, costs = report["metrics"], report.get("costs", {})
         print(f"| {name} | {metrics['n']} | {metrics['accuracy']} | {costs.get('calls_per_item')} | "
-              f"{costs.get('tokens_per_item')} | {costs.get('seconds_per_item')} |")
+              f"{costs.get('tokens_per_item')} | {costs.get('seconds_per_item')} | "
+              f"{costs.get('wall_seconds_per_item', '-')} |")
 
 
 def main() -> None:
@@ -65,6 +68,7 @@ def main() -> None:
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
     parser.add_argument("--only", nargs="*", choices=list(CONFIGS))
     parser.add_argument("--out", type=Path, default=Path("runs/gsm8k-suite"))
+    parser.add_argument("--parallel", type=int, default=2, help="problems solved at once (batched decoding)")
     parser.add_argument("--summary-only", action="store_true")
     args = parser.parse_args()
     if not args.summary_only:

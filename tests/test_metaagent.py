@@ -173,3 +173,13 @@ def test_textworld_bench_plays_generated_games_resumably_with_success_per_type(t
     assert row["correct"] and row["task_type"] == "coin_collector" and row["actions"] == len(moves)
     report = json.loads((run_dir / "report.json").read_text())["metrics"]
     assert report["success_rate"] == 100.0 and report["coin_collector_success"] == "1/1"
+
+
+def test_games_with_memory_refuse_to_run_in_parallel(tmp_path: Path) -> None:
+    from tests.test_cli import invoke
+
+    args = ["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--parallel", "2",
+            "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--quiet"]
+    code, _, err = invoke(args, lambda model_id, **kwargs: None)
+    assert code == 2 and "carries from one game to the next" in err
+    assert not (tmp_path / "runs").exists()  # refused before a run folder was made

@@ -12,7 +12,8 @@ import typer
 from noosphere.bench import games as games_bench
 from noosphere.bench.runner import Solve
 from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
-from noosphere.cli.bench_run import Items, QuietOption, ResumeOption, run_benchmark
+from noosphere.cli.bench_run import Items, ParallelOption, QuietOption, ResumeOption, run_benchmark
+from noosphere.errors import UsageError
 from noosphere.llm import DEFAULT_MODEL, Model
 
 GameSystemOption = Annotated[str, typer.Option(help="react, reflexion or metaagent")]
@@ -30,14 +31,24 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                 "model": model, "limit": limit, "seed": seed}
 
     def run_games(config: dict[str, Any], title: str, games_for: Callable[[dict[str, Any]], list[Any]], *,
-                  out: Path, resume: Path | None, no_cache: bool, quiet: bool) -> None:
+                  out: Path, resume: Path | None, no_cache: bool, quiet: bool, parallel: int) -> None:
+        def check_parallel(settings: dict[str, Any]) -> None:
+            if parallel > 1 and settings["system"] == "metaagent" and settings["memory"] != "none":
+                raise UsageError("the meta-agent's memory carries from one game to the next, in order: use "
+                                 "--parallel 1 or --memory none")
+
+        if config:  # a new run fails before its folder exists; a resumed one once its saved config is read
+            check_parallel(config)
+
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
+            check_parallel(saved)
             memory_folder = Path(llm.trace.path).parent / "memory" if llm.trace.path else Path("memory")
             play = games_bench.player(llm, saved, memory_folder)
             return [(game.name, game, "won") for game in games_for(saved)], partial(games_bench.solve, play)
 
         run_benchmark(opener, title, config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                      max_tokens=400, prepare=prepare, summarise=lambda saved, rows: games_bench.summarise(rows))
+                      max_tokens=400, prepare=prepare, summarise=lambda saved, rows: games_bench.summarise(rows),
+                      parallel=parallel)
 
     @bench_app.command("alfworld")
     def alfworld(
@@ -55,6 +66,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
         quiet: QuietOption = False,
+        parallel: ParallelOption = 1,
     ) -> None:
         """ALFWorld games: success per task type and actions per success."""
         from noosphere.envs import load_alfworld
@@ -68,7 +80,8 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                                   max_steps=saved["max_actions"])
             return games[: saved["limit"]] if saved.get("limit") else games
 
-        run_games(config, "ALFWorld", games_for, out=out, resume=resume, no_cache=no_cache, quiet=quiet)
+        run_games(config, "ALFWorld", games_for, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
+                  parallel=parallel)
 
     @bench_app.command("textworld")
     def textworld(
@@ -88,6 +101,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
         quiet: QuietOption = False,
+        parallel: ParallelOption = 1,
     ) -> None:
         """TextWorld games generated from fixed seeds: coin collector, treasure hunter, cooking, custom quests."""
         from noosphere.envs import textworld_games
@@ -104,4 +118,4 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             return games[: saved["limit"]] if saved.get("limit") else games
 
         run_games(config, f"TextWorld tier {tier}", games_for, out=out, resume=resume, no_cache=no_cache,
-                  quiet=quiet)
+                  quiet=quiet, parallel=parallel)
