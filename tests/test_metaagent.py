@@ -68,6 +68,7 @@ def test_autopilot_loop_wins_and_every_transition_follows_the_graph() -> None:
     assert all(DEFAULT_GRAPH.allows(source, target) for source, target in hops)
     assert [a.action for a in kinds(trace, "ma_action")] == ["go east", "take key"]
     assert [b.step for b in kinds(trace, "ma_belief")] == [0, 1]
+    assert list(result.moves) == hops and result.transitions == len(hops)
 
 
 def test_an_orchestrator_pick_outside_the_graph_falls_back_to_the_default_successor() -> None:
@@ -183,3 +184,21 @@ def test_games_with_memory_refuse_to_run_in_parallel(tmp_path: Path) -> None:
     code, _, err = invoke(args, lambda model_id, **kwargs: None)
     assert code == 2 and "carries from one game to the next" in err
     assert not (tmp_path / "runs").exists()  # refused before a run folder was made
+
+
+def test_transition_matrices_count_moves_over_games_and_are_drawn(tmp_path: Path) -> None:
+    from noosphere.bench.transitions import probabilities, transition_counts, write_transition_figures
+
+    rows = [{"moves": [["conscious", "planning"], ["planning", "motor"], ["motor", "conscious"]]},
+            {"moves": [["conscious", "planning"], ["conscious", "focus"]]}, {"moves": []}]
+    agents, counts = transition_counts(rows)
+    assert agents == ["conscious", "planning", "motor", "focus"]
+    assert counts[0].tolist() == [0, 2, 0, 1] and counts.sum() == 5
+    normalised = probabilities(counts)
+    assert normalised[0].tolist() == pytest.approx([0, 2 / 3, 0, 1 / 3])
+    assert normalised[3].tolist() == [0, 0, 0, 0]  # focus never handed on: a row of zeros, not a division by zero
+    written = write_transition_figures(tmp_path, rows)
+    assert [p.name for p in written] == ["transitions.json", "transition_counts.png", "transition_probabilities.png"]
+    assert json.loads(written[0].read_text())["counts"] == counts.tolist()
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in written[1:])
+    assert write_transition_figures(tmp_path / "none", [{"moves": []}]) == []  # baselines: nothing to draw

@@ -2,8 +2,9 @@
 
 Games are played in a fixed order and the meta-agent's memory (a folder inside the run) carries
 over from one game to the next, as the paper's agent learned across tasks; a resumed run reopens
-the same memory. Per game: won, actions, agent transitions and focus loops; the report gives the
-success rate per task type and the mean actions per successful game.
+the same memory. Per game: won, actions, agent transitions (each one, in order) and focus loops; the
+report gives the success rate per task type and the mean actions per successful game, and the run
+folder gets the transition matrices as JSON and heatmaps (`noosphere.bench.transitions`).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ async def solve(play: Any, env: Environment) -> Scored:
         env.close()
     return Scored("won" if result.won else "lost", result.won, {
         "task_type": result.kind, "actions": result.actions, "transitions": result.transitions,
-        "focus_loops": result.focus_loops})
+        "focus_loops": result.focus_loops, "moves": [list(move) for move in result.moves]})
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -64,7 +65,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     metrics: dict[str, Any] = {
         "success_rate": round(100 * len(won) / max(len(rows), 1), 2), "games": len(rows),
         "actions_per_success": round(sum(r["actions"] for r in won) / len(won), 2) if won else None,
-        "transitions_per_game": round(sum(r.get("transitions", 0) for r in rows) / max(len(rows), 1), 2)}
+        "transitions_per_game": round(sum(r.get("transitions", 0) for r in rows) / max(len(rows), 1), 2),
+        "focus_loops": sum(r.get("focus_loops", 0) for r in rows)}
     for kind, group in sorted(by_type.items()):
         metrics[f"{kind}_success"] = f"{sum(r['correct'] for r in group)}/{len(group)}"
     return metrics

@@ -11,6 +11,7 @@ import typer
 
 from noosphere.bench import games as games_bench
 from noosphere.bench.runner import Solve
+from noosphere.bench.transitions import write_transition_figures
 from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
 from noosphere.cli.bench_run import Items, ParallelOption, QuietOption, ResumeOption, run_benchmark
 from noosphere.errors import UsageError
@@ -48,7 +49,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
         run_benchmark(opener, title, config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
                       max_tokens=400, prepare=prepare, summarise=lambda saved, rows: games_bench.summarise(rows),
-                      parallel=parallel)
+                      parallel=parallel, artefacts=write_transition_figures)
 
     @bench_app.command("alfworld")
     def alfworld(

@@ -28,12 +28,14 @@ ParallelOption = Annotated[int, typer.Option(
 Items = list[tuple[str, Any, Any]]
 Prepare = Callable[[dict[str, Any], Model], tuple[Items, Solve]]
 Summarise = Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any]]
+Artefacts = Callable[[Path, list[dict[str, Any]]], list[Path]]
 
 
 def run_benchmark(opener: ModelOpener, title: str, config: dict[str, Any], *, out: Path, resume: Path | None,
                   no_cache: bool, quiet: bool, max_tokens: int, prepare: Prepare, summarise: Summarise,
-                  parallel: int = 1) -> None:
-    """Open (or resume) the run, score the items, write the report. A resumed run keeps its saved config."""
+                  parallel: int = 1, artefacts: Artefacts | None = None) -> None:
+    """Open (or resume) the run, score the items, write the report and any `artefacts` (figures, say) into
+    the run folder. A resumed run keeps its saved config."""
     run = Run.resume(resume) if resume is not None else Run.create(out, command="bench", config=config)
     with run, terminate_as_interrupt():
         saved = run.config
@@ -50,9 +52,12 @@ def run_benchmark(opener: ModelOpener, title: str, config: dict[str, Any], *, ou
         metrics = summarise(saved, rows)
         report = write_report(run, title + (" (partial: interrupted)" if interrupted else ""), metrics,
                               averages(rows))
+        written = artefacts(run.directory, rows) if artefacts is not None else []
         run.finish({"report": report}, status="interrupted" if interrupted else "ok")
     Console().print(json.dumps({k: v for k, v in metrics.items() if k != "confusion"}))
     Console().print(f"report: {run.directory / 'report.md'}", highlight=False)
+    for path in written:
+        Console().print(f"wrote: {path}", highlight=False)
     if interrupted:
         raise typer.Exit(130)
 

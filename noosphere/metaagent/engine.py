@@ -54,6 +54,8 @@ class EpisodeResult:
     actions: int
     transitions: int
     focus_loops: int
+    moves: tuple[tuple[str, str], ...] = ()
+    """Every transition taken, (from, to), in order: what the transition heatmaps count."""
 
 
 def close_to_admissible(action: str, admissible: tuple[str, ...]) -> bool:
@@ -80,7 +82,7 @@ class MetaAgent:
         trace = self.model.trace
         trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system="metaagent"))
         self._recall(state, env)
-        node, focus_loops = START, 0
+        node, focus_loops, moves = START, 0, []
         while not state.done and state.t < self.max_actions and state.transitions < self.max_transitions:
             said = await self._turn(node, state, env)
             trace.emit(AgentSpoke(step=state.t, agent=node, output=said))
@@ -96,10 +98,11 @@ class MetaAgent:
             if target == "focus" and state.needs_focus:
                 focus_loops += 1
                 trace.emit(FocusTriggered(step=state.t, reason=state.needs_focus, recovered=False))
+            moves.append((node, target))
             node, state.transitions = target, state.transitions + 1
         await self._remember(state, env)
         trace.emit(EpisodeEnded(game=env.name, won=state.won, actions=state.t, transitions=state.transitions))
-        return EpisodeResult(env.name, env.kind, state.won, state.t, state.transitions, focus_loops)
+        return EpisodeResult(env.name, env.kind, state.won, state.t, state.transitions, focus_loops, tuple(moves))
 
     # one turn --------------------------------------------------------------------------------------
     async def _turn(self, node: str, state: EpisodeState, env: Environment) -> str:
