@@ -107,14 +107,16 @@ def test_base_makes_one_request_with_all_functions(data: Path, tmp_path: Path) -
     assert len(opener.backend.history) == 2
 
 
-def test_ctm_calls_what_relevant_proposers_propose(data: Path, tmp_path: Path) -> None:
+def test_ctm_makes_the_proposed_calls_the_motor_keeps(data: Path, tmp_path: Path) -> None:
     def reply(request: Request) -> Any:
+        hamlet = any("Hamlet" in m.content for m in request.messages)
         if request.agent == "stm":
             return stm_reply("both areas are needed", 0.9)
-        hamlet = any("Hamlet" in m.content for m in request.messages)
+        if request.agent == "motor":  # keeps both area calls; drops the circle proposed for Hamlet
+            return {"reasoning": "r", "make": [] if hamlet else ["B", "A"]}
         base = {"response": "r", "additional_question": "", "confidence": 0.9, "surprise": 0.0}
         if hamlet:
-            return {"calls": [{"radius": 1}], "relevance": 0.1, **base}  # proposed but judged irrelevant: dropped
+            return {"calls": [{"radius": 1}], "relevance": 0.9, **base}  # every proposer proposes its own function
         if request.agent and request.agent.endswith("area_circle.calculate"):
             return {"calls": [{"radius": 5}], "relevance": 0.9, **base}
         return {"calls": [{"length": 7, "breadth": 3}], "relevance": 0.8, **base}
@@ -126,6 +128,27 @@ def test_ctm_calls_what_relevant_proposers_propose(data: Path, tmp_path: Path) -
     assert code == 0, err
     assert '"parallel_multiple_accuracy": 100.0' in out and '"irrelevance_accuracy": 100.0' in out
     agents = {request.agent for request in opener.backend.history}
-    assert agents == {"f0:area_circle.calculate", "f1:area_rectangle.calculate", "stm"}
+    assert agents == {"f0:area_circle.calculate", "f1:area_rectangle.calculate", "stm", "motor"}
     circle_schema = next(r.json_schema for r in opener.backend.history if r.agent == "f0:area_circle.calculate")
     assert circle_schema["properties"]["calls"]["items"]["properties"]["radius"] == {"type": "number"}
+    motor = next(r for r in opener.backend.history if r.agent == "motor" and "rectangle" in r.messages[-1].content)
+    assert '(A) area_circle.calculate({"radius": 5})' in motor.messages[-1].content
+    assert '(B) area_rectangle.calculate({"length": 7, "breadth": 3})' in motor.messages[-1].content
+    run_dir = next((tmp_path / "runs").iterdir())
+    rows = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    assert [r["proposed"] for r in rows] == [2, 1]
+
+
+def test_proposals_below_the_relevance_bar_never_reach_the_motor(data: Path, tmp_path: Path) -> None:
+    def reply(request: Request) -> Any:
+        if request.agent == "stm":
+            return stm_reply("no function fits", 0.9)
+        return {"calls": [{"radius": 1}], "relevance": 0.1, "response": "r", "additional_question": "",
+                "confidence": 0.9, "surprise": 0.0}
+
+    opener = opener_for(reply)
+    code, out, err = invoke(["bench", "bfcl", "--system", "ctm", "--data", str(data), "--out",
+                             str(tmp_path / "runs"), "--quiet", "--no-cache", "--category", "irrelevance"], opener)
+    assert code == 0, err
+    assert '"irrelevance_accuracy": 100.0' in out
+    assert "motor" not in {request.agent for request in opener.backend.history}

@@ -3,20 +3,28 @@
 base: one function-calling request of the model with every candidate function offered.
 ctm: every candidate function becomes a `FunctionProposer`; they bid on the request; the STM
 judges from the winner whether the request is handled; broadcast and fusion let the proposers
-revise. The calls made are those proposed for the request itself, in the last iteration, by the
-processors that still find their function relevant (relevance >= `min_relevance`).
+revise. The calls proposed for the request itself, in the last iteration, by the processors that
+still find their function relevant (relevance >= `MIN_RELEVANCE`) go to a motor step that makes
+those the request needs.
 """
 
 from __future__ import annotations
 
+import json
+import string
+from typing import Any
+
 from noosphere.bench.bfcl_data import BfclItem
 from noosphere.bench.bfcl_match import score
 from noosphere.bench.runner import Scored
+from noosphere.errors import RuntimeFault
 from noosphere.llm import Message, Model, ToolCall
+from noosphere.llm.forms import choices_form
 from noosphere.workspace import ShortTermMemory, Workspace, WorkspaceSettings
 from noosphere.workspace.proposer import FunctionProposer
 
 BASE_SYSTEM = "You are a precise assistant that calls functions to fulfil requests."
+SELECT_SYSTEM = "You decide which function calls to make for a request, precisely: no more and no fewer than it asks."
 MIN_RELEVANCE = 0.5
 
 
@@ -40,10 +48,37 @@ async def solve_ctm(model: Model, settings: WorkspaceSettings, item: BfclItem) -
     proposers = [FunctionProposer(_processor_name(i, spec.name), model, spec) for i, spec in enumerate(item.tools)]
     workspace = Workspace(list(proposers), ShortTermMemory(model), settings)
     query = f"Request: {request}\nWhich function calls, with which arguments, does this request need?"
-    await workspace.run(query)
-    calls: list[ToolCall] = []
+    result = await workspace.run(query)
+    proposed: list[ToolCall] = []
     for proposer in proposers:
         proposal = proposer.proposal_for(query)
         if proposal is not None and proposal[0].relevance >= MIN_RELEVANCE:
-            calls.extend(proposal[1])
-    return _scored(item, tuple(calls))
+            proposed += [call for call in proposal[1] if call not in proposed]
+    calls = await _select(model, request, result.answer, proposed) if proposed else ()
+    scored = _scored(item, calls)
+    scored.detail["proposed"] = len(proposed)
+    return scored
+
+
+async def _select(model: Model, request: str, conclusion: str, proposed: list[ToolCall]) -> tuple[ToolCall, ...]:
+    """The motor step: from the calls the proposers put forward, make those the request needs.
+
+    Every proposer tends to propose its own function, so on its own a proposal says little; one
+    decision that sees them side by side, with the workspace's conclusion, keeps the calls the request
+    asks for (several, or none when no function serves it).
+    """
+    letters = string.ascii_uppercase[: len(proposed)]
+    listed = "\n".join(f"({letter}) {call.name}({json.dumps(call.arguments)})" for letter, call in zip(
+        letters, proposed, strict=False))
+    form = choices_form("Selection", "make", letters, "letters of the calls to make, none if no call fits",
+                        reason="reasoning")
+    prompt = (f"Request: {request}\nThe workspace concluded: {conclusion}\n\nProposed calls:\n{listed}\n\n"
+              "Which of these calls does the request need? Choose every call it asks for (several if it asks for "
+              "several things) and no call it does not ask for; choose none if no function serves the request.")
+    try:
+        completion = await model.complete([Message.system(SELECT_SYSTEM), Message.user(prompt)], output=form,
+                                          agent="motor")
+    except RuntimeFault:
+        return tuple(proposed)  # the motor forfeits: the proposals stand as they are
+    chosen: Any = completion.output
+    return tuple(proposed[letters.index(letter)] for letter in dict.fromkeys(chosen.make))

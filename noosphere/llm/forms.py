@@ -21,3 +21,14 @@ def choice_form(name: str, field: str, options: Sequence[str], description: str,
         fields[reason] = (str, Field(max_length=reason_chars))
     fields[field] = (Literal[tuple(dict.fromkeys(options))], Field(description=description))  # type: ignore[valid-type]
     return create_model(name, **fields)
+
+
+def choices_form(name: str, field: str, options: Sequence[str], description: str, *, reason: str | None = None,
+                 reason_chars: int = 400) -> type[BaseModel]:
+    """Like `choice_form`, but `field` is a list of distinct options, possibly empty (pick any subset)."""
+    fields: dict[str, Any] = {}
+    if reason is not None:
+        fields[reason] = (str, Field(max_length=reason_chars))
+    option = Literal[tuple(dict.fromkeys(options))]  # type: ignore[valid-type]
+    fields[field] = (list[option], Field(max_length=len(options), description=description))  # type: ignore[valid-type]
+    return create_model(name, **fields)
