@@ -92,9 +92,12 @@ async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solv
             tally["correct"] += int(row["correct"])
             progress.update(task, advance=1, acc=_accuracy(tally["correct"], len(done)))
 
-        async with asyncio.TaskGroup() as group:
-            for entry in todo:
-                group.create_task(score(*entry))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for entry in todo:
+                    group.create_task(score(*entry))
+        except BaseExceptionGroup as failed:  # what stopped the run, as the caller would see it from one item
+            raise failed.exceptions[0] from None
     return [done[item_id] for item_id, _, _ in items if item_id in done]
 
 
