@@ -125,6 +125,19 @@ def test_memory_stores_the_episode_and_a_rule_after_a_win_and_recalls_them_next_
     assert "Search the neighbouring room" in backend.history[0].messages[-1].content
 
 
+def test_without_memory_the_orchestrator_is_not_offered_the_memory_agents() -> None:
+    model, backend, _ = scripted(by_agent(winning_script()))
+    agent = MetaAgent(model)
+    assert agent.graph.successors("conscious") == ("planning", "focus", "idea")
+    assert "retrieve_memory" not in agent.graph.edges and agent.graph.default("conscious") == "planning"
+    asyncio.run(agent.play(TwoRooms()))
+    [first_pick, *_] = [r for r in backend.history if r.agent == "orchestrator"]
+    offered = first_pick.messages[-1].content
+    assert "- idea:" in offered and "retrieve_memory" not in offered and "learning" not in offered
+    with pytest.raises(ConfigError, match="no successor"):
+        TransitionGraph({"conscious": ("learning",), "learning": ("conscious",)}).without("learning")
+
+
 def test_a_replacement_graph_is_checked_when_it_is_built() -> None:
     with pytest.raises(ConfigError, match="conscious"):
         TransitionGraph({"planning": ("motor",), "motor": ("planning",)})

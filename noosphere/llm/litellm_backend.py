@@ -17,7 +17,8 @@ from noosphere.llm.messages import Message
 from noosphere.llm.types import Capabilities, Reply, Request, ToolCall, Usage
 
 
-def _litellm() -> Any:
+def import_litellm() -> Any:
+    """LiteLLM, set to use its bundled price map: fetching one at import would reach the network."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
@@ -44,7 +45,7 @@ class LiteLLMBackend:
         self._api_key = api_key  # kept off every trace and repr
         self.max_concurrency = max_concurrency
         self.extra = extra or {}
-        litellm = _litellm()
+        litellm = import_litellm()
         self.capabilities = capabilities or Capabilities(
             vision=_probe(litellm, "supports_vision", model),
             audio=_probe(litellm, "supports_audio_input", model),
@@ -65,7 +66,7 @@ class LiteLLMBackend:
 
     def count_tokens(self, messages: tuple[Message, ...]) -> int | None:
         try:
-            return int(_litellm().token_counter(model=self.model, messages=[m.to_openai() for m in messages]))
+            return int(import_litellm().token_counter(model=self.model, messages=[m.to_openai() for m in messages]))
         except Exception:
             return None
 
@@ -93,7 +94,7 @@ class LiteLLMBackend:
         return args
 
     async def generate(self, request: Request) -> Reply:
-        litellm = _litellm()
+        litellm = import_litellm()
         retryable = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
                      litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError)
         try:

@@ -29,7 +29,7 @@ from noosphere.metaagent.events import (
     MemoryRetrieved,
     Transition,
 )
-from noosphere.metaagent.graph import DEFAULT_GRAPH, START, TransitionGraph
+from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, TransitionGraph
 from noosphere.metaagent.state import EpisodeState
 
 INVALID_STREAK_FOR_FOCUS = 2
@@ -71,7 +71,10 @@ def close_to_admissible(action: str, admissible: tuple[str, ...]) -> bool:
 class MetaAgent:
     def __init__(self, model: Model, *, graph: TransitionGraph = DEFAULT_GRAPH, memory: MemorySettings | None = None,
                  max_actions: int = 50, max_transitions: int | None = None, seed: int = 0) -> None:
-        self.model, self.graph, self.memory = model, graph, memory
+        self.model, self.memory = model, memory
+        remembers = memory is not None and (memory.episodic or memory.conceptual)
+        # without a memory those agents would only spend turns: the orchestrator is not offered them
+        self.graph = graph if remembers else graph.without(*MEMORY_AGENTS)
         self.max_actions = max_actions
         self.max_transitions = max_transitions or 8 * max_actions
         self.rng = random.Random(seed)

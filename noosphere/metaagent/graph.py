@@ -16,6 +16,8 @@ import networkx as nx
 from noosphere.errors import ConfigError
 
 START = "conscious"
+MEMORY_AGENTS = ("retrieve_memory", "learning", "record_memory")
+"""Agents that only read or fill the long-term memory; a run without memory leaves them out."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,13 @@ class TransitionGraph:
 
     def allows(self, source: str, target: str) -> bool:
         return target in self.edges.get(source, ())
+
+    def without(self, *agents: str) -> TransitionGraph:
+        """The graph with `agents` and every edge into them removed, e.g. the memory agents of a run without memory."""
+        edges = {source: tuple(t for t in targets if t not in agents)
+                 for source, targets in self.edges.items() if source not in agents}
+        defaults = {source: target for source, target in self.defaults.items() if target in edges.get(source, ())}
+        return TransitionGraph(edges, defaults)
 
     def as_networkx(self) -> nx.DiGraph:
         graph = nx.DiGraph()

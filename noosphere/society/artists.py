@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from noosphere.llm import Model
 from noosphere.llm.forms import choice_form
+from noosphere.llm.litellm_backend import import_litellm
 from noosphere.society.hierarchy import SubSociety
 from noosphere.society.member import Member
 from noosphere.society.organisations import monarchy
@@ -46,8 +47,7 @@ class LiteLLMPainter:
     folder: Path
 
     async def paint(self, prompt: str) -> str:
-        import litellm
-
+        litellm = import_litellm()
         response: Any = await litellm.aimage_generation(prompt=prompt, model=self.model, n=1)
         image = response.data[0]
         if getattr(image, "b64_json", None):
