@@ -1,0 +1,169 @@
+"""Every configuration an issue asks to measure, on the same items, resumable, with one summary table.
+
+A suite is a list of named runs of one `noosphere bench` command. Each run writes its folder under
+`--out/<suite>/<name>/`; started again, the suite resumes every run where it stopped (the
+benchmarks append per item; a finished run only rewrites its report), so one command can be
+restarted after every kill until the whole table is there. Runs whose items must go in order (the meta-agent
+with memory, whose memory carries from game to game) are never given `--parallel`.
+
+    python benchmarks/suite.py SUITE [--only NAME ...] [--limit N] [--parallel P] [--model ID]
+                               [--out runs/suites] [--summary-only]
+
+Suites: mustard (issue 3: base and ctm on 200 items, the four ablations on the first 100), bfcl
+(issue 3: base and ctm, 10 items per category), gsm8k (issue 4: tables 3 and 4 of the societies
+paper on 50 problems), alfworld (issue 5: ReAct, Reflexion, the meta-agent, its memory ablations and
+the k sweep of table 1) and textworld (issue 5: the three systems on each tier).
+`--limit` replaces every run's own item count (a quick pass).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+SOCIETIES = Path(__file__).resolve().parent.parent / "examples" / "societies"
+MONARCHY, DEMOCRACY, DEBATE = (str(SOCIETIES / name) for name in ("monarchy.yaml", "democracy.yaml", "debate.toml"))
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    args: tuple[str, ...]
+    limit: int
+    in_order: bool = False
+    """Items depend on the ones before them: scored one at a time whatever `--parallel` says."""
+
+
+@dataclass(frozen=True)
+class Suite:
+    benchmark: str
+    configs: tuple[Config, ...]
+    metrics: tuple[str, ...]
+    """The report's metrics shown in the summary, besides the costs."""
+    parallel: int
+
+
+def _ctm(*extra: str) -> tuple[str, ...]:
+    return ("--system", "ctm", "--stm-samples", "3", *extra)
+
+
+def _alfworld() -> tuple[Config, ...]:
+    """24 games, 4 of each task type: the three systems, the memory ablations, and the k sweep (the
+    default k is 4, so `metaagent-both` stands for it; the sweep uses episodic memory alone)."""
+    metaagent = ("--system", "metaagent")
+    return (
+        Config("react", ("--system", "react"), 24),
+        Config("reflexion", ("--system", "reflexion"), 24),
+        Config("metaagent-none", (*metaagent, "--memory", "none"), 24),
+        Config("metaagent-both", (*metaagent, "--memory", "both"), 24, in_order=True),
+        Config("metaagent-episodic", (*metaagent, "--memory", "episodic"), 24, in_order=True),
+        Config("metaagent-conceptual", (*metaagent, "--memory", "conceptual"), 24, in_order=True),
+        Config("metaagent-relevant", (*metaagent, "--memory", "both", "--retrieve", "relevant"), 24, in_order=True),
+        *(Config(f"metaagent-k{k}", (*metaagent, "--memory", "episodic", "--k", str(k)), 24, in_order=True)
+          for k in (0, 1, 5, 20)),
+    )
+
+
+def _textworld() -> tuple[Config, ...]:
+    """The three systems on each tier's 12 games (three of each challenge)."""
+    return tuple(Config(f"tier{tier}-{name}", ("--tier", str(tier), "--per-challenge", "3", *system), 12,
+                        in_order=name == "metaagent")
+                 for tier in (1, 2, 3)
+                 for name, system in (("react", ("--system", "react")), ("reflexion", ("--system", "reflexion")),
+                                      ("metaagent", ("--system", "metaagent", "--memory", "both"))))
+
+
+GAME_METRICS = ("success_rate", "actions_per_success", "transitions_per_game", "focus_loops")
+
+SUITES: dict[str, Suite] = {
+    "mustard": Suite("mustard", (
+        Config("base", ("--system", "base"), 200),
+        Config("ctm", _ctm(), 200),
+        *(Config(f"ctm-{ablation.replace('_', '-')}", _ctm("--ablation", ablation), 100)
+          for ablation in ("no_uptree", "no_broadcast", "no_fusion", "no_ltm")),
+    ), ("accuracy", "precision", "recall", "f1"), parallel=4),
+    "bfcl": Suite("bfcl", (
+        Config("base", ("--system", "base"), 10),
+        Config("ctm", ("--system", "ctm"), 10),
+    ), ("simple_python_accuracy", "multiple_accuracy", "parallel_accuracy", "parallel_multiple_accuracy",
+        "irrelevance_accuracy", "overall_accuracy"), parallel=4),
+    "gsm8k": Suite("gsm8k", (
+        Config("base", ("--system", "base"), 50),
+        Config("monarchy", ("--system", "society", "--society", MONARCHY), 50),
+        Config("best-of-n", ("--system", "best-of-n", "--society", MONARCHY), 50),
+        Config("democracy-know", ("--system", "society", "--society", DEMOCRACY, "--rights", "know"), 50),
+        Config("democracy-know-change",
+               ("--system", "society", "--society", DEMOCRACY, "--rights", "know,change"), 50),
+        Config("democracy-all",
+               ("--system", "society", "--society", DEMOCRACY, "--rights", "know,change,execute"), 50),
+        Config("debate", ("--system", "society", "--society", DEBATE), 50),
+        *(Config(f"monarchy-r{rounds}", ("--system", "society", "--society", MONARCHY, "--rounds", str(rounds)), 50)
+          for rounds in (1, 3, 5)),
+    ), ("accuracy",), parallel=2),
+    "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4),
+    "textworld": Suite("textworld", _textworld(), GAME_METRICS, parallel=4),
+}
+
+
+def run_folders(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*") if (p / "config.json").exists()) if folder.exists() else []
+
+
+def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> None:
+    folder = out / config.name
+    parallel = 1 if config.in_order else args.parallel or suite.parallel
+    command = [sys.executable, "-m", "noosphere", "bench", suite.benchmark, "--quiet", "--parallel", str(parallel)]
+    existing = run_folders(folder)
+    if existing:
+        command += ["--resume", str(existing[-1])]
+    else:
+        command += [*config.args, "--limit", str(args.limit or config.limit), "--model", args.model,
+                    "--out", str(folder)]
+    print(f"== {config.name}: {' '.join(command[3:])}", flush=True)
+    subprocess.run(command, check=False)
+
+
+def summary(suite: Suite, out: Path) -> None:
+    costs = ("calls_per_item", "tokens_per_item", "seconds_per_item", "wall_seconds_per_item")
+    print(f"| run | n | {' | '.join(suite.metrics)} | {' | '.join(costs)} |")
+    print("|---" * (2 + len(suite.metrics) + len(costs)) + "|")
+    for config in suite.configs:
+        folders = run_folders(out / config.name)
+        if not folders or not (folders[-1] / "report.json").exists():
+            continue
+        report = json.loads((folders[-1] / "report.json").read_text())
+        metrics, spent = report["metrics"], report.get("costs", {})
+        done = sum(1 for line in (folders[-1] / "items.jsonl").read_text().splitlines() if line.strip())
+        cells = [str(metrics.get(key, "-")) for key in suite.metrics] + [str(spent.get(key, "-")) for key in costs]
+        print(f"| {config.name} | {done} | {' | '.join(cells)} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("suite", choices=list(SUITES))
+    parser.add_argument("--only", nargs="*", help="run these configurations only (names as in the summary)")
+    parser.add_argument("--limit", type=int, help="items per run instead of each run's own count")
+    parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
+    parser.add_argument("--out", type=Path, default=Path("runs/suites"))
+    parser.add_argument("--parallel", type=int, help="items scored at once (default: the suite's own)")
+    parser.add_argument("--summary-only", action="store_true")
+    args = parser.parse_args()
+    suite = SUITES[args.suite]
+    names = [config.name for config in suite.configs]
+    unknown = sorted(set(args.only or ()) - set(names))
+    if unknown:
+        parser.error(f"unknown configuration(s) {unknown}; this suite has {names}")
+    out = args.out / args.suite
+    if not args.summary_only:
+        for config in suite.configs:
+            if not args.only or config.name in args.only:
+                run(suite, config, out, args)
+    summary(suite, out)
+
+
+if __name__ == "__main__":
+    main()

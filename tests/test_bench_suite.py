@@ -1,0 +1,70 @@
+"""The suite script: which command each configuration runs, fresh or resumed, and its summary row."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "suite.py"
+
+
+@pytest.fixture(scope="module")
+def suite() -> Any:
+    spec = importlib.util.spec_from_file_location("suite_script", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def commands(suite: Any, monkeypatch: pytest.MonkeyPatch, name: str, config: str, out: Path,
+             **options: Any) -> list[str]:
+    ran: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "run", lambda command, check: ran.append(command))
+    args = argparse.Namespace(**{"limit": None, "model": "local:m", "parallel": None, **options})
+    [chosen] = [c for c in suite.SUITES[name].configs if c.name == config]
+    suite.run(suite.SUITES[name], chosen, out, args)
+    [command] = ran
+    return command[3:]
+
+
+def test_a_new_run_gets_its_configuration_and_an_existing_one_is_resumed(suite: Any, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = commands(suite, monkeypatch, "mustard", "ctm-no-fusion", tmp_path)
+    assert fresh[:4] == ["bench", "mustard", "--quiet", "--parallel"] and fresh[4] == "4"
+    assert "--ablation" in fresh and fresh[fresh.index("--ablation") + 1] == "no_fusion"
+    assert fresh[fresh.index("--limit") + 1] == "100"
+    assert fresh[fresh.index("--out") + 1] == str(tmp_path / "ctm-no-fusion")
+    folder = tmp_path / "ctm-no-fusion" / "20260101-000000-abcdef"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    resumed = commands(suite, monkeypatch, "mustard", "ctm-no-fusion", tmp_path, limit=5)
+    assert resumed[-2:] == ["--resume", str(folder)] and "--ablation" not in resumed
+
+
+def test_runs_whose_games_share_a_memory_are_never_parallel(suite: Any, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = commands(suite, monkeypatch, "alfworld", "metaagent-k20", tmp_path, parallel=8)
+    assert memory[memory.index("--parallel") + 1] == "1" and memory[memory.index("--k") + 1] == "20"
+    baseline = commands(suite, monkeypatch, "alfworld", "react", tmp_path, parallel=8)
+    assert baseline[baseline.index("--parallel") + 1] == "8"
+
+
+def test_the_summary_has_a_row_per_reported_run(suite: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "base" / "20260101-000000-abcdef"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "items.jsonl").write_text('{"id": "1"}\n{"id": "2"}\n')
+    (folder / "report.json").write_text(json.dumps({"metrics": {"accuracy": 50.0},
+                                                    "costs": {"calls_per_item": 1.0}}))
+    suite.summary(suite.SUITES["gsm8k"], tmp_path)
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[2].startswith("| base | 2 | 50.0 | 1.0 |") and len(rows) == 3
