@@ -11,7 +11,15 @@ import pytest
 from noosphere.envs import Reset, Step
 from noosphere.errors import ConfigError
 from noosphere.memory import HashingEmbedder, MemoryStore
-from noosphere.metaagent import DEFAULT_GRAPH, MemorySettings, MetaAgent, TransitionGraph, react, reflexion
+from noosphere.metaagent import (
+    DEFAULT_GRAPH,
+    MemorySettings,
+    MetaAgent,
+    TransitionGraph,
+    off_task,
+    react,
+    reflexion,
+)
 from tests.helpers import by_agent, scripted
 
 WEST = ("go east", "look", "wait")
@@ -215,3 +223,29 @@ def test_transition_matrices_count_moves_over_games_and_are_drawn(tmp_path: Path
     assert json.loads(written[0].read_text())["counts"] == counts.tolist()
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in written[1:])
     assert write_transition_figures(tmp_path / "none", [{"moves": []}]) == []  # baselines: nothing to draw
+
+
+def test_a_belief_that_gives_up_or_invents_objects_goes_round_the_focus_loop_once_per_timestep() -> None:
+    script = winning_script()
+    script["conscious"] = [belief("The key is nowhere; this task is unsolvable."),
+                           belief("Stuck again: the task cannot be completed."), belief()]
+    script["focus"] = [reply(text="The key is east; go there and take it.")]
+    model, backend, trace = scripted(by_agent(script))
+    result = asyncio.run(MetaAgent(model).play(TwoRooms()))
+    assert result.won and result.focus_loops == 1  # the second give-up at the same timestep is not looped again
+    caught = kinds(trace, "ma_focus")[0]
+    assert "conscious agent's text" in caught.reason and "cannot be done" in caught.reason
+    [focus_call] = [r for r in backend.history if r.agent == "focus"]
+    assert "cannot be done" in focus_call.messages[-1].content
+
+
+def test_off_task_text_is_judged_against_what_the_game_has_shown() -> None:
+    seen = {("drawer", "1"), ("drawer", "2"), ("fridge", "1")}
+    assert off_task("I will open fridge 3 next.", won=False, seen=seen) == (
+        "it names objects the game never showed: fridge 3")
+    assert off_task("Drawer 2 is empty; at timestep 4 I try fridge 1.", won=False, seen=seen) is None
+    assert off_task("The task is complete.", won=False, seen=seen) == "it claims a success the game has not granted"
+    assert off_task("The task is complete.", won=True, seen=seen) is None
+    assert off_task("The task is not yet complete; it will be done once the key is taken.", won=False,
+                    seen=seen) is None
+    assert "cannot be done" in off_task("I give up, the door is locked.", won=False, seen=seen)

@@ -101,7 +101,8 @@ LANGUAGE_AGENTS = {agent.name: agent for agent in (
     LanguageAgent("motor", lambda s: f"{s.percept()}\n\nPlan: {s.plan or '(none)'}\nChoose the action.",
                   lambda s: motor_output(s.admissible), _act),
     LanguageAgent("focus", lambda s: f"Task: {s.task}\nLast real observation: {s.last_valid_observation}\n"
-                                     f"Actions taken: {s.t}.\nWhere do things stand, what next?",
+                                     f"Actions taken: {s.t}.\nWhy the team lost track: {s.needs_focus or 'unclear'}.\n"
+                                     "Where do things stand, what next?",
                   lambda s: Note, _set("focus_note", "text")),
     LanguageAgent("idea", lambda s: f"{s.context()}\n\nOne new idea:", lambda s: Note, _set("idea", "text")),
     LanguageAgent("learning", lambda s: f"{s.context()}\n\nOne general rule:", lambda s: Note, _rule),

@@ -4,7 +4,8 @@ Each turn the current agent acts (a model call, or code for perception and memor
 agent is chosen among the graph's successors: directly when there is one, by the orchestrator model
 otherwise. An orchestrator pick that is not allowed is retried by the model layer and then replaced
 by the default successor. A hallucination (an agent that says nothing usable, a plan that is no
-admissible action, actions that keep doing nothing) sends the conscious agent into the focus loop,
+admissible action, actions that keep doing nothing, a belief or idea that gives up, claims a success
+the game has not granted, or names objects it never showed) sends the conscious agent into the focus loop,
 which replays the last real observation and the task. Memory is recalled when the game starts,
 consolidated ("sleep") first, and the episode is stored when it ends; its rules only if it was won.
 """
@@ -30,6 +31,7 @@ from noosphere.metaagent.events import (
     Transition,
 )
 from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, TransitionGraph
+from noosphere.metaagent.hallucination import off_task
 from noosphere.metaagent.state import EpisodeState
 
 INVALID_STREAK_FOR_FOCUS = 2
@@ -146,6 +148,9 @@ class MetaAgent:
             state.needs_focus = state.needs_focus or "the plan is not an admissible action"
         if node == "external_perception" and state.invalid_streak >= INVALID_STREAK_FOR_FOCUS:
             state.needs_focus = state.needs_focus or f"{state.invalid_streak} actions in a row did nothing"
+        text = {"conscious": state.belief, "idea": state.idea}.get(node)
+        if text and state.off_task_at != state.t and (why := off_task(text, won=state.won, seen=state.seen)):
+            state.needs_focus, state.off_task_at = state.needs_focus or f"the {node} agent's text: {why}", state.t
 
     async def _next(self, node: str, state: EpisodeState) -> str:
         successors = self.graph.successors(node)

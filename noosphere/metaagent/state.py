@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from noosphere.memory import EpisodeStep
+from noosphere.metaagent.hallucination import numbered_objects
 
 INVALID_MARKERS = ("nothing happens", "not in the list of admissible actions", "i don't understand",
                    "you can't", "that's not a verb")
@@ -30,11 +31,19 @@ class EpisodeState:
     steps: list[EpisodeStep] = field(default_factory=list)
     invalid_streak: int = 0
     needs_focus: str | None = None
+    seen: set[tuple[str, str]] = field(default_factory=set)
+    """Numbered objects ("drawer 3") the game has shown in any observation or admissible action."""
+    off_task_at: int = -1
+    """The timestep whose text last went off task: one focus loop per timestep for that, not a loop of loops."""
     done: bool = False
     won: bool = False
 
     def __post_init__(self) -> None:
         self.last_valid_observation = self.last_valid_observation or self.observation
+        self._see(self.observation, self.admissible)
+
+    def _see(self, observation: str, admissible: tuple[str, ...]) -> None:
+        self.seen |= numbered_objects(" ".join((self.task, observation, *admissible)))
 
     def percept(self, recent: int = 5) -> str:
         """The task, the latest observation, the last few actions and the admissible actions."""
@@ -59,4 +68,5 @@ class EpisodeState:
         if not invalid:
             self.last_valid_observation = observation
         self.steps.append(EpisodeStep(self.t, action, observation))
+        self._see(observation, admissible)
         self.observation, self.admissible, self.done, self.won = observation, admissible or self.admissible, done, won

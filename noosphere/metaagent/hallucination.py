@@ -1,0 +1,47 @@
+"""Text that has left the game: the paper's creative hallucination, told apart from honest uncertainty.
+
+Small models drift in three recognisable ways once a few actions fail: they declare the task
+unsolvable and stop trying, they announce success the environment has not granted, or they reason
+about objects that were never there ("fridge 3" in a room with one fridge). Each is checked against
+what the episode has actually shown, never against an opinion of what is plausible, so the check
+cannot fire on a belief that is merely wrong about where things are.
+"""
+
+from __future__ import annotations
+
+import re
+
+GIVING_UP = re.compile(r"\b(unsolvable|cannot be (completed|solved|done)|can ?not complete the task|"
+                       r"can't be (completed|solved|done)|impossible to (complete|solve|finish)|give up|giving up)\b")
+CLAIMED_SUCCESS = re.compile(r"\b(task (is|has been) (now )?(complete|completed|done|finished|accomplished|solved)|"
+                             r"successfully (completed|solved|finished) the task)\b")
+HEDGES = re.compile(r"\b(not|n't|once|when|after|until|if|will|yet|almost|nearly|before)\b")
+NUMBERED_OBJECT = re.compile(r"\b([a-z]+) (\d{1,3})\b")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?;])\s+|\n", text.lower()) if s.strip()]
+
+
+def numbered_objects(text: str) -> set[tuple[str, str]]:
+    """`(kind, number)` for every "countertop 2"-style name: how ALFWorld tells objects apart."""
+    return set(NUMBERED_OBJECT.findall(text.lower()))
+
+
+def off_task(text: str, *, won: bool, seen: set[tuple[str, str]]) -> str | None:
+    """Why `text` (a belief state or an idea) has left the game, or None while it stays in it.
+
+    `seen` holds the numbered objects of every observation and admissible action so far; a name
+    counts as invented only when its kind has been seen with other numbers and never with this one.
+    """
+    sentences = _sentences(text)
+    if any(GIVING_UP.search(sentence) for sentence in sentences):
+        return "it declares the task cannot be done"
+    if not won and any(CLAIMED_SUCCESS.search(s) and not HEDGES.search(s) for s in sentences):
+        return "it claims a success the game has not granted"
+    kinds_seen = {kind for kind, _ in seen}
+    invented = sorted(f"{kind} {number}" for kind, number in numbered_objects(text)
+                      if kind in kinds_seen and (kind, number) not in seen)
+    if invented:
+        return f"it names objects the game never showed: {', '.join(invented[:3])}"
+    return None
