@@ -119,6 +119,16 @@ def test_confident_first_answer_stops_after_one_iteration_and_cancels_linking() 
             assert all(f"view of {other}" not in seen for other in "abc" if other != request.agent)
 
 
+def test_without_speculation_no_link_question_is_asked_when_the_first_answer_stops_the_loop() -> None:
+    script = {"a": [chunk_reply("A thinks yes", "what does b see?", 0.9, 0.9)],
+              "b": [chunk_reply("B unsure", "", 0.5, 0.5)], "c": [chunk_reply("C unsure", "", 0.4, 0.4)],
+              "stm": [stm_reply("yes", 0.95)]}
+    workspace, backend, trace = make_workspace(script, WorkspaceSettings(speculative_links=False), latency_s=0.01)
+    assert workspace.run_sync("is it so?", OBSERVATION).answer == "yes"
+    assert sorted(r.agent for r in backend.history) == ["a", "b", "c", "stm"]
+    assert {e.phase for e in trace.of_kind("ws_chunk")} == {"chunk"}
+
+
 def full_loop_script() -> dict[str, list[object]]:
     return {
         # a: bid, then answers b's fusion question, then bids again
@@ -137,8 +147,10 @@ def full_loop_script() -> dict[str, list[object]]:
     }
 
 
-def test_full_loop_broadcast_links_fusion_then_last_answer_at_max_iterations() -> None:
-    workspace, backend, trace = make_workspace(full_loop_script(), WorkspaceSettings(max_iterations=2))
+@pytest.mark.parametrize("speculative", [True, False])
+def test_full_loop_broadcast_links_fusion_then_last_answer_at_max_iterations(speculative: bool) -> None:
+    workspace, backend, trace = make_workspace(full_loop_script(),
+                                               WorkspaceSettings(max_iterations=2, speculative_links=speculative))
     result = workspace.run_sync("is the speaker sarcastic?", OBSERVATION)
     assert (result.answer, result.confidence, result.stopped_by, result.iterations) == (
         "sarcastic", 0.7, "max_iterations", 2)

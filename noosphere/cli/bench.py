@@ -34,9 +34,12 @@ def _check_system(system: str) -> None:
         raise UnknownNameError("system", system, ["base", "ctm"])
 
 
-def _workspace_settings(config: dict[str, Any]) -> WorkspaceSettings:
+def _workspace_settings(config: dict[str, Any], parallel: int = 1) -> WorkspaceSettings:
+    """Items scored in parallel already keep the machine busy: speculative link calls would only take
+    compute from them (the answers are the same either way)."""
     return WorkspaceSettings(threshold=config["threshold"], max_iterations=config["iterations"],
-                             ablations=frozenset(config.get("ablation", ())), seed=config["seed"])
+                             ablations=frozenset(config.get("ablation", ())), seed=config["seed"],
+                             speculative_links=parallel == 1)
 
 
 def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
@@ -73,7 +76,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             items = mustard_bench.load_mustard(Path(saved["data"]) if saved.get("data") else None,
                                                limit=saved["limit"])
             solve = (partial(mustard_bench.solve_base, llm) if saved["system"] == "base"
-                     else partial(mustard_bench.solve_ctm, llm, _workspace_settings(saved),
+                     else partial(mustard_bench.solve_ctm, llm, _workspace_settings(saved, parallel),
                                   stm_samples=saved.get("stm_samples", 1)))
             return [(i.id, i, i.gold) for i in items], solve
 
@@ -113,7 +116,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             folder = Path(saved["data"]) if saved.get("data") else None
             items = [item for name in saved["categories"] for item in load_bfcl(name, folder, limit=saved["limit"])]
             solve = (partial(bfcl_bench.solve_base, llm) if saved["system"] == "base"
-                     else partial(bfcl_bench.solve_ctm, llm, _workspace_settings(saved)))
+                     else partial(bfcl_bench.solve_ctm, llm, _workspace_settings(saved, parallel)))
             return [(i.id, i, None) for i in items], solve
 
         def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:

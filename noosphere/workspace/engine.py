@@ -53,6 +53,10 @@ class WorkspaceSettings:
     competition: CompetitionMethod = "argmax"
     links: LinkPolicy = field(default_factory=LinkPolicy)
     ablations: frozenset[str] = frozenset()
+    speculative_links: bool = True
+    """Ask the link question while the STM answers: an iteration costs one model latency less, and the
+    calls are cancelled if the loop stops. Off, they start only when the loop goes on, which spends no
+    compute on unneeded questions when many items share the machine (a benchmark scoring in parallel)."""
     max_concurrency: int = 16
     seed: int = 0
 
@@ -123,10 +127,10 @@ class Workspace:
             if broadcasting:
                 for processor in self.processors.values():
                     processor.write(processor.read().with_winner(winner))
+            asks_links = not final and bool(winner.question)
             linking = None
-            if not final and winner.question:
-                askers = {name: winner.question for name in self.processors if name != winner.processor}
-                linking = asyncio.create_task(self._execute_all(askers, observation, tick + 1, iteration, "link"))
+            if asks_links and settings.speculative_links:
+                linking = asyncio.create_task(self._ask_links(winner, observation, tick, iteration))
             answer = await self._stm_answer(query, winner, iteration, answer)
             if answer.confidence >= settings.threshold or final:
                 stopped_by = "confidence" if answer.confidence >= settings.threshold else "max_iterations"
@@ -137,8 +141,10 @@ class Workspace:
             if broadcasting:
                 self.trace.emit(Broadcast(iteration=iteration, winner=winner.processor, gist=winner.gist,
                                           recipients=list(self.processors)))
-            if linking is not None:
-                self._form_links(winner, await linking, iteration)
+            if asks_links:
+                replies = await linking if linking is not None else await self._ask_links(winner, observation, tick,
+                                                                                          iteration)
+                self._form_links(winner, replies, iteration)
             if "no_fusion" not in ablations:
                 await self._fuse(observation, tick + 1, iteration)
         final_answer = answer or StmAnswer("", 0.0)
@@ -179,6 +185,11 @@ class Workspace:
                                           gist=chunk.gist, question=chunk.question, relevance=chunk.relevance,
                                           confidence=chunk.confidence, surprise=chunk.surprise, weight=chunk.weight))
         return chunks
+
+    async def _ask_links(self, winner: Chunk, observation: Observation, tick: int, iteration: int) -> dict[str, Chunk]:
+        """Every other processor answers the winner's follow-up question; its relevance decides the link."""
+        askers = {name: winner.question for name in self.processors if name != winner.processor}
+        return await self._execute_all(askers, observation, tick + 1, iteration, "link")
 
     async def _stm_answer(self, query: str, winner: Chunk, iteration: int, previous: StmAnswer | None) -> StmAnswer:
         try:
