@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 
 import pytest
 
 from noosphere.errors import UsageError
+from noosphere.llm.types import Request
 from noosphere.society import Economy, Member, economy_of_minds
 from noosphere.trace import Trace
 from tests.helpers import by_agent, scripted
@@ -115,3 +117,69 @@ def test_a_rich_member_spawns_a_variant_that_joins_the_next_rounds() -> None:
     assert (spawn.parent, spawn.child, spawn.endowment) == ("a", "a.1", pytest.approx(24.5))
     assert [m.name for m in society.members] == ["a", "a.1"]
     assert society.economy is not None and society.economy.conserved()
+
+
+def test_a_spawned_name_is_never_reused_even_after_its_holder_left() -> None:
+    economy = Economy({"a": 40.0}, Trace(None), rent=1.0)
+    economy.spawn("a", economy.free_name("a"), 0.5)  # a.1
+    economy.spawn("a", economy.free_name("a"), 10.0)  # a.2
+    assert economy.charge_rent(1) == ["a.1"]
+    assert economy.free_name("a") == "a.3"
+
+
+def test_the_brigade_pays_back_only_services_bought_for_the_task_rewarded() -> None:
+    economy = Economy({"a": 10.0, "b": 10.0}, Trace(None), rent=0.0, brigade_share=0.5)
+    economy.settle(economy.propose("a", "b", "old help", 2.0, deadline=1), 1, delivered=True)
+    economy.start_task()
+    economy.reward(10.0, ["a"])
+    assert economy.balances == pytest.approx({"a": 18.0, "b": 12.0}) and economy.conserved()
+
+
+def test_a_contract_with_a_later_deadline_waits_for_a_busy_provider() -> None:
+    hire_b = json.dumps({"hire": True, "provider": "b", "service": "check", "price": 1.0, "rounds": 2})
+    no_hire = json.dumps({"hire": False})
+    valid = json.dumps({"reason": "fine", "valid": True})
+    model, _, trace = scripted(by_agent({
+        "a": [said("1"), hire_b, said("1"), no_hire, said("1"), json.dumps({"reasoning": "r", "choice": "A"})],
+        "c": [said("1"), hire_b, said("1"), no_hire, said("1"), json.dumps({"reasoning": "r", "choice": "A"})],
+        "b": [said("1"), no_hire, said("1"), said("1"), no_hire, said("1"), said("1"),
+              json.dumps({"reasoning": "r", "choice": "A"})],
+        "arbiter": [valid]}))
+    members = [Member(name, model, f"r{name}") for name in ("a", "b", "c")]
+    society = economy_of_minds(members, Member("arbiter", model, "rz"), rounds=2, start=10.0, rent=0.5,
+                               spawn_above=100.0)
+    society.run_sync("1?")
+    delivered = [(e.client, e.deadline) for e in trace.of_kind("econ_contract") if e.status == "delivered"]
+    assert delivered == [("a", 2), ("c", 2)]  # b served one client a round, the other in the next
+    assert society.economy is not None and society.economy.conserved()
+
+
+def test_scripted_economies_conserve_money_through_hiring_spawning_departures_and_rewards() -> None:
+    seen: Counter[str] = Counter()
+    for seed in range(25):
+        rng = random.Random(seed)
+        names = [f"m{i}" for i in range(rng.randint(2, 4))]
+
+        def reply(request: Request, rng: random.Random = rng, names: list[str] = names) -> str:
+            schema = request.json_schema or {}
+            fields = schema.get("properties", {})
+            if "hire" in fields:
+                return json.dumps({"hire": rng.random() < 0.7, "provider": rng.choice([*names, "nobody", "m1.1"]),
+                                   "service": "check", "price": round(rng.uniform(0, 12), 2),
+                                   "rounds": rng.randint(1, 3)})
+            if "valid" in fields:
+                return json.dumps({"reason": "judged", "valid": rng.random() < 0.8})
+            if "choice" in fields:
+                return json.dumps({"reasoning": "r", "choice": rng.choice(fields["choice"]["enum"])})
+            return json.dumps({"reasoning": "r", "answer": str(rng.randint(1, 3))})
+
+        model, _, trace = scripted(reply)
+        society = economy_of_minds([Member(n, model, "r") for n in names], Member("arbiter", model, "rz"),
+                                   rounds=3, start=rng.uniform(2, 12), rent=rng.uniform(0.5, 3),
+                                   spawn_above=rng.uniform(6, 15))
+        for _ in range(4):  # the ledger carries over from task to task
+            society.run_sync("1 + 1?", reward=lambda answer: 6.0 if answer == "2" else 0.0)
+            assert society.economy is not None and society.economy.conserved(), seed
+        seen.update(e.kind if e.kind != "econ_contract" else e.status for e in trace.events)
+    # the random runs did go through every way money moves
+    assert all(seen[kind] >= 5 for kind in ("delivered", "rejected", "econ_spawn", "econ_departure"))

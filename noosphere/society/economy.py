@@ -106,6 +106,17 @@ class Economy:
     def active(self, name: str) -> bool:
         return name in self.balances
 
+    def start_task(self) -> None:
+        """A new task begins: the brigade will pass its reward back only along services bought for it."""
+        self._paid.clear()
+
+    def free_name(self, parent: str) -> str:
+        """The first `parent.N` that no agent, present or departed, has ever had."""
+        n = 1
+        while f"{parent}.{n}" in self.balances or f"{parent}.{n}" in self.departed:
+            n += 1
+        return f"{parent}.{n}"
+
     def transfer(self, payer: str, payee: str, amount: float, reason: str) -> None:
         if amount <= 0:
             raise UsageError(f"a payment must be positive, not {amount}")

@@ -1,12 +1,14 @@
 """The market phases of an economy of minds: hiring under contracts, rent, spawning, rewards.
 
-Each round every member present may hire one other member for a service at a price it names; the
-ledger checks what it can (parties present, funds, deadline) and an arbiter member judges the rest
-(is this a real, lawful service at a sane price?). A hired provider performs the service, is paid on
-delivery, and the client answers the task again with what it bought. Rent is due at the end of the
-round; whoever cannot pay leaves. A member richer than `spawn_above` spawns a variant of itself and
-endows it with half its wealth. After the society decides, `PayReward` pays the environment's
-reward to the members whose answer won, and the bucket brigade passes it back along the contracts.
+Each round every member present may hire one other member for a service at a price and a deadline
+it names; the ledger checks what it can (parties present, funds, deadline) and an arbiter member
+judges the rest (is this a real, lawful service at a sane price?). A provider performs one service a
+round, the one due soonest; it is paid on delivery, and the client answers the task again with what
+it bought. A contract not served by its deadline (or by the end of the task) is in default, unpaid.
+Rent is due at the end of the round; whoever cannot pay leaves. A member richer than `spawn_above`
+spawns a variant of itself and endows it with half its wealth. After the society decides,
+`PayReward` pays the environment's reward to the members whose answer won, and the bucket brigade
+passes it back along the contracts of this task.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class HireDecision(BaseModel):
     provider: str = Field(default="", max_length=80, description="the member to hire, by name")
     service: str = Field(default="", max_length=300, description="what you want them to do")
     price: float = Field(default=0.0, ge=0.0, description="what you offer to pay on delivery")
+    rounds: int = Field(default=1, ge=1, le=5, description="rounds the provider has to deliver (1: this round)")
 
 
 class ContractVerdict(BaseModel):
@@ -41,16 +44,20 @@ class MarketRounds:
 
     async def run(self, session: Session) -> None:
         self.economy.trace = session.trace
+        self.economy.start_task()
         self.economy.report(0)
+        open_contracts: list[Contract] = []
         for round_ in range(1, session.rounds + 1):
             session.phase(self.name, round_)
-            contracts = await self._hire(session, round_)
-            delivered = await self._deliver(session, round_, contracts)
+            open_contracts += await self._hire(session, round_)
+            delivered, open_contracts = await self._deliver(session, round_, open_contracts)
             await self._answer_again(session, round_, delivered)
             for name in self.economy.charge_rent(round_):
                 session.members[:] = [m for m in session.members if m.name != name]
             self._spawn(session)
             self.economy.report(round_)
+        for contract in open_contracts:  # due after the last round: the task ended first
+            self.economy.settle(contract, session.rounds + 1, delivered=False)
 
     def _market_report(self, session: Session, member: Member) -> str:
         others = "\n".join(f"- {m.name} (holds {self.economy.balances[m.name]:.1f}): current answer "
@@ -71,7 +78,7 @@ class MarketRounds:
             if not decision.hire:
                 continue
             contract = self.economy.propose(client, decision.provider.strip(), decision.service, decision.price,
-                                            deadline=round_)
+                                            deadline=round_ + decision.rounds - 1)
             problem = self.economy.check(contract, round_) or await self._arbitrate(session, round_, contract)
             if problem:
                 self.economy.reject(contract, problem)
@@ -88,9 +95,13 @@ class MarketRounds:
             return "the arbiter could not judge the contract"
         return None if judged.valid else f"the arbiter refused: {judged.reason}"
 
-    async def _deliver(self, session: Session, round_: int, contracts: list[Contract]) -> dict[str, str]:
-        """Providers perform in parallel; returns client -> what it received."""
-        by_provider = {c.provider: c for c in contracts}  # a provider serves one client a round, the first to ask
+    async def _deliver(self, session: Session, round_: int,
+                       contracts: list[Contract]) -> tuple[dict[str, str], list[Contract]]:
+        """Providers perform in parallel, each the open contract due soonest; returns client -> what it
+        received, and the contracts still open (not served yet, deadline not passed)."""
+        by_provider: dict[str, Contract] = {}
+        for contract in sorted(contracts, key=lambda c: (c.deadline, c.id)):
+            by_provider.setdefault(contract.provider, contract)
         providers = [m for m in session.members if m.name in by_provider]
 
         async def perform(member: Member) -> Statement:
@@ -99,13 +110,17 @@ class MarketRounds:
                                     f"{contract.service}\nDo it well; your answer field is your result.", Statement)
 
         done = await session.each(providers, "service", round_, perform)
-        received = {}
+        received, still_open = {}, []
         for contract in contracts:
-            result = done.get(contract.provider) if by_provider.get(contract.provider) is contract else None
+            served = by_provider.get(contract.provider) is contract
+            if not served and contract.deadline > round_ and self.economy.check(contract, round_ + 1) is None:
+                still_open.append(contract)
+                continue
+            result = done.get(contract.provider) if served else None
             if self.economy.settle(contract, round_, delivered=result is not None) and result is not None:
                 received[contract.client] = f"{contract.provider} did '{contract.service}': {result.reasoning} " \
                                             f"(result: {result.answer})"
-        return received
+        return received, still_open
 
     async def _answer_again(self, session: Session, round_: int, received: dict[str, str]) -> None:
         async def answer(member: Member) -> Statement:
@@ -120,9 +135,9 @@ class MarketRounds:
             wealth = self.economy.balances.get(parent.name, 0.0)
             if wealth <= self.spawn_above:
                 continue
-            child = Member(f"{parent.name}.{sum(m.name.startswith(parent.name + '.') for m in session.members) + 1}",
-                           parent.model, f"{parent.role} You are a newer variant of {parent.name}: try approaches "
-                           f"it would not.", parent.sees)
+            child = Member(self.economy.free_name(parent.name), parent.model,
+                           f"{parent.role} You are a newer variant of {parent.name}: try approaches it would not.",
+                           parent.sees)
             self.economy.spawn(parent.name, child.name, wealth / 2)
             session.members.append(child)
 

@@ -59,7 +59,8 @@ class Society:
                   answer_key: Callable[[str], str] = default_key,
                   reward: Callable[[str], float] | None = None) -> SocietyResult:
         """Run the phases on `task`. `reward` scores the final answer for economies (None: no reward)."""
-        trace = trace if trace is not None else self.members[0].model.trace
+        # an economy's members may all have gone bankrupt by now; its arbiter (staff) is still there
+        trace = trace if trace is not None else [*self.members, *self.staff][0].model.trace
         for member in [*self.members, *self.staff]:
             member.join(trace)
         session = Session(task, observation, self.members, trace, random.Random(self.seed), self.rounds,
