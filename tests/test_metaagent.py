@@ -97,9 +97,11 @@ def test_actions_that_keep_doing_nothing_send_the_agent_round_the_focus_loop() -
     script["focus"] = [reply(text="The key is not here; go east and take it.")]
     model, _, trace = scripted(by_agent(script))
     result = asyncio.run(MetaAgent(model).play(TwoRooms()))
-    assert result.won and result.focus_loops == 1
-    [caught, recovered] = kinds(trace, "ma_focus")
-    assert "did nothing" in caught.reason and not caught.recovered and recovered.recovered
+    assert result.won and result.focus_loops == 1 and result.focus_recoveries == 1
+    [caught] = kinds(trace, "ma_focus")
+    [outcome] = kinds(trace, "ma_focus_outcome")
+    assert "did nothing" in caught.reason and caught.loop == outcome.loop == 1
+    assert (outcome.action, outcome.recovered) == ("go east", True)
     hops = [(t.source, t.target) for t in kinds(trace, "ma_transition")]
     assert ("conscious", "focus") in hops and ("focus", "internal_perception") in hops
     assert ("internal_perception", "conscious") in hops
@@ -194,7 +196,8 @@ def test_textworld_bench_plays_generated_games_resumably_with_success_per_type(t
     [row] = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
     assert row["correct"] and row["task_type"] == "coin_collector" and row["actions"] == len(moves)
     report = json.loads((run_dir / "report.json").read_text())["metrics"]
-    assert report["success_rate"] == 100.0 and report["coin_collector_success"] == "1/1"
+    assert report["success_rate"] == report["coin_collector_success_rate"] == 100.0
+    assert report["coin_collector_games"] == 1
 
 
 def test_games_with_memory_refuse_to_run_in_parallel(tmp_path: Path) -> None:
@@ -249,3 +252,17 @@ def test_off_task_text_is_judged_against_what_the_game_has_shown() -> None:
     assert off_task("The task is not yet complete; it will be done once the key is taken.", won=False,
                     seen=seen) is None
     assert "cannot be done" in off_task("I give up, the door is locked.", won=False, seen=seen)
+    assert off_task("Don't give up: the key cannot be found until drawer 2 is open.", won=False, seen=seen) is None
+    assert off_task("The task cannot be completed without the key.", won=False, seen=seen) is None
+
+
+def test_an_agent_that_keeps_failing_gets_one_focus_loop_per_timestep_then_the_team_acts() -> None:
+    script = winning_script()
+    script["conscious"] = ["not json at all"]  # every belief fails to parse: the conscious agent always forfeits
+    script["focus"] = [reply(text="Go east and take the key.")]
+    model, _, trace = scripted(by_agent(script))
+    result = asyncio.run(MetaAgent(model, max_actions=2).play(TwoRooms()))
+    assert result.won and result.actions == 2
+    loops = kinds(trace, "ma_focus")
+    assert [f.step for f in loops] == [0, 1] and all("conscious gave no usable output" in f.reason for f in loops)
+    assert [(o.step, o.recovered) for o in kinds(trace, "ma_focus_outcome")] == [(1, True), (2, True)]

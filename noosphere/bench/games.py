@@ -54,7 +54,8 @@ async def solve(play: Any, env: Environment) -> Scored:
         env.close()
     return Scored("won" if result.won else "lost", result.won, {
         "task_type": result.kind, "actions": result.actions, "transitions": result.transitions,
-        "focus_loops": result.focus_loops, "moves": [list(move) for move in result.moves]})
+        "focus_loops": result.focus_loops, "focus_recoveries": result.focus_recoveries,
+        "moves": [list(move) for move in result.moves]})
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -66,7 +67,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "success_rate": round(100 * len(won) / max(len(rows), 1), 2), "games": len(rows),
         "actions_per_success": round(sum(r["actions"] for r in won) / len(won), 2) if won else None,
         "transitions_per_game": round(sum(r.get("transitions", 0) for r in rows) / max(len(rows), 1), 2),
-        "focus_loops": sum(r.get("focus_loops", 0) for r in rows)}
+        "focus_loops": sum(r.get("focus_loops", 0) for r in rows),
+        "focus_recoveries": sum(r.get("focus_recoveries", 0) for r in rows)}
     for kind, group in sorted(by_type.items()):
-        metrics[f"{kind}_success"] = f"{sum(r['correct'] for r in group)}/{len(group)}"
+        metrics[f"{kind}_success_rate"] = round(100 * sum(r["correct"] for r in group) / len(group), 2)
+        metrics[f"{kind}_games"] = len(group)
     return metrics

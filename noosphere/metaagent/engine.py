@@ -26,12 +26,13 @@ from noosphere.metaagent.events import (
     BeliefWritten,
     EpisodeEnded,
     EpisodeStarted,
+    FocusOutcome,
     FocusTriggered,
     MemoryRetrieved,
     Transition,
 )
 from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, TransitionGraph
-from noosphere.metaagent.hallucination import off_task
+from noosphere.metaagent.hallucination import numbered_objects, off_task
 from noosphere.metaagent.state import EpisodeState
 
 INVALID_STREAK_FOR_FOCUS = 2
@@ -58,6 +59,8 @@ class EpisodeResult:
     focus_loops: int
     moves: tuple[tuple[str, str], ...] = ()
     """Every transition taken, (from, to), in order: what the transition heatmaps count."""
+    focus_recoveries: int = 0
+    """Focus loops whose next action did something (the loop put the team back on track)."""
 
 
 def close_to_admissible(action: str, admissible: tuple[str, ...]) -> bool:
@@ -87,7 +90,7 @@ class MetaAgent:
         trace = self.model.trace
         trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system="metaagent"))
         self._recall(state, env)
-        node, focus_loops, moves = START, 0, []
+        node, focus_loops, recoveries, moves = START, 0, 0, []
         while not state.done and state.t < self.max_actions and state.transitions < self.max_transitions:
             said = await self._turn(node, state, env)
             trace.emit(AgentSpoke(step=state.t, agent=node, output=said))
@@ -95,19 +98,27 @@ class MetaAgent:
                 trace.emit(BeliefWritten(step=state.t, belief=state.belief))
                 if state.steps:  # the belief state for this timestep goes with its step into episodic memory
                     state.steps[-1] = replace(state.steps[-1], belief=state.belief)
-            if node == "internal_perception" and state.needs_focus:
-                trace.emit(FocusTriggered(step=state.t, reason=state.needs_focus, recovered=True))
+            if node == "internal_perception":
                 state.needs_focus = None
+            if node == "external_perception" and state.focus_pending:
+                recovered = state.invalid_streak == 0
+                trace.emit(FocusOutcome(step=state.t, loop=state.focus_pending, action=state.steps[-1].action,
+                                        recovered=recovered))
+                recoveries, state.focus_pending = recoveries + recovered, 0
             self._watch(node, state)
+            if state.needs_focus and state.focused_at == state.t:
+                state.needs_focus = None  # already focused at this timestep: carry on and let an action decide
             target = await self._next(node, state)
             if target == "focus" and state.needs_focus:
                 focus_loops += 1
-                trace.emit(FocusTriggered(step=state.t, reason=state.needs_focus, recovered=False))
+                state.focused_at, state.focus_pending = state.t, focus_loops
+                trace.emit(FocusTriggered(step=state.t, reason=state.needs_focus, loop=focus_loops))
             moves.append((node, target))
             node, state.transitions = target, state.transitions + 1
         await self._remember(state, env)
         trace.emit(EpisodeEnded(game=env.name, won=state.won, actions=state.t, transitions=state.transitions))
-        return EpisodeResult(env.name, env.kind, state.won, state.t, state.transitions, focus_loops, tuple(moves))
+        return EpisodeResult(env.name, env.kind, state.won, state.t, state.transitions, focus_loops, tuple(moves),
+                             recoveries)
 
     # one turn --------------------------------------------------------------------------------------
     async def _turn(self, node: str, state: EpisodeState, env: Environment) -> str:
@@ -149,8 +160,8 @@ class MetaAgent:
         if node == "external_perception" and state.invalid_streak >= INVALID_STREAK_FOR_FOCUS:
             state.needs_focus = state.needs_focus or f"{state.invalid_streak} actions in a row did nothing"
         text = {"conscious": state.belief, "idea": state.idea}.get(node)
-        if text and state.off_task_at != state.t and (why := off_task(text, won=state.won, seen=state.seen)):
-            state.needs_focus, state.off_task_at = state.needs_focus or f"the {node} agent's text: {why}", state.t
+        if text and (why := off_task(text, won=state.won, seen=state.seen | numbered_objects(state.recall))):
+            state.needs_focus = state.needs_focus or f"the {node} agent's text: {why}"
 
     async def _next(self, node: str, state: EpisodeState) -> str:
         successors = self.graph.successors(node)

@@ -57,9 +57,21 @@ class MemoryRetrieved(Event):
 
 
 class FocusTriggered(Event):
+    """A hallucination sent the conscious agent into the focus loop (the `loop`-th of the episode)."""
+
     kind: str = "ma_focus"
     step: int
     reason: str
+    loop: int
+
+
+class FocusOutcome(Event):
+    """The first action after focus loop `loop`: it recovered if that action did something."""
+
+    kind: str = "ma_focus_outcome"
+    step: int
+    loop: int
+    action: str
     recovered: bool
 
 

@@ -16,6 +16,9 @@ GIVING_UP = re.compile(r"\b(unsolvable|cannot be (completed|solved|done)|can ?no
 CLAIMED_SUCCESS = re.compile(r"\b(task (is|has been) (now )?(complete|completed|done|finished|accomplished|solved)|"
                              r"successfully (completed|solved|finished) the task)\b")
 HEDGES = re.compile(r"\b(not|n't|once|when|after|until|if|will|yet|almost|nearly|before)\b")
+CONDITIONS = re.compile(r"(\b(until|unless|without|if|once|when|never|do not|don't)\b|n't give up)")
+"""A give-up phrase under one of these is a condition or an exhortation ("cannot be done until I
+find the key", "don't give up"), not a verdict."""
 NUMBERED_OBJECT = re.compile(r"\b([a-z]+) (\d{1,3})\b")
 
 
@@ -31,11 +34,12 @@ def numbered_objects(text: str) -> set[tuple[str, str]]:
 def off_task(text: str, *, won: bool, seen: set[tuple[str, str]]) -> str | None:
     """Why `text` (a belief state or an idea) has left the game, or None while it stays in it.
 
-    `seen` holds the numbered objects of every observation and admissible action so far; a name
-    counts as invented only when its kind has been seen with other numbers and never with this one.
+    `seen` holds the numbered objects of every observation and admissible action so far (and of the
+    recalled memory, which a belief may quote); a name counts as invented only when its kind has
+    been seen with other numbers and never with this one.
     """
     sentences = _sentences(text)
-    if any(GIVING_UP.search(sentence) for sentence in sentences):
+    if any(GIVING_UP.search(s) and not CONDITIONS.search(s) for s in sentences):
         return "it declares the task cannot be done"
     if not won and any(CLAIMED_SUCCESS.search(s) and not HEDGES.search(s) for s in sentences):
         return "it claims a success the game has not granted"

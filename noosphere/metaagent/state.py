@@ -33,8 +33,11 @@ class EpisodeState:
     needs_focus: str | None = None
     seen: set[tuple[str, str]] = field(default_factory=set)
     """Numbered objects ("drawer 3") the game has shown in any observation or admissible action."""
-    off_task_at: int = -1
-    """The timestep whose text last went off task: one focus loop per timestep for that, not a loop of loops."""
+    focused_at: int = -1
+    """The timestep of the last focus loop: one per timestep, so an agent that keeps failing cannot
+    hold the team in loops of loops; the next trigger waits for the next action."""
+    focus_pending: int = 0
+    """The focus loop whose outcome the next action decides (0: none)."""
     done: bool = False
     won: bool = False
 
@@ -45,18 +48,22 @@ class EpisodeState:
     def _see(self, observation: str, admissible: tuple[str, ...]) -> None:
         self.seen |= numbered_objects(" ".join((self.task, observation, *admissible)))
 
-    def percept(self, recent: int = 5) -> str:
+    def percept(self, recent: int = 5, *, with_task: bool = True) -> str:
         """The task, the latest observation, the last few actions and the admissible actions."""
         history = "\n".join(f"{s.t}. {s.action} -> {s.observation[:150]}" for s in self.steps[-recent:])
         actions = ", ".join(self.admissible[:ADMISSIBLE_SHOWN])
-        return (f"{self.task}\nActions taken: {self.t}.\nRecent actions:\n{history or '(none yet)'}\n"
-                f"Current observation: {self.observation}\nAdmissible actions: {actions}")
+        return (f"{self.task + chr(10) if with_task else ''}Actions taken: {self.t}.\nRecent actions:\n"
+                f"{history or '(none yet)'}\nCurrent observation: {self.observation}\nAdmissible actions: {actions}")
 
     def context(self) -> str:
-        """Everything an agent may use: the percept plus what the other agents have written."""
-        parts = [self.percept()]
+        """Everything an agent may use: the percept plus what the other agents have written.
+
+        What stays the same all game (the task, the recalled memory) comes first, so that consecutive
+        prompts share a long prefix the local backend evaluates once.
+        """
+        parts = [self.task] + ([f"Memory: {self.recall}"] if self.recall else []) + [self.percept(with_task=False)]
         for title, text in (("Belief state", self.belief), ("Plan", self.plan), ("Idea", self.idea),
-                            ("Focus", self.focus_note), ("Memory", self.recall)):
+                            ("Focus", self.focus_note)):
             if text:
                 parts.append(f"{title}: {text}")
         return "\n\n".join(parts)

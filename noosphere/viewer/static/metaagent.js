@@ -1,10 +1,11 @@
 // Meta-agent runs: the path through the transition graph, how often each transition was taken, the
 // steps with their actions and beliefs, memory retrievals and focus-loop recoveries.
 //
-// Events (the engine will emit these): ma_step {step, agent, output}; ma_transition {step, source,
+// Events: ma_step {step, agent, output}; ma_transition {step, source,
 // target, valid, fallback}; ma_action {step, action, observation, reward, done, won}; ma_belief {step,
 // belief}; ma_retrieval {step, memory: episodic|conceptual, method: random|relevant, items: [str]};
-// ma_focus {step, reason, recovered}.
+// ma_focus {step, reason, loop}; ma_focus_outcome {step, loop, action, recovered}: the first action after
+// that loop did something. Older traces put `recovered` on ma_focus itself.
 
 function transitionPath(transitions) {
   const path = el("div", {class: "path"});
@@ -55,14 +56,14 @@ function metaView(events) {
   const last = actions[actions.length - 1];
   const reward = actions.reduce((sum, a) => sum + (a.reward || 0), 0);
   const focus = of("ma_focus");
+  const outcomes = new Map(of("ma_focus_outcome").map((o) => [o.loop, o]));
+  const recovered = (f) => (outcomes.size ? Boolean(outcomes.get(f.loop)?.recovered) : Boolean(f.recovered));
   return el("div", {class: "meta"},
     section("Outcome", keyValues({steps: steps.length, total_reward: reward,
       done: last ? last.done : false, won: last ? last.won : false,
       invalid_transitions: transitions.filter((t) => t.valid === false).length,
       fallbacks: transitions.filter((t) => t.fallback).length,
-      // The engine reports each focus loop twice: when it is triggered and when it has recovered.
-      focus_recoveries: `${focus.filter((f) => f.recovered).length} of ${focus.filter((f) => !f.recovered).length
-        || focus.length}`})),
+      focus_recoveries: `${focus.filter(recovered).length} of ${focus.length}`})),
     section("Path through the transition graph", transitionPath(transitions)),
     section("Transitions (from → to, counts)", heatmap(transitions)),
     section("Steps", pagedTable(["step", "state", "transition", "action", "observation", "reward", "belief"], steps,
@@ -80,5 +81,5 @@ function metaView(events) {
       of("ma_retrieval"), (r) => [String(r.step), r.memory, r.method,
         el("ul", null, (r.items || []).map((item) => el("li", null, asText(item))))])),
     section(`Focus-loop recoveries (${focus.length})`, pagedTable(["step", "reason", "recovered"], focus,
-      (f) => [String(f.step), block(f.reason), mark(f.recovered)])));
+      (f) => [String(f.step), block(f.reason), mark(recovered(f))])));
 }

@@ -129,7 +129,10 @@ const DESCRIBE = {
     `${e.done ? (e.won ? " (won)" : " (done)") : ""}`,
   ma_belief: (e) => short(e.belief, 90),
   ma_retrieval: (e) => `${e.memory} (${e.method}): ${(e.items || []).length} items`,
-  ma_focus: (e) => `${e.reason}${e.recovered ? " (recovered)" : " (not recovered)"}`,
+  ma_focus: (e) => (e.loop ? `focus loop ${e.loop}: ${e.reason}`
+    : `${e.reason}${e.recovered ? " (recovered)" : " (not recovered)"}`),
+  ma_focus_outcome: (e) => `after focus loop ${e.loop}: ${short(e.action, 40)}` +
+    `${e.recovered ? " (recovered)" : " (did nothing)"}`,
 };
 
 function describe(event) {
