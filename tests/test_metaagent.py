@@ -125,7 +125,7 @@ def test_memory_stores_the_episode_and_a_rule_after_a_win_and_recalls_them_next_
     asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms()))
     [episode] = store.episodes()
     assert episode.won and [s.action for s in episode.steps] == ["go east", "take key"]
-    assert episode.steps[0].belief  # the belief state written after that action
+    assert all(step.belief for step in episode.steps)  # a belief state after every action, the last one too
     assert store.concepts() == ["Search the neighbouring room before anything else when an item is missing."]
     model, backend, trace = scripted(by_agent(winning_script()))
     asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms()))
@@ -173,6 +173,9 @@ def test_react_plays_and_reflexion_retries_with_a_lesson() -> None:
     assert result.won
     later = [r for r in backend.history if r.agent == "reflexion"][-1]
     assert "Waiting wastes actions" in later.messages[-1].content
+    [reflection] = [r for r in backend.history if r.agent == "reflection"]
+    read = reflection.messages[-1].content  # the failed trial itself, not just its length
+    assert "take the key" in read and "1. wait -> Nothing happens." in read and "2. wait" in read
 
 
 def test_textworld_bench_plays_generated_games_resumably_with_success_per_type(tmp_path: Path) -> None:
@@ -266,3 +269,14 @@ def test_an_agent_that_keeps_failing_gets_one_focus_loop_per_timestep_then_the_t
     loops = kinds(trace, "ma_focus")
     assert [f.step for f in loops] == [0, 1] and all("conscious gave no usable output" in f.reason for f in loops)
     assert [(o.step, o.recovered) for o in kinds(trace, "ma_focus_outcome")] == [(1, True), (2, True)]
+
+
+def test_each_memory_mode_stores_only_what_it_keeps(tmp_path: Path) -> None:
+    for episodic, conceptual in ((True, False), (False, True)):
+        store = MemoryStore(tmp_path / f"{episodic}-{conceptual}")
+        memory = MemorySettings(store, episodic=episodic, conceptual=conceptual, embedder=HashingEmbedder())
+        model, backend, _ = scripted(by_agent(winning_script()))
+        asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms()))
+        assert len(store.episodes()) == int(episodic)
+        assert len(store.concepts()) == int(conceptual)
+        assert any(r.agent == "learning" for r in backend.history) == conceptual

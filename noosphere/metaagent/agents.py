@@ -37,6 +37,22 @@ ROLES = {
 }
 
 
+DUTIES = {
+    "conscious": "updates the belief state: what is done, what is known, what comes next",
+    "planning": "proposes the next action; then the motor agent acts",
+    "motor": "chooses one admissible action and carries it out",
+    "external_perception": "reports the new observation and the admissible actions",
+    "focus": "when the team has lost track: restates the task and where things stand",
+    "internal_perception": "replays the last real observation and the task",
+    "retrieve_memory": "looks up past episodes and learned rules that match the situation",
+    "idea": "suggests something new to try, then planning turns it into an action",
+    "learning": "states a general rule learned so far, to keep for later games",
+    "record_memory": "stores the rules learned in this game in long-term memory",
+}
+"""What the orchestrator is told each successor does: its picks, and so the transition heatmaps,
+rest on these lines, not on bare agent names."""
+
+
 class Belief(BaseModel):
     belief: str = Field(min_length=1, max_length=700, description="the belief state for this timestep")
 

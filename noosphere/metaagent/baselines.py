@@ -2,8 +2,9 @@
 
 ReAct: one call per step that thinks and then picks one admissible action (the action field is
 constrained to the admissible list, as the meta-agent's motor is). Reflexion: ReAct trials on the
-same game; after a failed trial the model writes a lesson, and the next trial starts with every
-lesson so far. A Reflexion game counts as won if any trial wins; its actions are the winning trial's.
+same game; after a failed trial the model reads how it went (the task and the trial's last steps)
+and writes a lesson, and the next trial starts with every lesson so far. A Reflexion game counts as
+won if any trial wins; its actions are the winning trial's.
 """
 
 from __future__ import annotations
@@ -50,7 +51,15 @@ async def react(model: Model, env: Environment, *, max_actions: int = 50, lesson
         model.trace.emit(ActionTaken(step=state.t, action=action, observation=result.observation,
                                      reward=result.reward, done=result.done, won=result.won))
     model.trace.emit(EpisodeEnded(game=env.name, won=state.won, actions=state.t, transitions=state.t))
-    return EpisodeResult(env.name, env.kind, state.won, state.t, state.t, 0)
+    return EpisodeResult(env.name, env.kind, state.won, state.t, state.t, 0, task=state.task, steps=tuple(state.steps))
+
+
+REFLECTED_STEPS = 20
+"""The last steps of a failed attempt its reflection reads: where it went wrong is usually near the end."""
+
+
+def _trajectory(result: EpisodeResult) -> str:
+    return "\n".join(f"{s.t}. {s.action} -> {s.observation[:120]}" for s in result.steps[-REFLECTED_STEPS:])
 
 
 async def reflexion(model: Model, env: Environment, *, trials: int = 3, max_actions: int = 50) -> EpisodeResult:
@@ -63,8 +72,9 @@ async def reflexion(model: Model, env: Environment, *, trials: int = 3, max_acti
         try:
             completion = await model.complete(
                 [Message.system(ROLES["reflection"]),
-                 Message.user(f"Game: {env.name}. The attempt used {result.actions} actions and did not complete "
-                              f"the task. Earlier lessons: {lessons or 'none'}. What should change?")],
+                 Message.user(f"{result.task}\nThe attempt used {result.actions} actions and did not complete the "
+                              f"task. How it went{' (the end)' if len(result.steps) > REFLECTED_STEPS else ''}:\n"
+                              f"{_trajectory(result)}\nEarlier lessons: {lessons or 'none'}. What should change?")],
                 output=Note, agent="reflection")
             lessons.append(completion.output.text)  # type: ignore[union-attr]
         except NoosphereError:

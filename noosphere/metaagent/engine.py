@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from noosphere.envs import Environment
 from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.llm import Message, Model
-from noosphere.memory import Embedder, Episode, MemoryStore, default_embedder, recall, sleep
-from noosphere.metaagent.agents import LANGUAGE_AGENTS, ROLES, Note, orchestrator_output
+from noosphere.memory import Embedder, Episode, EpisodeStep, MemoryStore, default_embedder, recall, sleep
+from noosphere.metaagent.agents import DUTIES, LANGUAGE_AGENTS, ROLES, Note, orchestrator_output
 from noosphere.metaagent.events import (
     ActionTaken,
     AgentSpoke,
@@ -61,6 +61,9 @@ class EpisodeResult:
     """Every transition taken, (from, to), in order: what the transition heatmaps count."""
     focus_recoveries: int = 0
     """Focus loops whose next action did something (the loop put the team back on track)."""
+    task: str = ""
+    steps: tuple[EpisodeStep, ...] = ()
+    """The trajectory: what a reflection on a failed attempt reads."""
 
 
 def close_to_admissible(action: str, admissible: tuple[str, ...]) -> bool:
@@ -118,7 +121,7 @@ class MetaAgent:
         await self._remember(state, env)
         trace.emit(EpisodeEnded(game=env.name, won=state.won, actions=state.t, transitions=state.transitions))
         return EpisodeResult(env.name, env.kind, state.won, state.t, state.transitions, focus_loops, tuple(moves),
-                             recoveries)
+                             recoveries, state.task, tuple(state.steps))
 
     # one turn --------------------------------------------------------------------------------------
     async def _turn(self, node: str, state: EpisodeState, env: Environment) -> str:
@@ -171,7 +174,7 @@ class MetaAgent:
         elif len(successors) == 1:
             target = successors[0]
         else:
-            described = "\n".join(f"- {name}: {ROLES.get(name, name).split('. ')[0]}" for name in successors)
+            described = "\n".join(f"- {name}: {DUTIES.get(name, name)}" for name in successors)
             try:
                 completion = await self.model.complete(
                     [Message.system(ROLES["orchestrator"]),
@@ -206,20 +209,30 @@ class MetaAgent:
                                        items=[c.representative for c in found.concepts]))
 
     async def _remember(self, state: EpisodeState, env: Environment) -> None:
+        """Store what the memory mode keeps: the episode (episodic) and, after a win, its rules
+        (conceptual). Model calls come first and writes last, so a run killed in between replays
+        the game without leaving half an episode behind."""
         memory = self.memory
-        if memory is None:
+        if memory is None or not (memory.episodic or memory.conceptual):
             return
-        memory.store.add_episode(Episode(state.task, env.kind, env.name, tuple(state.steps), state.won))
-        if not state.won:
-            return
-        if not state.rules:  # a won game teaches at least one rule
+        if memory.episodic and state.steps and not state.steps[-1].belief:  # the belief after the last action
+            said = await self._turn("conscious", state, env)
+            if said:
+                self.model.trace.emit(BeliefWritten(step=state.t, belief=state.belief))
+                state.steps[-1] = replace(state.steps[-1], belief=state.belief)
+        if memory.conceptual and state.won and not state.rules:  # a won game teaches at least one rule
             try:
                 completion = await self.model.complete(
                     [Message.system(ROLES["learning"]),
                      Message.user(f"{state.context()}\n\nThe task was solved. One general rule:")],
                     output=Note, agent="learning")
                 state.rules.append(completion.output.text)  # type: ignore[union-attr]
+            except BudgetExceededError:
+                raise
             except NoosphereError:
-                return
-        for rule in state.rules:
-            memory.store.add_concept(rule, env.name)
+                pass
+        if memory.episodic:
+            memory.store.add_episode(Episode(state.task, env.kind, env.name, tuple(state.steps), state.won))
+        if memory.conceptual and state.won:
+            for rule in state.rules:
+                memory.store.add_concept(rule, env.name)
