@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from noosphere.envs import Reset, Step
-from noosphere.errors import ConfigError
+from noosphere.errors import ConfigError, UnknownNameError
 from noosphere.memory import HashingEmbedder, MemoryStore
 from noosphere.metaagent import (
     DEFAULT_GRAPH,
@@ -280,3 +280,22 @@ def test_each_memory_mode_stores_only_what_it_keeps(tmp_path: Path) -> None:
         assert len(store.episodes()) == int(episodic)
         assert len(store.concepts()) == int(conceptual)
         assert any(r.agent == "learning" for r in backend.history) == conceptual
+
+
+def test_a_graph_file_replaces_the_default_and_bad_agents_fail_before_the_run(tmp_path: Path) -> None:
+    autopilot = tmp_path / "autopilot.yaml"
+    autopilot.write_text("edges:\n  conscious: [planning]\n  planning: [motor]\n  motor: [external_perception]\n"
+                         "  external_perception: [conscious]\n")
+    graph = TransitionGraph.from_file(autopilot)
+    assert TransitionGraph.from_data(graph.to_data()) == graph
+    model, backend, _ = scripted(by_agent(winning_script()))
+    assert asyncio.run(MetaAgent(model, graph=graph).play(TwoRooms())).won
+    assert not any(r.agent == "orchestrator" for r in backend.history)  # one successor each: nothing to choose
+    typo = TransitionGraph({"conscious": ("planer",), "planer": ("conscious",)})
+    with pytest.raises(UnknownNameError, match="planning"):
+        MetaAgent(model, graph=typo)
+    no_action = TransitionGraph({"conscious": ("planning",), "planning": ("conscious",)})
+    with pytest.raises(ConfigError, match="could never act"):
+        MetaAgent(model, graph=no_action)
+    with pytest.raises(ConfigError, match="edges"):
+        TransitionGraph.from_data({"conscious": ["planning"]})

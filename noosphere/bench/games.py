@@ -18,7 +18,17 @@ from noosphere.envs import Environment
 from noosphere.errors import UnknownNameError
 from noosphere.llm import Model
 from noosphere.memory import METHODS, MemoryStore, default_embedder
-from noosphere.metaagent import EpisodeResult, MemorySettings, MetaAgent, react, reflexion
+from noosphere.metaagent import (
+    CODE_AGENTS,
+    DEFAULT_GRAPH,
+    LANGUAGE_AGENTS,
+    EpisodeResult,
+    MemorySettings,
+    MetaAgent,
+    TransitionGraph,
+    react,
+    reflexion,
+)
 
 SYSTEMS = ("react", "reflexion", "metaagent")
 MEMORY_MODES = {"none": (False, False), "episodic": (True, False), "conceptual": (False, True), "both": (True, True)}
@@ -43,8 +53,16 @@ def player(model: Model, config: dict[str, Any], memory_folder: Path):  # type: 
     if episodic or conceptual:
         memory = MemorySettings(MemoryStore(memory_folder), episodic=episodic, conceptual=conceptual,
                                 method=config["retrieve"], k=config["k"], embedder=default_embedder())
-    agent = MetaAgent(model, memory=memory, max_actions=max_actions, seed=config["seed"])
+    graph = TransitionGraph.from_data(config["graph"]) if config.get("graph") else DEFAULT_GRAPH
+    agent = MetaAgent(model, graph=graph, memory=memory, max_actions=max_actions, seed=config["seed"])
     return agent.play
+
+
+def load_graph(path: Path) -> TransitionGraph:
+    """A replacement transition graph, checked as the engine will check it, before any run starts."""
+    graph = TransitionGraph.from_file(path)
+    graph.check_agents(set(LANGUAGE_AGENTS) | CODE_AGENTS)
+    return graph
 
 
 async def solve(play: Any, env: Environment) -> Scored:

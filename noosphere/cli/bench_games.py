@@ -22,14 +22,19 @@ MemoryOption = Annotated[str, typer.Option(help="metaagent: none, episodic, conc
 RetrieveOption = Annotated[str, typer.Option(help="metaagent: random (the paper) or relevant")]
 KOption = Annotated[int, typer.Option(min=0, help="metaagent: past episodes recalled per game")]
 MaxActionsOption = Annotated[int, typer.Option(min=1, help="step budget per game")]
+GraphOption = Annotated[Path | None, typer.Option(
+    help="metaagent: a transition graph in YAML or JSON (edges, defaults) instead of the paper's")]
 
 
 def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     def game_options(system: str, memory: str, retrieve: str, k: int, max_actions: int, model: str,
-                     limit: int | None, seed: int) -> dict[str, Any]:
+                     limit: int | None, seed: int, graph: Path | None) -> dict[str, Any]:
         games_bench.check_options(system, memory, retrieve)
-        return {"system": system, "memory": memory, "retrieve": retrieve, "k": k, "max_actions": max_actions,
-                "model": model, "limit": limit, "seed": seed}
+        options = {"system": system, "memory": memory, "retrieve": retrieve, "k": k, "max_actions": max_actions,
+                   "model": model, "limit": limit, "seed": seed}
+        if graph is not None:  # saved whole in config.json, so a resumed run plays the same graph
+            options["graph"] = games_bench.load_graph(graph).to_data()
+        return options
 
     def run_games(config: dict[str, Any], title: str, games_for: Callable[[dict[str, Any]], list[Any]], *,
                   out: Path, resume: Path | None, no_cache: bool, quiet: bool, parallel: int) -> None:
@@ -60,6 +65,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         per_type: Annotated[int | None, typer.Option(help="games of each of the six task types")] = 4,
         limit: Annotated[int | None, typer.Option(help="first N games of that balanced list")] = None,
         max_actions: MaxActionsOption = 50,
+        graph: GraphOption = None,
         data: Annotated[Path | None, typer.Option(help="ALFWorld json_2.1.1 folder")] = None,
         model: ModelOption = DEFAULT_MODEL,
         seed: SeedOption = 0,
@@ -74,7 +80,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
         config = {} if resume else {"benchmark": "alfworld", "per_type": per_type,
                                     "data": str(data) if data else None,
-                                    **game_options(system, memory, retrieve, k, max_actions, model, limit, seed)}
+                                    **game_options(system, memory, retrieve, k, max_actions, model, limit, seed, graph)}
 
         def games_for(saved: dict[str, Any]) -> list[Any]:
             games = load_alfworld(Path(saved["data"]) if saved.get("data") else None, per_type=saved["per_type"],
@@ -94,6 +100,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         per_challenge: Annotated[int, typer.Option(min=1, help="games of each challenge")] = 3,
         limit: Annotated[int | None, typer.Option(help="first N games")] = None,
         max_actions: MaxActionsOption = 50,
+        graph: GraphOption = None,
         games_dir: Annotated[Path | None, typer.Option(
             help="where generated games are kept (default ~/.cache/noosphere/textworld)")] = None,
         model: ModelOption = DEFAULT_MODEL,
@@ -110,7 +117,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
         config = {} if resume else {"benchmark": "textworld", "tier": tier, "per_challenge": per_challenge,
                                     "games_dir": str(games_dir or default_cache_dir() / "textworld"),
-                                    **game_options(system, memory, retrieve, k, max_actions, model, limit, seed)}
+                                    **game_options(system, memory, retrieve, k, max_actions, model, limit, seed, graph)}
 
         def games_for(saved: dict[str, Any]) -> list[Any]:
             games = textworld_games(Path(saved["games_dir"]), tier=saved["tier"],

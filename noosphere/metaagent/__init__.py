@@ -1,11 +1,12 @@
 """The memory-driven meta-agent (Episodex): specialised agents along an allowed-transition graph."""
 
-from noosphere.metaagent.agents import LANGUAGE_AGENTS, ROLES
+from noosphere.metaagent.agents import CODE_AGENTS, DUTIES, LANGUAGE_AGENTS, ROLES
 from noosphere.metaagent.baselines import react, reflexion
 from noosphere.metaagent.engine import EpisodeResult, MemorySettings, MetaAgent, close_to_admissible
 from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, TransitionGraph
 from noosphere.metaagent.hallucination import off_task
 from noosphere.metaagent.state import EpisodeState
 
-__all__ = ["DEFAULT_GRAPH", "LANGUAGE_AGENTS", "MEMORY_AGENTS", "ROLES", "START", "EpisodeResult", "EpisodeState",
-           "MemorySettings", "MetaAgent", "TransitionGraph", "close_to_admissible", "off_task", "react", "reflexion"]
+__all__ = ["CODE_AGENTS", "DEFAULT_GRAPH", "DUTIES", "LANGUAGE_AGENTS", "MEMORY_AGENTS", "ROLES", "START",
+           "EpisodeResult", "EpisodeState", "MemorySettings", "MetaAgent", "TransitionGraph", "close_to_admissible",
+           "off_task", "react", "reflexion"]

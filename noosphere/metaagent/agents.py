@@ -10,7 +10,7 @@ retrieve-memory and record-memory. Twelve with the orchestrator.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,4 +124,5 @@ LANGUAGE_AGENTS = {agent.name: agent for agent in (
     LanguageAgent("learning", lambda s: f"{s.context()}\n\nOne general rule:", lambda s: Note, _rule),
 )}
 
-CodeAgent = Callable[[EpisodeState], Awaitable[str]]
+CODE_AGENTS = frozenset({"external_perception", "internal_perception", "retrieve_memory", "record_memory"})
+"""Agents that are code, not model calls: perception acts and replays, the memory agents read and write."""

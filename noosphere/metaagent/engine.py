@@ -19,7 +19,7 @@ from noosphere.envs import Environment
 from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.llm import Message, Model
 from noosphere.memory import Embedder, Episode, EpisodeStep, MemoryStore, default_embedder, recall, sleep
-from noosphere.metaagent.agents import DUTIES, LANGUAGE_AGENTS, ROLES, Note, orchestrator_output
+from noosphere.metaagent.agents import CODE_AGENTS, DUTIES, LANGUAGE_AGENTS, ROLES, Note, orchestrator_output
 from noosphere.metaagent.events import (
     ActionTaken,
     AgentSpoke,
@@ -79,6 +79,7 @@ def close_to_admissible(action: str, admissible: tuple[str, ...]) -> bool:
 class MetaAgent:
     def __init__(self, model: Model, *, graph: TransitionGraph = DEFAULT_GRAPH, memory: MemorySettings | None = None,
                  max_actions: int = 50, max_transitions: int | None = None, seed: int = 0) -> None:
+        graph.check_agents(set(LANGUAGE_AGENTS) | CODE_AGENTS)
         self.model, self.memory = model, memory
         remembers = memory is not None and (memory.episodic or memory.conceptual)
         # without a memory those agents would only spend turns: the orchestrator is not offered them

@@ -10,12 +10,17 @@ Each agent also names a default successor, taken when the orchestrator's pick is
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import networkx as nx
+import yaml
 
-from noosphere.errors import ConfigError
+from noosphere.errors import ConfigError, UnknownNameError
 
 START = "conscious"
+ACTING_AGENT = "external_perception"
+"""The agent that carries the motor's action out in the environment."""
 MEMORY_AGENTS = ("retrieve_memory", "learning", "record_memory")
 """Agents that only read or fill the long-term memory; a run without memory leaves them out."""
 
@@ -40,6 +45,41 @@ class TransitionGraph:
                                   field=f"defaults.{source}")
         if START not in self.edges:
             raise ConfigError(f"the graph needs the {START!r} agent", field="edges")
+
+    @classmethod
+    def from_data(cls, data: Any, source: str | None = None) -> TransitionGraph:
+        """`{"edges": {agent: [successors]}, "defaults": {agent: successor}}`, as `to_data` writes it."""
+        if not isinstance(data, dict) or not isinstance(data.get("edges"), dict):
+            raise ConfigError("a transition graph needs an `edges` mapping of agent to successors", source=source,
+                              field="edges")
+        defaults = data.get("defaults") or {}
+        if not isinstance(defaults, dict):
+            raise ConfigError("`defaults` maps an agent to one successor", source=source, field="defaults")
+        edges = {str(agent): tuple(str(t) for t in ([targets] if isinstance(targets, str) else targets or ()))
+                 for agent, targets in data["edges"].items()}
+        return cls(edges, {str(agent): str(target) for agent, target in defaults.items()})
+
+    @classmethod
+    def from_file(cls, path: Path) -> TransitionGraph:
+        """A graph written in YAML or JSON (JSON is YAML too)."""
+        try:
+            data = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read the transition graph: {exc}", source=str(path)) from exc
+        return cls.from_data(data, source=str(path))
+
+    def to_data(self) -> dict[str, Any]:
+        return {"edges": {agent: list(targets) for agent, targets in self.edges.items()},
+                "defaults": dict(self.defaults)}
+
+    def check_agents(self, known: set[str]) -> None:
+        """Every agent must be one the engine can run, and some path from the start must reach an action."""
+        for agent in self.edges:
+            if agent not in known:
+                raise UnknownNameError("agent", agent, known)
+        if ACTING_AGENT not in self.edges or not nx.has_path(self.as_networkx(), START, ACTING_AGENT):
+            raise ConfigError(f"no path from {START!r} reaches {ACTING_AGENT!r}: the team could never act",
+                              field="edges")
 
     def successors(self, agent: str) -> tuple[str, ...]:
         return self.edges[agent]
