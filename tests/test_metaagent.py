@@ -16,6 +16,7 @@ from noosphere.metaagent import (
     MemorySettings,
     MetaAgent,
     TransitionGraph,
+    close_to_admissible,
     off_task,
     react,
     reflexion,
@@ -299,3 +300,11 @@ def test_a_graph_file_replaces_the_default_and_bad_agents_fail_before_the_run(tm
         MetaAgent(model, graph=no_action)
     with pytest.raises(ConfigError, match="edges"):
         TransitionGraph.from_data({"conscious": ["planning"]})
+
+
+def test_a_plan_close_in_wording_must_still_name_objects_that_are_there() -> None:
+    admissible = ("go to cabinet 1", "go to cabinet 2", "take apple 1 from countertop 1")
+    assert close_to_admissible("go to cabinet 2", admissible)
+    assert close_to_admissible("walk to cabinet 2", admissible)
+    assert not close_to_admissible("go to cabinet 13", admissible)
+    assert not close_to_admissible("take apple 1 from fridge 1", admissible)

@@ -67,9 +67,12 @@ class EpisodeResult:
 
 
 def close_to_admissible(action: str, admissible: tuple[str, ...]) -> bool:
-    """An exact admissible action, or one sharing most of its words with one."""
+    """An exact admissible action, or one sharing most of its words with one and naming no object
+    ("cabinet 13") that no admissible action names: a near miss in wording, not in the world."""
     words = set(action.lower().split())
     if not words:
+        return False
+    if numbered_objects(action) - numbered_objects(" ".join(admissible)):
         return False
     return any(action.strip().lower() == option.lower() or
                len(words & set(option.lower().split())) / len(words | set(option.lower().split())) >= 0.5
