@@ -137,3 +137,16 @@ def test_debaters_see_only_their_part_of_the_input_then_each_others_statements()
     assert "I heard a meow" in round_one_left
     assert result.answer == "cat" and result.decided_by == "vote"
     assert trace.of_kind("soc_tally")[0].scores == {"cat": 2}
+
+
+def test_a_large_democracy_labels_more_than_26_options_and_votes_on_them() -> None:
+    names = [f"m{i}" for i in range(30)]
+    script: dict[str, list[object]] = {name: [said(str(i)), said(str(i)), {"reasoning": "r", "choice": "AB"}]
+                                       for i, name in enumerate(names)}
+    script["organizer"] = [{"question": "Sure?"}, {"summary": "s", "answer": "0"}]
+    model, backend, trace = scripted(by_agent(script))
+    result = democracy(members(model, names), Member("organizer", model, "o"), rights={"execute"},
+                       rounds=1).run_sync("Pick a number.")
+    assert (result.answer, result.decided_by) == ("27", "vote")  # AB is the 28th label
+    ballot = next(r for r in backend.history if r.agent == "m0" and "Vote" in r.messages[-1].content)
+    assert "(AD) 29" in ballot.messages[-1].content

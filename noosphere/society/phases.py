@@ -61,20 +61,36 @@ def _transcript(session: Session) -> str:
     return "\n".join(lines) or "(nothing yet)"
 
 
+def option_labels(count: int) -> tuple[str, ...]:
+    """A, B, ..., Z, then AA, AB, ...: short labels however many distinct answers a large society has."""
+    labels = []
+    for number in range(1, count + 1):
+        label = ""
+        while number:
+            number, rest = divmod(number - 1, 26)
+            label = string.ascii_uppercase[rest] + label
+        labels.append(label)
+    return tuple(labels)
+
+
+def _picked(options: list[str], label: str) -> str:
+    return options[option_labels(len(options)).index(label)]
+
+
 def _choice_model(count: int) -> type[BaseModel]:
-    return choice_form("Choice", "choice", string.ascii_uppercase[:count], "the letter of the option",
+    return choice_form("Choice", "choice", option_labels(count), "the letter of the option",
                        reason="reasoning", reason_chars=800)
 
 
 def _ranking_model(count: int) -> type[BaseModel]:
-    letters = tuple(string.ascii_uppercase[:count])
+    letters = option_labels(count)
     return create_model("Ranking", reasoning=(str, Field(max_length=800)),
                         ranking=(list[Literal[letters]], Field(min_length=1, max_length=count,  # type: ignore[valid-type]
                                                                description="option letters, best first")))
 
 
 def _lettered(options: list[str]) -> str:
-    return "\n".join(f"({string.ascii_uppercase[i]}) {option}" for i, option in enumerate(options))
+    return "\n".join(f"({label}) {option}" for label, option in zip(option_labels(len(options)), options, strict=True))
 
 
 @dataclass(frozen=True)
@@ -176,7 +192,7 @@ class GatherOpinions:
                                         "Keep your answer or change to the one you now find best.", choice)
 
             for name, picked in (await session.each(session.members, self.name, round_, turn)).items():
-                answer = options[string.ascii_uppercase.index(picked.choice)]
+                answer = _picked(options, picked.choice)
                 session.say(name, self.name, round_, Statement(reasoning=picked.reasoning, answer=answer))
         if self.organizer is not None:
             done = await session.each([self.organizer], self.name, round_, lambda m: m.ask(
@@ -232,8 +248,8 @@ class MembersVote:
             return await member.ask(f"{context}{ask} to the task ({session.task}):\n{lettered}", form)
 
         votes = await session.each(session.members, self.name, session.rounds + 2, turn)
-        MembersVote.count(session, [Ballot(name, tuple(options[string.ascii_uppercase.index(letter)]
-                                                       for letter in getattr(v, "ranking", None) or [v.choice]))
+        MembersVote.count(session, [Ballot(name, tuple(_picked(options, label)
+                                                       for label in getattr(v, "ranking", None) or [v.choice]))
                                     for name, v in votes.items()])
 
     @staticmethod
