@@ -76,3 +76,14 @@ def test_roleplay_bench_runs_hidden_tests_in_the_sandbox(tmp_path: Path) -> None
     assert code == 0, err
     row = only_row(tmp_path / "bad")
     assert not row["correct"] and "AssertionError" in row["test_output"]
+
+
+def test_the_sandbox_passes_only_a_program_that_runs_its_tests_to_the_end() -> None:
+    from noosphere.tools.sandbox import run_python_program
+
+    assert run_python_program("def add(a, b):\n    return a + b\nassert add(2, 3) == 5").passed
+    dodged = run_python_program("import sys\nsys.exit(0)\nassert False, 'the hidden test'")
+    assert not dodged.passed and "exited before its last line" in dodged.output
+    assert not run_python_program("import os\nos._exit(0)\nassert False").passed
+    waiting = run_python_program("name = input()\nassert name", timeout_s=5)
+    assert not waiting.passed and "timed out" not in waiting.output  # no stdin: input() fails at once

@@ -39,4 +39,5 @@ async def solve(model: Model, max_messages: int, task: CodingTask) -> Scored:
     passed = bool(outcome and outcome.passed)
     return Scored("pass" if passed else "fail", passed, {
         "stopped_by": result.stopped_by, "messages": len(result.transcript), "code_chars": len(code),
-        "test_output": outcome.output[-500:] if outcome else "no code block in the assistant's messages"})
+        "test_output": outcome.output[-500:] if outcome else "no code block in the assistant's messages",
+        "network_isolated": outcome.network_isolated if outcome else None})

@@ -11,6 +11,7 @@ directory, without network where the machine lets us create a network namespace 
 from __future__ import annotations
 
 import resource
+import secrets
 import shutil
 import subprocess
 import sys
@@ -49,7 +50,7 @@ def _limits(timeout_s: float, memory_mb: int):  # type: ignore[no-untyped-def]
 @dataclass(frozen=True)
 class ProgramRun:
     passed: bool
-    """The program exited with status 0 within its limits."""
+    """The program ran to its last line and exited with status 0, within its limits."""
     output: str
     network_isolated: bool
 
@@ -62,17 +63,27 @@ def _can_unshare_network() -> bool:
 
 
 def run_python_program(source: str, *, timeout_s: float = 10.0, memory_mb: int = 512) -> ProgramRun:
-    """Run `source` as a script; a failing assert, an exception, a timeout or a limit means not passed."""
+    """Run `source` as a script; it passes only if it runs to its last line and exits with status 0.
+
+    A failing assert, an exception, a timeout or a limit means not passed, and so does an early exit:
+    the script ends by printing a random token, so code that calls `sys.exit(0)` before the tests
+    does not pass them. The child gets no stdin (an `input()` fails at once instead of waiting).
+    """
     isolated = _can_unshare_network()
-    command = [*(["unshare", "-n"] if isolated else []), sys.executable, "-I", "-c", source]
+    token = secrets.token_hex(12)
+    command = [*(["unshare", "-n"] if isolated else []), sys.executable, "-I", "-c", f"{source}\nprint({token!r})\n"]
     with tempfile.TemporaryDirectory(prefix="noosphere-sandbox-") as workdir:
         try:
             completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env={},
-                                       cwd=workdir, preexec_fn=_limits(timeout_s, memory_mb), check=False)
+                                       cwd=workdir, stdin=subprocess.DEVNULL,
+                                       preexec_fn=_limits(timeout_s, memory_mb), check=False)
         except subprocess.TimeoutExpired:
             return ProgramRun(False, f"timed out after {timeout_s}s", isolated)
-    output = (completed.stdout + completed.stderr).strip()[-2000:]
-    return ProgramRun(completed.returncode == 0, output, isolated)
+    finished = token in completed.stdout
+    output = (completed.stdout.replace(token, "") + completed.stderr).strip()[-2000:]
+    if completed.returncode == 0 and not finished:
+        output = f"{output}\nthe program exited before its last line (its tests did not all run)".strip()
+    return ProgramRun(completed.returncode == 0 and finished, output, isolated)
 
 
 def run_python_expression(expression: str, *, timeout_s: float = 5.0, memory_mb: int = 256) -> str:
