@@ -36,6 +36,8 @@ class Config:
     limit: int
     in_order: bool = False
     """Items depend on the ones before them: scored one at a time whatever `--parallel` says."""
+    match: str | None = None
+    """A configuration of the same suite whose measured calls per item this one matches (best-of-N)."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ SUITES: dict[str, Suite] = {
     "gsm8k": Suite("gsm8k", (
         Config("base", ("--system", "base"), 50),
         Config("monarchy", ("--system", "society", "--society", MONARCHY), 50),
-        Config("best-of-n", ("--system", "best-of-n", "--society", MONARCHY), 50),
+        Config("best-of-n", ("--system", "best-of-n"), 50, match="monarchy"),
         Config("democracy-know", ("--system", "society", "--society", DEMOCRACY, "--rights", "know"), 50),
         Config("democracy-know-change",
                ("--system", "society", "--society", DEMOCRACY, "--rights", "know,change"), 50),
@@ -123,6 +125,12 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> No
     else:
         command += [*config.args, "--limit", str(args.limit or config.limit), "--model", args.model,
                     "--out", str(folder)]
+        if config.match:
+            matched = run_folders(out / config.match)
+            if not matched:
+                print(f"== {config.name}: skipped until {config.match} has run (its calls set N)", flush=True)
+                return
+            command += ["--match-run", str(matched[-1])]
     print(f"== {config.name}: {' '.join(command[3:])}", flush=True)
     subprocess.run(command, check=False)
 

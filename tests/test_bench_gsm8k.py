@@ -39,7 +39,7 @@ def test_loader_keeps_file_order_and_reads_the_gold_number(data: Path) -> None:
     assert len(load_gsm8k(data, limit=1)) == 1
 
 
-def test_best_of_n_matches_the_societys_call_count() -> None:
+def test_planned_calls_bound_a_societys_calls_before_it_has_run() -> None:
     monarchy = load_society_spec(EXAMPLES / "monarchy.yaml")
     assert planned_calls(monarchy) == 3 + 2 * (1 + 3) + 1 + 1
     democracy = load_society_spec(EXAMPLES / "democracy.yaml")
@@ -119,3 +119,20 @@ def test_rights_override_takes_the_vote_away_and_the_leader_decides(data: Path, 
     code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"),
                            "--rights", "know,vote", "--data", str(data), "--out", str(tmp_path / "x")])
     assert code == 2 and "'know', 'change' or 'execute'" in err
+
+
+def test_best_of_n_can_match_the_calls_a_society_run_measured(data: Path, tmp_path: Path) -> None:
+    society_run = tmp_path / "monarchy-run"
+    society_run.mkdir()
+    (society_run / "items.jsonl").write_text('{"id": "a", "calls": 10}\n{"id": "b", "calls": 13}\n')
+    opener = opener_for(by_agent({f"sample-{i}": [said("7"), said("600")] for i in range(12)}))
+    code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--match-run", str(society_run), "--data",
+                           str(data), "--out", str(tmp_path / "n"), "--no-cache", "--quiet"], opener)
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "n").iterdir())
+    assert all(r["calls"] == 12 for r in rows(run_dir))  # round(11.5)
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["n"] == 12 and config["matched_run"] == str(society_run)
+    code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--match-run", str(tmp_path / "empty"),
+                           "--data", str(data), "--out", str(tmp_path / "m"), "--quiet"], opener)
+    assert code == 2 and "no scored problems" in err

@@ -68,3 +68,18 @@ def test_the_summary_has_a_row_per_reported_run(suite: Any, tmp_path: Path, caps
     suite.summary(suite.SUITES["gsm8k"], tmp_path)
     rows = capsys.readouterr().out.splitlines()
     assert rows[2].startswith("| base | 2 | 50.0 | 1.0 |") and len(rows) == 3
+
+
+def test_best_of_n_matches_the_calls_of_the_society_run_once_there_is_one(suite: Any, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "run", lambda command, check: ran.append(command))
+    args = argparse.Namespace(limit=None, model="local:m", parallel=None)
+    [best_of_n] = [c for c in suite.SUITES["gsm8k"].configs if c.name == "best-of-n"]
+    suite.run(suite.SUITES["gsm8k"], best_of_n, tmp_path, args)
+    assert ran == []  # the monarchy has not run yet
+    monarchy = tmp_path / "monarchy" / "20260101-000000-abcdef"
+    monarchy.mkdir(parents=True)
+    (monarchy / "config.json").write_text("{}")
+    suite.run(suite.SUITES["gsm8k"], best_of_n, tmp_path, args)
+    assert ran[0][-2:] == ["--match-run", str(monarchy)]

@@ -119,7 +119,8 @@ async def solve_in_new_society(build: Callable[[], Society], item: GsmItem) -> S
 
 
 def planned_calls(spec: SocietySpec) -> int:
-    """Model calls one problem costs this society when nobody retries: the N of its best-of-N baseline."""
+    """Model calls one problem costs this society at most, when nobody retries and the members disagree:
+    the N of a best-of-N baseline planned before the society has run (`--match-run` measures it instead)."""
     k, rounds = len(spec.members), spec.rounds
     if spec.organisation == "economy":  # at most: a decision, a verdict, a service and an answer per member
         return k + rounds * 4 * k + k

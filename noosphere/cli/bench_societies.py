@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,8 +22,18 @@ from noosphere.society import Society
 from noosphere.society.config import SocietySpec, build_society, load_society_spec
 
 
+def calls_of_run(folder: Path) -> int:
+    """Mean model calls per problem of a finished (or partial) society run: the N that matches it."""
+    rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines() if line.strip()] \
+        if (folder / "items.jsonl").exists() else []
+    if not rows:
+        raise UsageError(f"{folder} holds no scored problems to match the calls of")
+    return max(1, round(sum(row.get("calls", 0) for row in rows) / len(rows)))
+
+
 def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights: str | None, n: int | None,
-                  model: str, limit: int | None, data: Path | None, seed: int) -> dict[str, Any]:
+                  model: str, limit: int | None, data: Path | None, seed: int,
+                  match_run: Path | None = None) -> dict[str, Any]:
     """Check the options of a new GSM8K run; the society file is read now and saved whole with the run."""
     systems = ("base", "best-of-n", "society")
     if system not in systems:
@@ -44,13 +55,18 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
     if system == "society" and spec is None:
         raise UsageError("--system society needs --society FILE (see examples/societies)")
     if system == "best-of-n" and n is None:
-        if spec is None:
-            raise UsageError("best-of-n needs --n N, or --society FILE to match that society's calls")
-        n = gsm8k_bench.planned_calls(spec)
+        if match_run is not None:
+            n = calls_of_run(match_run)
+        elif spec is not None:
+            n = gsm8k_bench.planned_calls(spec)
+        else:
+            raise UsageError("best-of-n needs --n N, --match-run RUN_DIR (a society run whose mean calls set N), "
+                             "or --society FILE (its planned calls)")
     return {"benchmark": "gsm8k", "system": system, "model": model, "limit": limit,
             "data": str(data) if data else None, "seed": seed, "n": n,
             "society": spec.model_dump() if spec is not None else None,
-            "society_file": str(society) if society else None}
+            "society_file": str(society) if society else None,
+            "matched_run": str(match_run) if match_run is not None and system == "best-of-n" else None}
 
 
 def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
@@ -65,6 +81,8 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             help="democracy rights, comma-separated (know,change,execute), overriding the society file")] = None,
         n: Annotated[int | None, typer.Option(
             min=1, help="best-of-n: samples per problem (default: the society's calls)")] = None,
+        match_run: Annotated[Path | None, typer.Option(
+            help="best-of-n: a society run folder; N is its mean calls per problem, measured")] = None,
         model: ModelOption = DEFAULT_MODEL,
         limit: Annotated[int | None, typer.Option(help="first N problems of the file")] = None,
         data: Annotated[Path | None, typer.Option(help="a GSM8K JSONL file")] = None,
@@ -77,7 +95,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     ) -> None:
         """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
         config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, n, model, limit,
-                                                                         data, seed)
+                                                                         data, seed, match_run)
         if parallel > 1 and (config.get("society") or {}).get("organisation") == "economy":
             raise UsageError("an economy's ledger carries over from problem to problem: run it with --parallel 1")
 
