@@ -46,8 +46,23 @@ def test_a_toml_error_names_the_field_and_a_line(tmp_path: Path) -> None:
 def test_an_organisation_without_its_staff_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "monarchy.yaml"
     path.write_text("organisation: monarchy\nmembers: [{name: a, role: r}]\norganizer: {name: o, role: r}\n")
-    with pytest.raises(ConfigError, match="leader"):
+    with pytest.raises(ConfigError, match="leader") as error:
         load_society_spec(path)
+    assert error.value.field == "leader" and error.value.line == 1
+
+
+def test_an_unknown_voting_rule_and_a_toml_table_array_entry_are_located(tmp_path: Path) -> None:
+    path = tmp_path / "vote.yaml"
+    path.write_text("organisation: debate\nmembers: [{name: a, role: r}]\nvoting: borad\n")
+    with pytest.raises(ConfigError, match="borda") as error:
+        load_society_spec(path)
+    assert error.value.field == "voting" and error.value.line == 3
+    path = tmp_path / "second.toml"
+    path.write_text('organisation = "debate"\n[[members]]\nname = "a"\nrole = "r"\n[[members]]\nname = "b"\n'
+                    'role = ""\n')
+    with pytest.raises(ConfigError) as error:
+        load_society_spec(path)
+    assert error.value.field == "members.1.role" and error.value.line == 7
 
 
 def test_ask_with_a_society_file_runs_the_society_and_traces_it(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
         if spec is None:
             raise UsageError("--rounds and --rights change a society: give --society FILE")
         try:
-            spec = SocietySpec.model_validate({**spec.model_dump(), **overrides})
+            spec = SocietySpec.model_validate({**spec.model_dump(), **overrides}).check_staff()
         except ValidationError as exc:
             error = exc.errors()[0]
             raise UsageError(f"invalid --{error['loc'][0]}: {error['msg']}") from exc

@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from noosphere.errors import ConfigError
 from noosphere.llm import Model
 from noosphere.society.member import Member
 from noosphere.society.organisations import RIGHTS, debate, democracy, economy_of_minds, monarchy
 from noosphere.society.society import Society
-from noosphere.society.voting import RULES
 
 
 class MemberSpec(BaseModel):
@@ -36,7 +35,7 @@ class SocietySpec(BaseModel):
     model: str | None = None
     """Model id of every member that names none (the command's --model otherwise)."""
     rounds: int = Field(default=3, ge=0, le=50)
-    voting: str = "plurality"
+    voting: Literal["plurality", "borda", "approval"] = "plurality"
     rights: list[Literal["know", "change", "execute"]] = Field(default_factory=lambda: list(RIGHTS))
     members: list[MemberSpec] = Field(min_length=1)
     organizer: MemberSpec | None = None
@@ -49,17 +48,20 @@ class SocietySpec(BaseModel):
     brigade_share: float = Field(default=0.5, ge=0, le=1)
     seed: int = 0
 
-    @model_validator(mode="after")
-    def _staff_fits_the_organisation(self) -> SocietySpec:
-        if self.voting not in RULES:
-            raise ValueError(f"voting must be one of {', '.join(RULES)}, not {self.voting!r}")
+    def missing_staff(self) -> list[str]:
+        """The staff roles this organisation needs and the file leaves out."""
         needs = {"monarchy": ("organizer", "leader"), "democracy": ("organizer",), "debate": (),
                  "economy": ("arbiter",)}[self.organisation]
         missing = [name for name in needs if getattr(self, name) is None]
         if self.organisation == "democracy" and "execute" not in self.rights and self.leader is None:
             missing.append("leader")
+        return missing
+
+    def check_staff(self, source: str | None = None, line: int | None = None) -> SocietySpec:
+        missing = self.missing_staff()
         if missing:
-            raise ValueError(f"a {self.organisation} needs: {', '.join(missing)}")
+            raise ConfigError(f"a {self.organisation} needs: {', '.join(missing)}", source=source, field=missing[0],
+                              line=line)
         return self
 
 
@@ -82,13 +84,25 @@ def _yaml_line(text: str, path: tuple[Any, ...]) -> int | None:
 
 
 def _toml_line(text: str, path: tuple[Any, ...]) -> int | None:
-    keys = [step for step in path if isinstance(step, str)]
-    for key in reversed(keys):
-        for number, line in enumerate(text.splitlines(), 1):
-            stripped = line.strip()
-            if stripped.startswith((f"{key} ", f"{key}=", f"[{key}]", f"[[{key}]]")):
-                return number
-    return None
+    """1-based line of the key at `path` in a TOML document, following `[[table]]` arrays by index
+    (TOML parsers keep no positions, so the text is searched: the first match after the parent)."""
+    lines = text.splitlines()
+    start, found, steps = 0, None, list(path)
+    for i, step in enumerate(steps):
+        if not isinstance(step, str):
+            continue
+        index = steps[i + 1] if i + 1 < len(steps) and isinstance(steps[i + 1], int) else None
+        headers = [n for n in range(start, len(lines)) if lines[n].strip() == f"[[{step}]]"]
+        if index is not None and index < len(headers):
+            start = headers[index]
+        else:
+            match = next((n for n in range(start, len(lines)) if lines[n].strip().startswith(
+                (f"{step} ", f"{step}=", f"[{step}]", f"[[{step}]]"))), None)
+            if match is None:
+                break
+            start = match
+        found = start + 1
+    return found
 
 
 def load_society_spec(path: Path) -> SocietySpec:
@@ -104,18 +118,22 @@ def load_society_spec(path: Path) -> SocietySpec:
                           line=mark.line + 1 if mark is not None else None) from exc
     if not isinstance(data, dict):
         raise ConfigError("a society file is a mapping of settings", source=str(path))
+    def line_of(where: tuple[Any, ...]) -> int | None:
+        return _toml_line(text, where) if is_toml else _yaml_line(text, where)
+
     try:
-        return SocietySpec.model_validate(data)
+        spec = SocietySpec.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
         where = tuple(error["loc"])
-        line = _toml_line(text, where) if is_toml else _yaml_line(text, where)
         raise ConfigError(error["msg"], source=str(path), field=".".join(str(p) for p in where) or None,
-                          line=line) from exc
+                          line=line_of(where)) from exc
+    return spec.check_staff(str(path), line_of(("organisation",)))
 
 
 def build_society(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str) -> Society:
     """Members that name the same model share one loaded `Model`."""
+    spec.check_staff()
     models: dict[str, Model] = {}
 
     def member(entry: MemberSpec) -> Member:
