@@ -21,7 +21,8 @@ EXAMPLES = Path(__file__).parent.parent / "examples" / "societies"
 def test_every_example_society_file_builds(path: Path) -> None:
     spec = load_society_spec(path)
     society = build_society(spec, lambda model_id: Model(ScriptedBackend([])), "scripted")
-    assert society.organisation == spec.organisation and len(society.members) == len(spec.members)
+    assert society.organisation == spec.organisation
+    assert len(society.members) == len(spec.members or spec.styles)
 
 
 def test_a_yaml_error_names_the_field_and_its_line(tmp_path: Path) -> None:
@@ -58,11 +59,11 @@ def test_an_unknown_voting_rule_and_a_toml_table_array_entry_are_located(tmp_pat
         load_society_spec(path)
     assert error.value.field == "voting" and error.value.line == 3
     path = tmp_path / "second.toml"
-    path.write_text('organisation = "debate"\n[[members]]\nname = "a"\nrole = "r"\n[[members]]\nname = "b"\n'
-                    'role = ""\n')
+    path.write_text('organisation = "debate"\n[[members]]\nname = "a"\nrole = "r"\nsees = ["x"]\n[[members]]\n'
+                    'name = "b"\nrole = "r"\nsees = 3\n')
     with pytest.raises(ConfigError) as error:
         load_society_spec(path)
-    assert error.value.field == "members.1.role" and error.value.line == 7
+    assert error.value.field == "members.1.sees" and error.value.line == 9
 
 
 def test_ask_with_a_society_file_runs_the_society_and_traces_it(tmp_path: Path) -> None:
@@ -88,3 +89,37 @@ def test_ask_with_a_society_file_runs_the_society_and_traces_it(tmp_path: Path) 
 def test_ask_society_without_a_file_is_a_usage_error(tmp_path: Path) -> None:
     code, _, err = invoke(["ask", "q", "--system", "society", "--out", str(tmp_path)])
     assert code == 2 and "--society FILE" in err
+
+
+def test_a_member_may_be_a_society_of_its_own_file_and_needs_a_role_otherwise(tmp_path: Path) -> None:
+    spec = load_society_spec(EXAMPLES / "hierarchy.yaml")
+    panel = spec.members[0].society
+    assert panel is not None and panel.organisation == "monarchy" and len(panel.members) == 3
+    society = build_society(spec, lambda model_id: Model(ScriptedBackend([])), "scripted")
+    assert type(society.members[0]).__name__ == "SubSociety" and society.members[0].society.organisation == "monarchy"
+    path = tmp_path / "roleless.yaml"
+    path.write_text("organisation: debate\nmembers:\n  - name: a\n  - name: b\n    role: r\n")
+    with pytest.raises(ConfigError, match="role, or a society") as error:
+        load_society_spec(path)
+    assert error.value.field == "members.0" and error.value.line == 3
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("organisation: debate\nmembers:\n  - name: me\n    society: loop.yaml\n")
+    with pytest.raises(ConfigError, match="nest at most"):
+        load_society_spec(loop)
+    pair = tmp_path / "trio.yaml"
+    pair.write_text("organisation: roleplay\nmembers: [{name: a, role: r}, {name: b, role: r}, {name: c, role: r}]\n")
+    with pytest.raises(ConfigError, match="two members") as error:
+        load_society_spec(pair)
+    assert error.value.field == "members" and error.value.line == 2
+
+
+def test_a_role_play_file_runs_as_a_society_and_answers_with_the_last_solution(tmp_path: Path) -> None:
+    from noosphere.society.roleplay import DONE
+
+    script = by_agent({"specifier": ["Write add(a, b) returning the sum of two ints."],
+                       "user": ["Write the function.", DONE], "assistant": ["def add(a, b):\n    return a + b"]})
+    code, out, err = invoke(["ask", "--system", "society", "--society", str(EXAMPLES / "roleplay.yaml"),
+                             "--out", str(tmp_path), "--no-cache", "Add two numbers."],
+                            lambda model_id, **kw: Model(ScriptedBackend(script), **kw))
+    assert code == 0, err
+    assert "return a + b" in out

@@ -15,14 +15,15 @@ from noosphere.society.phases import (
     Phase,
     SolveAlone,
 )
-from noosphere.society.roleplay import RolePlay, RolePlayResult
+from noosphere.society.roleplay import Converse, RolePlay, RolePlayResult, role_play
 from noosphere.society.session import Contribution, Session, Statement
 from noosphere.society.society import Society, SocietyResult
 from noosphere.society.voting import Ballot, Tally, tally
 
 __all__ = [
-    "RIGHTS", "Ballot", "Contract", "Contribution", "DebateRounds", "Economy", "GatherOpinions", "LeaderDecides",
-    "LiteLLMPainter", "MarketRounds", "Member", "MembersVote", "OrganizerRounds", "Painter", "PayReward", "Phase",
-    "RolePlay", "RolePlayResult", "Session", "Society", "SocietyResult", "SolveAlone", "Statement", "SubSociety",
-    "Tally", "artist_critic", "debate", "democracy", "economy_of_minds", "monarchy", "tally",
+    "RIGHTS", "Ballot", "Contract", "Contribution", "Converse", "DebateRounds", "Economy", "GatherOpinions",
+    "LeaderDecides", "LiteLLMPainter", "MarketRounds", "Member", "MembersVote", "OrganizerRounds", "Painter",
+    "PayReward", "Phase", "RolePlay", "RolePlayResult", "Session", "Society", "SocietyResult", "SolveAlone",
+    "Statement", "SubSociety", "Tally", "artist_critic", "debate", "democracy", "economy_of_minds", "monarchy",
+    "role_play", "tally",
 ]

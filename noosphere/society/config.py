@@ -1,5 +1,8 @@
 """Societies declared in YAML or TOML: members, models, roles, organisation, rounds, voting, rights.
 
+Every organisation has a file form: monarchy, democracy, debate, economy, role-play and the
+artist-critic society; a member may itself be a society (a hierarchy), named by its own file.
+
 A malformed file is a `ConfigError` naming the file, the line (exact for YAML, the first line that
 mentions the key for TOML, which has no positions) and the field's path, before any model loads.
 """
@@ -12,56 +15,89 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from noosphere.errors import ConfigError
 from noosphere.llm import Model
+from noosphere.society.artists import LiteLLMPainter, artist_critic
+from noosphere.society.hierarchy import SubSociety
 from noosphere.society.member import Member
 from noosphere.society.organisations import RIGHTS, debate, democracy, economy_of_minds, monarchy
+from noosphere.society.roleplay import role_play
 from noosphere.society.society import Society
 
 
 class MemberSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1)
-    role: str = Field(min_length=1)
+    role: str = ""
     model: str | None = None
     sees: list[str] | None = None
+    society: SocietySpec | None = None
+    """A whole society standing as this member (a hierarchy): in a file, the path of its society file
+    (relative to the file that names it) or its settings inline."""
+
+    @model_validator(mode="after")
+    def _role_or_society(self) -> MemberSpec:
+        if not self.role.strip() and self.society is None:
+            raise ValueError("a member needs a role, or a society to stand for it")
+        return self
+
+
+Organisation = Literal["monarchy", "democracy", "debate", "economy", "roleplay", "artist-critic"]
+STAFF = ("organizer", "leader", "editor", "arbiter", "specifier")
 
 
 class SocietySpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    organisation: Literal["monarchy", "democracy", "debate", "economy"]
+    organisation: Organisation
     model: str | None = None
     """Model id of every member that names none (the command's --model otherwise)."""
     rounds: int = Field(default=3, ge=0, le=50)
     voting: Literal["plurality", "borda", "approval"] = "plurality"
     rights: list[Literal["know", "change", "execute"]] = Field(default_factory=lambda: list(RIGHTS))
-    members: list[MemberSpec] = Field(min_length=1)
+    members: list[MemberSpec] = Field(default_factory=list)
     organizer: MemberSpec | None = None
     leader: MemberSpec | None = None
     editor: MemberSpec | None = None
     arbiter: MemberSpec | None = None
+    specifier: MemberSpec | None = None
+    """Role-play: turns the short task into a precise one before the conversation."""
+    max_messages: int = Field(default=50, ge=1, le=500)
+    token_budget: int | None = Field(default=None, ge=1)
     start_balance: float = Field(default=10.0, ge=0)
     rent: float = Field(default=1.0, ge=0)
     spawn_above: float = Field(default=30.0, gt=0)
     brigade_share: float = Field(default=0.5, ge=0, le=1)
+    styles: list[str] = Field(default_factory=list)
+    """Artist-critic: one artist society per style."""
+    professions: list[str] = Field(default_factory=list)
+    """Artist-critic: one critic per profession."""
+    painter: str | None = None
+    """Artist-critic: an image model LiteLLM reaches (e.g. openai/dall-e-3) that draws the winner; optional."""
     seed: int = 0
 
-    def missing_staff(self) -> list[str]:
-        """The staff roles this organisation needs and the file leaves out."""
-        needs = {"monarchy": ("organizer", "leader"), "democracy": ("organizer",), "debate": (),
-                 "economy": ("arbiter",)}[self.organisation]
-        missing = [name for name in needs if getattr(self, name) is None]
+    def problem(self) -> tuple[str, str] | None:
+        """(field, what is wrong) for settings this organisation needs and the file leaves out."""
+        needs = {"monarchy": ("organizer", "leader"), "democracy": ("organizer",), "economy": ("arbiter",)}
+        missing = [name for name in needs.get(self.organisation, ()) if getattr(self, name) is None]
         if self.organisation == "democracy" and "execute" not in self.rights and self.leader is None:
             missing.append("leader")
-        return missing
-
-    def check_staff(self, source: str | None = None, line: int | None = None) -> SocietySpec:
-        missing = self.missing_staff()
         if missing:
-            raise ConfigError(f"a {self.organisation} needs: {', '.join(missing)}", source=source, field=missing[0],
-                              line=line)
+            return missing[0], f"a {self.organisation} needs: {', '.join(missing)}"
+        if self.organisation == "artist-critic":
+            empty = [name for name in ("styles", "professions") if not getattr(self, name)]
+            return (empty[0], "an artist-critic society needs styles (artists) and professions (critics)") \
+                if empty else None
+        if self.organisation == "roleplay" and len(self.members) != 2:
+            return "members", "a role-play has two members: the user who instructs, then the assistant who solves"
+        return None if self.members else ("members", f"a {self.organisation} needs at least one member")
+
+    def check_staff(self, source: str | None = None, line_of: Callable[[str], int | None] | None = None,
+                    ) -> SocietySpec:
+        wrong = self.problem()
+        if wrong is not None:
+            raise ConfigError(wrong[1], source=source, field=wrong[0], line=line_of(wrong[0]) if line_of else None)
         return self
 
 
@@ -105,7 +141,11 @@ def _toml_line(text: str, path: tuple[Any, ...]) -> int | None:
     return found
 
 
-def load_society_spec(path: Path) -> SocietySpec:
+MAX_NESTING = 5
+"""Societies within societies, at most this deep (a file that names itself would never end)."""
+
+
+def load_society_spec(path: Path, *, depth: int = 0) -> SocietySpec:
     if not path.is_file():
         raise ConfigError(f"no society file at {path}", source=str(path))
     text = path.read_text()
@@ -118,17 +158,25 @@ def load_society_spec(path: Path) -> SocietySpec:
                           line=mark.line + 1 if mark is not None else None) from exc
     if not isinstance(data, dict):
         raise ConfigError("a society file is a mapping of settings", source=str(path))
-    def line_of(where: tuple[Any, ...]) -> int | None:
+
+    def line_of(*where: Any) -> int | None:
         return _toml_line(text, where) if is_toml else _yaml_line(text, where)
 
+    for index, member in enumerate(data.get("members") or []):
+        if isinstance(member, dict) and isinstance(member.get("society"), str):  # a sub-society's file
+            if depth >= MAX_NESTING:
+                raise ConfigError(f"societies nest at most {MAX_NESTING} deep", source=str(path),
+                                  field=f"members.{index}.society", line=line_of("members", index, "society"))
+            inner = load_society_spec(path.parent / member["society"], depth=depth + 1)
+            data["members"][index] = {**member, "society": inner.model_dump()}
     try:
         spec = SocietySpec.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
         where = tuple(error["loc"])
         raise ConfigError(error["msg"], source=str(path), field=".".join(str(p) for p in where) or None,
-                          line=line_of(where)) from exc
-    return spec.check_staff(str(path), line_of(("organisation",)))
+                          line=line_of(*where)) from exc
+    return spec.check_staff(str(path), line_of)
 
 
 def build_society(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str) -> Society:
@@ -136,15 +184,21 @@ def build_society(spec: SocietySpec, open_model: Callable[[str], Model], default
     spec.check_staff()
     models: dict[str, Model] = {}
 
-    def member(entry: MemberSpec) -> Member:
-        model_id = entry.model or spec.model or default_model
+    def model_for(model_id: str | None) -> Model:
+        model_id = model_id or spec.model or default_model
         if model_id not in models:
             models[model_id] = open_model(model_id)
-        return Member(entry.name, models[model_id], entry.role, tuple(entry.sees) if entry.sees is not None else None)
+        return models[model_id]
+
+    def member(entry: MemberSpec) -> Member:
+        if entry.society is not None:
+            inner = entry.society.model_copy(update={"model": entry.society.model or entry.model or spec.model})
+            return SubSociety.of(entry.name, build_society(inner, open_model, default_model), role=entry.role)
+        return Member(entry.name, model_for(entry.model), entry.role,
+                      tuple(entry.sees) if entry.sees is not None else None)
 
     crowd = [member(m) for m in spec.members]
-    staff = {name: member(getattr(spec, name)) for name in ("organizer", "leader", "editor", "arbiter")
-             if getattr(spec, name) is not None}
+    staff = {name: member(getattr(spec, name)) for name in STAFF if getattr(spec, name) is not None}
     if spec.organisation == "monarchy":
         return monarchy(crowd, staff["organizer"], staff["leader"], rounds=spec.rounds, seed=spec.seed)
     if spec.organisation == "democracy":
@@ -154,4 +208,14 @@ def build_society(spec: SocietySpec, open_model: Callable[[str], Model], default
         return economy_of_minds(crowd, staff["arbiter"], rounds=spec.rounds, start=spec.start_balance, rent=spec.rent,
                                 spawn_above=spec.spawn_above, brigade_share=spec.brigade_share,
                                 voting_rule=spec.voting, seed=spec.seed)
+    if spec.organisation == "roleplay":
+        return role_play(crowd[0], crowd[1], specifier=staff.get("specifier"), max_messages=spec.max_messages,
+                         token_budget=spec.token_budget, seed=spec.seed)
+    if spec.organisation == "artist-critic":
+        painter = LiteLLMPainter(spec.painter, Path("paintings")) if spec.painter else None
+        return artist_critic(model_for(None), spec.styles, spec.professions, rounds=spec.rounds, painter=painter,
+                             seed=spec.seed)
     return debate(crowd, staff.get("editor"), rounds=spec.rounds, voting_rule=spec.voting, seed=spec.seed)
+
+
+MemberSpec.model_rebuild()

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted, SocietyFinished
 from noosphere.society.member import Member
+from noosphere.society.session import Session
+from noosphere.society.society import Society
 from noosphere.trace import Trace
 
 DONE = "<TASK_DONE>"
@@ -39,7 +41,8 @@ class RolePlay:
     max_messages: int = 50
     token_budget: int | None = None
 
-    async def run(self, task: str, *, trace: Trace | None = None) -> RolePlayResult:
+    async def run(self, task: str, *, trace: Trace | None = None, report_end: bool = True) -> RolePlayResult:
+        """The conversation on `task`; `report_end` False when a society around it reports the end itself."""
         trace = trace if trace is not None else self.user.model.trace
         for member in (self.user, self.assistant, self.specifier):
             if member is not None:
@@ -87,8 +90,32 @@ class RolePlay:
             tokens += used
             record(self.assistant, "assistant", solution, turn)
             prompt = f"The assistant replied:\n{solution}\nGive the next instruction, or {DONE} if the task is done."
-        trace.emit(SocietyFinished(answer=transcript[-1][1] if transcript else "", decided_by=stopped_by))
+        if report_end:
+            trace.emit(SocietyFinished(answer=transcript[-1][1] if transcript else "", decided_by=stopped_by))
         return RolePlayResult(task, tuple(transcript), stopped_by, tokens)
+
+
+@dataclass(frozen=True)
+class Converse:
+    """Role-play as the one phase of a society (so society files and `ask --system society` run it):
+    the answer is the assistant's last solution."""
+
+    roleplay: RolePlay
+    name: str = "roleplay"
+
+    async def run(self, session: Session) -> None:
+        result = await self.roleplay.run(session.task, trace=session.trace, report_end=False)
+        solutions = result.solutions
+        if solutions:
+            session.answer, session.decided_by = solutions[-1], f"{self.roleplay.assistant.name} ({result.stopped_by})"
+
+
+def role_play(user: Member, assistant: Member, *, specifier: Member | None = None, max_messages: int = 50,
+              token_budget: int | None = None, seed: int = 0) -> Society:
+    """A user agent that instructs and an assistant that solves, with an optional task specifier."""
+    conversation = RolePlay(user, assistant, specifier, max_messages, token_budget)
+    return Society("roleplay", [user, assistant], [Converse(conversation)], rounds=0,
+                   staff=[specifier] if specifier is not None else [], seed=seed)
 
 
 async def _turn(member: Member, prompt: str, trace: Trace, turn: int) -> tuple[str, int] | None:
