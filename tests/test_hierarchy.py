@@ -65,3 +65,25 @@ def test_artist_critic_runs_with_the_papers_129_members_and_critics_choose_by_co
     [tally] = trace.of_kind("soc_tally")
     assert tally.scores["artist-2"] == 20 and tally.winner == "artist-2"
     assert result.answer == "A lighthouse in fog, painted in soft greys."
+
+
+class BrokenPainter:
+    async def paint(self, prompt: str) -> str:
+        raise ConnectionError("the image service is down")
+
+
+class FilePainter:
+    async def paint(self, prompt: str) -> str:
+        return f"/tmp/{len(prompt)}.png"
+
+
+def test_a_failing_painter_leaves_the_decision_standing_and_says_why_in_the_trace() -> None:
+    for painter, expect in ((BrokenPainter(), "ConnectionError: the image service is down"), (FilePainter(), "")):
+        model, _, trace = scripted(by_role({
+            "answerer": [said("a red boat")], "leader": [said("proposal")],
+            "questioner": [json.dumps({"question": "What?"}), json.dumps({"summary": "boat", "answer": "boat"})],
+            "critic": [json.dumps({"reasoning": "r", "choice": "1"})], "collector": [said("A red boat at dawn.")]}))
+        result = artist_critic(model, ["style a", "style b"], ["sailor"], rounds=1, painter=painter).run_sync("sea")
+        [image] = trace.of_kind("soc_image")
+        assert result.answer == "A red boat at dawn." and image.error == expect
+        assert image.location == ("" if expect else "/tmp/19.png")  # len("A red boat at dawn.")

@@ -144,7 +144,7 @@ def test_a_large_democracy_labels_more_than_26_options_and_votes_on_them() -> No
     script: dict[str, list[object]] = {name: [said(str(i)), said(str(i)), {"reasoning": "r", "choice": "AB"}]
                                        for i, name in enumerate(names)}
     script["organizer"] = [{"question": "Sure?"}, {"summary": "s", "answer": "0"}]
-    model, backend, trace = scripted(by_agent(script))
+    model, backend, _ = scripted(by_agent(script))
     result = democracy(members(model, names), Member("organizer", model, "o"), rights={"execute"},
                        rounds=1).run_sync("Pick a number.")
     assert (result.answer, result.decided_by) == ("27", "vote")  # AB is the 28th label

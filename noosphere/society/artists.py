@@ -10,6 +10,7 @@ artists and 50 critics that is 26 x 3 + 50 + 1 = 129 language-model members.
 from __future__ import annotations
 
 import base64
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,9 +29,12 @@ from noosphere.trace import Event
 
 
 class ImagePainted(Event):
+    """The painter drew the winning proposal (`location` is a file path or URL), or failed (`error`)."""
+
     kind: str = "soc_image"
     prompt: str
-    location: str
+    location: str = ""
+    error: str = ""
 
 
 class Painter(Protocol):
@@ -52,7 +56,7 @@ class LiteLLMPainter:
         image = response.data[0]
         if getattr(image, "b64_json", None):
             self.folder.mkdir(parents=True, exist_ok=True)
-            path = self.folder / "painting.png"
+            path = self.folder / f"painting-{hashlib.sha256(prompt.encode()).hexdigest()[:12]}.png"
             path.write_bytes(base64.b64decode(image.b64_json))
             return str(path)
         return str(image.url)
@@ -104,8 +108,12 @@ class Collect:
         if restated:
             session.answer = restated[self.collector.name].answer
         if self.painter is not None:
-            location = await self.painter.paint(session.answer)
-            session.trace.emit(ImagePainted(prompt=session.answer, location=location))
+            try:
+                location = await self.painter.paint(session.answer)
+            except Exception as exc:  # any provider's fault: the decision stands, the picture is missing
+                session.trace.emit(ImagePainted(prompt=session.answer, error=f"{type(exc).__name__}: {exc}"[:500]))
+            else:
+                session.trace.emit(ImagePainted(prompt=session.answer, location=location))
 
 
 def artist(name: str, style: str, model: Model, rounds: int = 1) -> SubSociety:
