@@ -5,6 +5,10 @@ slots. Their calls then interleave in one ledger and one trace, so a run-wide co
 say what an item cost. A scope is set per asyncio task (a `ContextVar`, inherited by the tasks the
 item spawns): the ledger adds each call to the current scope as well, and the trace tags each event
 with the scope's item id, which is how the viewer picks an item's events out of an interleaved trace.
+
+Societies nested in societies (a hierarchy; the artists of the artist-critic society run in
+parallel) interleave the same way: a society scope tags their events with the path of member
+names that leads to them, e.g. `artist-3` or `panel/team`.
 """
 
 from __future__ import annotations
@@ -40,3 +44,22 @@ def item_scope(item_id: str) -> Iterator[Scope]:
         yield scope
     finally:
         _current.reset(token)
+
+
+_society: ContextVar[str] = ContextVar("noosphere_society", default="")
+
+
+def current_society() -> str:
+    """The path of the nested society the current task works for ("" for the outermost)."""
+    return _society.get()
+
+
+@contextlib.contextmanager
+def society_scope(member: str) -> Iterator[str]:
+    """Tag everything the current task does as the work of the society standing as `member`."""
+    path = f"{_society.get()}/{member}".lstrip("/")
+    token = _society.set(path)
+    try:
+        yield path
+    finally:
+        _society.reset(token)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from noosphere.redact import REDACTED, Redactor
-from noosphere.scope import current_scope
+from noosphere.scope import current_scope, current_society
 
 __all__ = ["REDACTED", "Event", "Redactor", "Trace", "read_trace"]
 
@@ -129,6 +129,9 @@ class Trace:
         scope = current_scope()
         if scope is not None and getattr(event, "item_id", None) is None:
             event = event.model_copy(update={"item_id": scope.item_id})
+        society = current_society()
+        if society and getattr(event, "society", None) is None:
+            event = event.model_copy(update={"society": society})
         if self.keep:
             self.events.append(event)
         if self._file is not None:

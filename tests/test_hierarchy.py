@@ -30,6 +30,10 @@ def test_a_society_answers_as_one_member_of_a_larger_one_and_forfeits_a_ballot()
     assert [e.answer for e in said_by_team] == ["12", "12"]  # mission and round 1, each a whole inner society
     assert len([e for e in trace.of_kind("soc_started") if e.organisation == "monarchy"]) == 2
     assert [e.member for e in trace.of_kind("soc_forfeit")] == ["team"]  # a society does not fill in ballots
+    # the inner society's events carry its path; the outer society's carry none
+    assert {getattr(e, "society", None) for e in trace.of_kind("soc_started")} == {None, "team"}
+    assert {e.society for e in trace.of_kind("soc_message") if e.member.startswith("inner/")} == {"team"}
+    assert all(getattr(e, "society", None) is None for e in trace.of_kind("soc_message") if e.member == "team")
     assert result.decided_by == "vote" and result.answer == "13"
 
 

@@ -112,6 +112,8 @@ def test_right_to_execute_counts_the_members_votes_in_code() -> None:
     assert tally_event.scores == {"12": 2, "13": 1}
     assert (result.answer, result.decided_by) == ("12", "vote")
     assert len(trace.of_kind("soc_ballot")) == 3
+    asked = [e for e in trace.of_kind("soc_message") if e.member == "organizer" and e.phase != "opinion"]
+    assert [(e.round, e.text) for e in asked] == [(1, "Check?")]  # the organizer's sub-question is a message too
 
 
 def test_democracy_checks_its_rights_and_needs_a_leader_without_the_vote() -> None:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from noosphere.errors import UsageError
 from noosphere.llm.messages import MediaPart
+from noosphere.scope import society_scope
 from noosphere.society.member import Member
 from noosphere.society.session import Statement
 from noosphere.society.society import Society
@@ -39,7 +40,8 @@ class SubSociety(Member):
     async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = ()) -> OutputT:
         if not issubclass(Statement, output) and not issubclass(output, Statement):
             raise UsageError(f"{self.name} is a society and answers with a statement, not a {output.__name__}")
-        result = await self.society.run(prompt, trace=self._trace)
+        with society_scope(self.name):  # its events carry its path, so interleaved societies stay apart
+            result = await self.society.run(prompt, trace=self._trace)
         try:
             return output.model_validate({"reasoning": (result.summary or result.decided_by)[:2000],
                                           "answer": (result.answer or "(no answer)")[:300]})

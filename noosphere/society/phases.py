@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field, create_model
 
 from noosphere.llm.forms import choice_form
-from noosphere.society.events import BallotCast, Tallied
+from noosphere.society.events import BallotCast, MemberSpoke, Tallied
 from noosphere.society.member import Member
 from noosphere.society.session import Contribution, Session, Statement
 from noosphere.society.voting import Ballot, tally
@@ -130,6 +130,8 @@ class OrganizerRounds:
                 "question that would most help them get the task right.", SubQuestion))
             question = asked[self.organizer.name].question if asked else "Check your answer: is every step right?"
             session.questions.append(question)
+            session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=self.organizer.name,
+                                           text=question if asked else f"(standing question) {question}"))
             previous = [r for r in session.records if r.round == round_ - 1]
 
             async def turn(member: Member, question: str = question, previous: list = previous) -> Statement:

@@ -1,16 +1,19 @@
 // Society runs: members and organisation, the messages of every phase and round, summaries, ballots
 // and tallies, and for economies the balances over time and every payment and contract.
 
+// A nested society's events carry its path (`society`, e.g. "artist-3"), so societies that ran at the
+// same time are told apart; events without it belong to the outermost society.
 function societyEpisodes(events) {
   const episodes = [];
-  let current = null;
+  const current = new Map();
   for (const event of events) {
     if (!(event.kind.startsWith("soc_") || event.kind.startsWith("econ_"))) continue;
-    if (event.kind === "soc_started" || current === null) {
-      current = {events: []};
-      episodes.push(current);
+    const path = event.society || "";
+    if (event.kind === "soc_started" || !current.has(path)) {
+      current.set(path, {path, events: []});
+      episodes.push(current.get(path));
     }
-    current.events.push(event);
+    current.get(path).events.push(event);
   }
   return episodes;
 }
@@ -150,7 +153,7 @@ function societyView(events) {
   const holder = el("div", null, societyEpisodeView(episodes[0]));
   const select = el("select", {class: "episode-select", onchange: () => clear(holder).appendChild(
     societyEpisodeView(episodes[Number(select.value)]))}, episodes.map((ep, i) => el("option", {value: i},
-    `society run ${i + 1}`)));
+    `society run ${i + 1}${ep.path ? ` · ${ep.path}` : ""}`)));
   const snapshots = events.filter((e) => e.kind === "econ_balances");
   return el("div", null,
     snapshots.length ? section("Balances over the whole run", balanceChart(snapshots)) : null,
