@@ -152,3 +152,58 @@ def test_a_large_democracy_labels_more_than_26_options_and_votes_on_them() -> No
     assert (result.answer, result.decided_by) == ("27", "vote")  # AB is the 28th label
     ballot = next(r for r in backend.history if r.agent == "m0" and "Vote" in r.messages[-1].content)
     assert "(AD) 29" in ballot.messages[-1].content
+
+
+def test_borda_and_approval_ballots_are_asked_for_and_counted_inside_a_society() -> None:
+    for rule, rankings, scores in (
+            # Borda: 2, 1 and 0 points by place
+            ("borda", {"a": ["A", "B", "C"], "b": ["B", "A", "C"], "c": ["B", "C", "A"]}, {"12": 3, "13": 5, "14": 1}),
+            ("approval", {"a": ["A", "B"], "b": ["B"], "c": ["C", "B"]}, {"12": 1, "13": 3, "14": 1})):
+        script = {name: [said(answer), said(answer), {"reasoning": "r", "ranking": rankings[name]}]
+                  for name, answer in (("a", "12"), ("b", "13"), ("c", "14"))}
+        script["organizer"] = [{"question": "Sure?"}, {"summary": "s", "answer": "13"}]
+        model, backend, trace = scripted(by_agent(script))
+        result = democracy(members(model), Member("organizer", model, "o"), rights={"execute"}, rounds=1,
+                           voting_rule=rule).run_sync("Which?")
+        [tallied] = trace.of_kind("soc_tally")
+        assert tallied.rule == rule and tallied.scores == scores and result.answer == "13"
+        assert any(r.agent == "a" and "ranking" in (r.json_schema or {}).get("properties", {})
+                   for r in backend.history)  # the members were asked for rankings, not a single choice
+
+
+def test_members_answer_at_most_max_concurrency_at_a_time() -> None:
+    import asyncio
+
+    from noosphere.society.session import Session
+    from noosphere.trace import Trace
+
+    model, _, _ = scripted(by_agent({}))
+    crowd = members(model, tuple(f"m{i}" for i in range(7)))
+    session = Session("t", None, crowd, Trace(None), random.Random(0), 1, "plurality", str, 3, None)
+    running, peak = 0, 0
+
+    async def turn(member: Member) -> str:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        return member.name
+
+    done = asyncio.run(session.each(crowd, "p", 1, turn))
+    assert list(done) == [m.name for m in crowd] and peak == 3  # results in member order, never more than 3 at once
+
+
+def test_images_reach_only_members_whose_model_can_see(tmp_path) -> None:
+    from noosphere.llm import Capabilities, Model, ScriptedBackend
+
+    picture = tmp_path / "p.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16)
+    observation = Observation.of({"caption": "a chart of sales"}, {"chart": picture})
+    blind = Member("blind", Model(ScriptedBackend([], capabilities=Capabilities(vision=False))), "r")
+    seeing = Member("seeing", Model(ScriptedBackend([], capabilities=Capabilities(vision=True))), "r")
+    text, media = blind.perception(observation)
+    assert "a chart of sales" in text and media == ()
+    assert [part.kind for part in seeing.perception(observation)[1]] == ["image"]
+    narrow = Member("narrow", seeing.model, "r", sees=("caption",))
+    assert narrow.perception(observation)[1] == ()

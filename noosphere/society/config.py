@@ -75,6 +75,8 @@ class SocietySpec(BaseModel):
     """Artist-critic: one critic per profession."""
     painter: str | None = None
     """Artist-critic: an image model LiteLLM reaches (e.g. openai/dall-e-3) that draws the winner; optional."""
+    max_concurrency: int = Field(default=8, ge=1, le=256)
+    """Members answering at once (the rest wait their turn)."""
     seed: int = 0
 
     def problem(self) -> tuple[str, str] | None:
@@ -181,6 +183,12 @@ def load_society_spec(path: Path, *, depth: int = 0) -> SocietySpec:
 
 def build_society(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str) -> Society:
     """Members that name the same model share one loaded `Model`."""
+    society = _organise(spec, open_model, default_model)
+    society.max_concurrency = spec.max_concurrency
+    return society
+
+
+def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str) -> Society:
     spec.check_staff()
     models: dict[str, Model] = {}
 
