@@ -308,3 +308,44 @@ def test_a_plan_close_in_wording_must_still_name_objects_that_are_there() -> Non
     assert close_to_admissible("walk to cabinet 2", admissible)
     assert not close_to_admissible("go to cabinet 13", admissible)
     assert not close_to_admissible("take apple 1 from fridge 1", admissible)
+
+
+def test_textworld_bench_runs_the_metaagent_through_the_memory_loop_and_keeps_its_memory(tmp_path: Path) -> None:
+    pytest.importorskip("textworld")
+    from noosphere.envs import textworld_games
+    from noosphere.llm import Model, ScriptedBackend
+    from noosphere.llm.types import Request
+    from noosphere.memory import MemoryStore
+    from tests.test_cli import invoke
+
+    [game] = textworld_games(tmp_path / "games", tier=1, per_challenge=1, challenges=("coin_collector",))
+    expert = list(game.expert_actions())
+    picked: list[str] = []
+
+    def play(request: Request) -> str:
+        options = (request.json_schema or {}).get("properties", {})
+        if request.agent == "orchestrator":  # the extended loop once, then the autopilot
+            offered = options["next"]["enum"]
+            choice = next((a for a in ("retrieve_memory", "idea") if a in offered and a not in picked), "planning")
+            picked.append(choice)
+            return reply(reason="r", next=choice if choice in offered else offered[0])
+        step = len([r for r in backend.history if r.agent == "motor"]) - 1
+        action = expert[min(step, len(expert) - 1)]
+        return {"conscious": reply(belief="I follow the path."), "planning": reply(reason="r", action=action),
+                "motor": reply(action=action)}.get(request.agent or "", reply(text="Keep going along the path."))
+
+    backend = ScriptedBackend(play)
+    args = ["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
+            "--limit", "1", "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--no-cache",
+            "--quiet"]
+    code, _, err = invoke(args, lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    [row] = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    assert row["correct"] and row["actions"] == len(expert)
+    moves = {tuple(move) for move in row["moves"]}
+    assert {("conscious", "retrieve_memory"), ("retrieve_memory", "idea"), ("idea", "planning")} <= moves
+    counts = json.loads((run_dir / "transitions.json").read_text())
+    assert "retrieve_memory" in counts["agents"] and (run_dir / "transition_probabilities.png").exists()
+    [episode] = MemoryStore(run_dir / "memory").episodes()  # the episode survives in the run's memory
+    assert episode.won and [s.action for s in episode.steps] == expert
