@@ -1,22 +1,26 @@
 """Hierarchies: a whole society taking part in a larger one as a single member.
 
-`SubSociety` stands where a `Member` would: asked a question, it runs its own society on it and
-answers with that society's decision (and summary as its reasoning). It can only answer in the
-`Statement` form; asked for anything else (a ballot, a hiring decision) it forfeits that turn.
+`SubSociety` stands where a `Member` would. Asked a question, it runs its own society on it, with
+the observation its own members perceive, and answers with that society's decision (its summary as
+the reasoning). Asked to choose among lettered options (a ballot, a change of answer), it runs its
+society on the ballot and maps the decision to an option: by its letter, or by the option's text; a
+ranking gets that option alone. Any other form (a hiring decision) it cannot fill forfeits the turn.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from noosphere.errors import UsageError
 from noosphere.llm.messages import MediaPart
+from noosphere.observation import Observation
 from noosphere.scope import society_scope
 from noosphere.society.member import Member
-from noosphere.society.session import Statement
+from noosphere.society.session import Statement, default_key
 from noosphere.society.society import Society
 from noosphere.trace import Trace
 
@@ -27,6 +31,7 @@ OutputT = TypeVar("OutputT", bound=BaseModel)
 class SubSociety(Member):
     society: Society = field(default=None)  # type: ignore[assignment]
     _trace: Trace | None = None
+    _observation: Observation | None = None
 
     @classmethod
     def of(cls, name: str, society: Society, role: str = "") -> SubSociety:
@@ -36,14 +41,50 @@ class SubSociety(Member):
     def join(self, trace: Trace) -> None:
         self.history.clear()
         self._trace = trace
+        self._observation = None
+
+    def perception(self, observation: Observation | None) -> tuple[str, tuple[MediaPart, ...]]:
+        """Keep the observation for the inner society, whose members perceive it each in their own way."""
+        if observation is not None and self.sees is not None:
+            observation = Observation(tuple(v for v in observation.views if v.name in self.sees))
+        self._observation = observation
+        return "", ()
 
     async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = ()) -> OutputT:
-        if not issubclass(Statement, output) and not issubclass(output, Statement):
-            raise UsageError(f"{self.name} is a society and answers with a statement, not a {output.__name__}")
+        properties = output.model_json_schema().get("properties", {})
+        chooses = _choice_field(properties)
+        if chooses is None and not (issubclass(Statement, output) or issubclass(output, Statement)):
+            raise UsageError(f"{self.name} is a society: it answers statements and ballots, not a {output.__name__}")
         with society_scope(self.name):  # its events carry its path, so interleaved societies stay apart
-            result = await self.society.run(prompt, trace=self._trace)
+            result = await self.society.run(prompt, self._observation, trace=self._trace)
+        reasoning = (result.summary or result.decided_by)[:800 if chooses else 2000]
+        if chooses is not None:
+            name, labels, is_list = chooses
+            label = _option_for(result.answer, prompt, labels)
+            if label is None:
+                raise UsageError(f"{self.name}'s society answered {result.answer!r}, which is none of the options")
+            return output.model_validate({"reasoning": reasoning, name: [label] if is_list else label})
         try:
-            return output.model_validate({"reasoning": (result.summary or result.decided_by)[:2000],
-                                          "answer": (result.answer or "(no answer)")[:300]})
+            return output.model_validate({"reasoning": reasoning, "answer": (result.answer or "(no answer)")[:300]})
         except ValidationError as exc:
             raise UsageError(f"{self.name} could not put its society's answer in the form asked: {exc}") from exc
+
+
+def _choice_field(properties: dict[str, Any]) -> tuple[str, list[str], bool] | None:
+    """(field, labels, is a list) when the form picks among lettered options beside its reasoning."""
+    for name, schema in properties.items():
+        if "enum" in schema:
+            return name, list(schema["enum"]), False
+        if "enum" in schema.get("items", {}):
+            return name, list(schema["items"]["enum"]), True
+    return None
+
+
+def _option_for(answer: str, prompt: str, labels: list[str]) -> str | None:
+    """The label the society's answer means: a label ("B", "(B)") or the text of a listed option."""
+    said = answer.strip().strip("().").strip()
+    if said.upper() in labels:
+        return said.upper()
+    listed = dict(re.findall(r"^\((\w+)\) (.+)$", prompt, flags=re.MULTILINE))
+    wanted = default_key(answer)
+    return next((label for label in labels if label in listed and default_key(listed[label]) == wanted), None)
