@@ -72,3 +72,8 @@ def test_textworld_games_are_generated_deterministically_and_their_policy_wins(t
     again = tmp_path / "again"
     textworld_games(again, tier=1, per_challenge=1)
     assert sorted(p.read_bytes() for p in again.rglob("*.z8")) == first_files
+
+
+def test_a_folder_without_games_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no ALFWorld games"):
+        load_alfworld(tmp_path)

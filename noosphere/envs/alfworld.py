@@ -14,6 +14,7 @@ from pathlib import Path
 
 from noosphere.bench.data import shared_data
 from noosphere.envs.textgame import TextGame
+from noosphere.errors import UsageError
 
 TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
               "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place")
@@ -39,6 +40,11 @@ def load_alfworld(root: Path | None = None, *, split: str = "valid_seen", per_ty
     base = shared_data("alfworld", "json_2.1.1", root)
     folder = base / split if (base / split).is_dir() else base
     files = sorted(folder.glob("*/trial_*/game.tw-pddl"))
+    if not files and (folder / "json_2.1.1").is_dir():  # given the data folder rather than json_2.1.1 itself
+        return load_alfworld(folder / "json_2.1.1", split=split, per_type=per_type, max_steps=max_steps)
+    if not files:
+        raise UsageError(f"no ALFWorld games (*/trial_*/game.tw-pddl) under {folder}; give --data the "
+                         "json_2.1.1 folder or its split folder")
     by_type: dict[str, list[Path]] = defaultdict(list)
     for path in files:
         by_type[path.parent.parent.name.split("-", 1)[0]].append(path)
