@@ -71,7 +71,8 @@ def test_cancelling_one_request_leaves_the_others_running() -> None:
     async def scenario() -> tuple[list, bool]:
         tasks = [asyncio.create_task(model.complete(f"Tell a story about animal {i}.", settings=long))
                  for i in range(3)]
-        await asyncio.sleep(0.3)
+        while model.backend.engine.stats.generated_tokens < 6:  # all three are decoding
+            await asyncio.sleep(0.02)
         tasks[1].cancel()
         done = await asyncio.gather(*tasks, return_exceptions=True)
         return done, model.backend.engine.stats.steps > 0
@@ -79,6 +80,9 @@ def test_cancelling_one_request_leaves_the_others_running() -> None:
     results, stepped = asyncio.run(scenario())
     assert stepped and isinstance(results[1], asyncio.CancelledError)
     assert all(r.usage.completion_tokens > 0 for r in (results[0], results[2]))
+    # the cancelled story stopped being decoded: far fewer tokens than the 64 it would have run to
+    others = results[0].usage.completion_tokens + results[2].usage.completion_tokens
+    assert model.backend.engine.stats.generated_tokens - others < long.max_tokens // 2
     assert not any(slot.job for slot in model.backend.engine._slots)  # the cancelled slot was released
 
 

@@ -10,8 +10,8 @@ prefix with a prompt still being evaluated wait for it (one or two steps) and th
 
 The engine runs on the model's one thread, only while it has work (`_drain`), so other work queued
 on that thread (a serial call, a benchmark's raw call) runs between drains. Jobs are plain data; the
-caller waits on the job's `concurrent.futures.Future`, and cancelling that future frees the slot at
-the next step without disturbing the other sequences.
+caller waits on the job's `concurrent.futures.Future`; a caller that stops waiting marks the job
+abandoned, which frees its slot at the next step without disturbing the other sequences.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections import deque
-from concurrent.futures import Executor, Future
+from concurrent.futures import CancelledError, Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,12 @@ class GenerationJob:
     stop: tuple[str, ...] = ()
     grammar: str | None = None
     future: Future[JobResult] = field(default_factory=Future)
+    abandoned: bool = False
+    """Set by the caller that stopped waiting: a job already decoding cannot be cancelled through its
+    future (a running `concurrent.futures.Future` refuses), so the engine drops it at the next step."""
+
+    def gone(self) -> bool:
+        return self.abandoned or self.future.cancelled()
 
 
 @dataclass
@@ -147,9 +153,9 @@ class BatchEngine:
 
     def _release_cancelled(self) -> None:
         for slot in self._slots:
-            if slot.job is not None and slot.job.future.cancelled():
-                self._finish(slot)
-        self._waiting = deque(job for job in self._waiting if not job.future.cancelled())
+            if slot.job is not None and slot.job.gone():
+                self._finish(slot, error=CancelledError())
+        self._waiting = deque(job for job in self._waiting if not job.gone())
 
     # admission ----------------------------------------------------------------------------------
     def _reserved(self) -> int:

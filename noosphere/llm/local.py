@@ -99,7 +99,11 @@ class LocalBackend:
         job = GenerationJob(tokens, settings.max_tokens, settings.temperature, settings.top_p, settings.seed,
                             stop=(*settings.stop, *stops),
                             grammar=self._grammar(request.json_schema) if request.json_schema else None)
-        result = await asyncio.wrap_future(self.engine.submit(job))  # cancelling this frees the slot
+        try:
+            result = await asyncio.wrap_future(self.engine.submit(job))
+        except asyncio.CancelledError:
+            job.abandoned = True  # the engine stops decoding it at its next step
+            raise
         return Reply(text=result.text, usage=Usage(result.prompt_tokens, result.completion_tokens),
                      finish_reason=result.finish_reason)
 
