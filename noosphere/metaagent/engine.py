@@ -89,7 +89,7 @@ class MetaAgent:
         self.graph = graph if remembers else graph.without(*MEMORY_AGENTS)
         self.max_actions = max_actions
         self.max_transitions = max_transitions or 8 * max_actions
-        self.rng = random.Random(seed)
+        self.seed = seed
 
     async def play(self, env: Environment) -> EpisodeResult:
         start = env.reset()
@@ -201,7 +201,9 @@ class MetaAgent:
             return
         if memory.conceptual and query is None:  # sleep: consolidate the rules before a new task
             sleep(memory.store, memory.embedder)
-        found = recall(memory.store, query or state.task, k=memory.k, method=memory.method, rng=self.rng,
+        # seeded by game and timestep, not by how many recalls came before: a resumed run recalls the same
+        rng = random.Random(f"{self.seed}:{env.name}:{state.t}:{query is not None}")
+        found = recall(memory.store, query or state.task, k=memory.k, method=memory.method, rng=rng,
                        embedder=memory.embedder, episodic=memory.episodic, conceptual=memory.conceptual)
         state.recall = found.render()
         trace = self.model.trace
