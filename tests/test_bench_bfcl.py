@@ -113,7 +113,9 @@ def test_ctm_makes_the_proposed_calls_the_motor_keeps(data: Path, tmp_path: Path
         if request.agent == "stm":
             return stm_reply("both areas are needed", 0.9)
         if request.agent == "motor":  # keeps both area calls; drops the circle proposed for Hamlet
-            return {"reasoning": "r", "make": [] if hamlet else ["B", "A"]}
+            if hamlet:
+                return {"asks": ["discuss Hamlet"], "make": ["none"]}
+            return {"asks": ["rectangle area", "circle area", "a third ask"], "make": ["B", "A", "A"]}
         base = {"response": "r", "additional_question": "", "confidence": 0.9, "surprise": 0.0}
         if hamlet:
             return {"calls": [{"radius": 1}], "relevance": 0.9, **base}  # every proposer proposes its own function
@@ -152,3 +154,19 @@ def test_proposals_below_the_relevance_bar_never_reach_the_motor(data: Path, tmp
     assert code == 0, err
     assert '"irrelevance_accuracy": 100.0' in out
     assert "motor" not in {request.agent for request in opener.backend.history}
+
+
+def test_the_motor_makes_one_call_per_ask_it_listed() -> None:
+    import asyncio
+
+    from noosphere.bench.bfcl import _select
+    from noosphere.llm import ToolCall
+    from tests.helpers import scripted
+
+    functions = ("largest_city", "capital", "population")
+    proposed = [ToolCall(f"country.{what}", {"country": "Brazil"}) for what in functions]
+    model, backend, _ = scripted([{"asks": ["the largest city of Brazil"], "make": ["A", "B", "C"]}])
+    made = asyncio.run(_select(model, "Largest city of Brazil?", "the largest city", proposed))
+    assert made == (proposed[0],)  # one ask, one call: the extra letters are dropped
+    schema = backend.history[0].json_schema
+    assert list(schema["properties"]) == ["asks", "make"]  # what the request asks for comes first

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import json
 import string
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, create_model
 
 from noosphere.bench.bfcl_data import BfclItem
 from noosphere.bench.bfcl_match import score
 from noosphere.bench.runner import Scored
 from noosphere.errors import RuntimeFault
 from noosphere.llm import Message, Model, ToolCall
-from noosphere.llm.forms import choices_form
 from noosphere.workspace import ShortTermMemory, Workspace, WorkspaceSettings
 from noosphere.workspace.proposer import FunctionProposer
 
@@ -60,25 +62,38 @@ async def solve_ctm(model: Model, settings: WorkspaceSettings, item: BfclItem) -
     return scored
 
 
+def selection_form(letters: Sequence[str]) -> type[BaseModel]:
+    """The motor's form: first the separate things the request asks for, then the call for each."""
+    room = len(letters) + 2
+    option = Literal[(*letters, "none")]  # type: ignore[valid-type]
+    return create_model(
+        "Selection",
+        asks=(list[str], Field(min_length=1, max_length=room, description="each separate thing the request asks "
+                                                                          "to be done, one entry each")),
+        make=(list[option], Field(min_length=1, max_length=room,  # type: ignore[valid-type]
+                                  description="for each entry of asks, in order, the letter of the one call that "
+                                              "does it, or none if no proposed call does")))
+
+
 async def _select(model: Model, request: str, conclusion: str, proposed: list[ToolCall]) -> tuple[ToolCall, ...]:
     """The motor step: from the calls the proposers put forward, make those the request needs.
 
     Every proposer tends to propose its own function, so on its own a proposal says little; one
-    decision that sees them side by side, with the workspace's conclusion, keeps the calls the request
-    asks for (several, or none when no function serves it).
+    decision that sees them side by side, with the workspace's conclusion, first lists what the
+    request asks for and then picks one call per ask (or none), so that a request with one ask gets
+    one call however many functions could be stretched to fit it.
     """
     letters = string.ascii_uppercase[: len(proposed)]
     listed = "\n".join(f"({letter}) {call.name}({json.dumps(call.arguments)})" for letter, call in zip(
         letters, proposed, strict=False))
-    form = choices_form("Selection", "make", letters, "letters of the calls to make, none if no call fits",
-                        reason="reasoning")
     prompt = (f"Request: {request}\nThe workspace concluded: {conclusion}\n\nProposed calls:\n{listed}\n\n"
-              "Which of these calls does the request need? Choose every call it asks for (several if it asks for "
-              "several things) and no call it does not ask for; choose none if no function serves the request.")
+              "List the separate things the request asks to be done (often just one), then for each the one "
+              "proposed call that does it exactly, or none if no proposed call does.")
     try:
-        completion = await model.complete([Message.system(SELECT_SYSTEM), Message.user(prompt)], output=form,
-                                          agent="motor")
+        completion = await model.complete([Message.system(SELECT_SYSTEM), Message.user(prompt)],
+                                          output=selection_form(letters), agent="motor")
     except RuntimeFault:
         return tuple(proposed)  # the motor forfeits: the proposals stand as they are
     chosen: Any = completion.output
-    return tuple(proposed[letters.index(letter)] for letter in dict.fromkeys(chosen.make))
+    picked = [letter for letter in chosen.make[: len(chosen.asks)] if letter != "none"]
+    return tuple(proposed[letters.index(letter)] for letter in dict.fromkeys(picked))

@@ -18,17 +18,6 @@ def choice_form(name: str, field: str, options: Sequence[str], description: str,
     """A form with an optional free-text `reason` field first, then `field`, one of `options`."""
     option = Literal[tuple(dict.fromkeys(options))]  # type: ignore[valid-type]
     chosen = (option, Field(description=description))
-    return create_model(name, **_reason_first(reason, reason_chars), **{field: chosen})
-
-
-def choices_form(name: str, field: str, options: Sequence[str], description: str, *, reason: str | None = None,
-                 reason_chars: int = 400) -> type[BaseModel]:
-    """Like `choice_form`, but `field` is a list of options, possibly empty (pick any subset)."""
-    option = Literal[tuple(dict.fromkeys(options))]  # type: ignore[valid-type]
-    chosen = (list[option], Field(max_length=len(options), description=description))  # type: ignore[valid-type]
-    return create_model(name, **_reason_first(reason, reason_chars), **{field: chosen})
-
-
-def _reason_first(reason: str | None, reason_chars: int) -> dict[str, Any]:
-    """The free-text field a form starts with, so that the model reasons before it commits."""
-    return {} if reason is None else {reason: (str, Field(max_length=reason_chars))}
+    # the free-text field comes first, so that the model reasons before it commits
+    first: dict[str, Any] = {} if reason is None else {reason: (str, Field(max_length=reason_chars))}
+    return create_model(name, **first, **{field: chosen})
