@@ -20,7 +20,7 @@ from noosphere.bench.data import shared_data
 from noosphere.bench.runner import Scored
 from noosphere.llm import Message, Model
 from noosphere.society import Society, Statement
-from noosphere.society.config import SocietySpec
+from noosphere.society.spec import SocietySpec
 
 SOLVER_ROLE = ("You solve grade-school maths word problems. In the reasoning, compute step by step: write each "
                "calculation with its numbers and its result (like 3 * 60 = 180). Then give only the final number "

@@ -19,7 +19,8 @@ from noosphere.cli.bench_run import Items, ParallelOption, QuietOption, ResumeOp
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import DEFAULT_MODEL, Model
 from noosphere.society import Society
-from noosphere.society.config import SocietySpec, build_society, load_society_spec
+from noosphere.society.config import build_society, load_society_spec
+from noosphere.society.spec import SocietySpec
 
 
 def calls_of_run(folder: Path) -> int:

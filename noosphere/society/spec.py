@@ -1,0 +1,95 @@
+"""What a society file may say: members, models, roles, organisation, rounds, voting, rights, budgets.
+
+Every organisation has a form here: monarchy, democracy, debate, economy, role-play and the
+artist-critic society; a member may itself be a society (a hierarchy). `problem` says what an
+organisation needs that the settings leave out, so the loader can point at the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from noosphere.errors import ConfigError
+from noosphere.society.organisations import RIGHTS
+
+
+class MemberSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1)
+    role: str = ""
+    model: str | None = None
+    sees: list[str] | None = None
+    society: SocietySpec | None = None
+    """A whole society standing as this member (a hierarchy): in a file, the path of its society file
+    (relative to the file that names it) or its settings inline."""
+
+    @model_validator(mode="after")
+    def _role_or_society(self) -> MemberSpec:
+        if not self.role.strip() and self.society is None:
+            raise ValueError("a member needs a role, or a society to stand for it")
+        return self
+
+
+Organisation = Literal["monarchy", "democracy", "debate", "economy", "roleplay", "artist-critic"]
+STAFF = ("organizer", "leader", "editor", "arbiter", "specifier")
+
+
+class SocietySpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    organisation: Organisation
+    model: str | None = None
+    """Model id of every member that names none (the command's --model otherwise)."""
+    rounds: int = Field(default=3, ge=0, le=50)
+    voting: Literal["plurality", "borda", "approval"] = "plurality"
+    rights: list[Literal["know", "change", "execute"]] = Field(default_factory=lambda: list(RIGHTS))
+    members: list[MemberSpec] = Field(default_factory=list)
+    organizer: MemberSpec | None = None
+    leader: MemberSpec | None = None
+    editor: MemberSpec | None = None
+    arbiter: MemberSpec | None = None
+    specifier: MemberSpec | None = None
+    """Role-play: turns the short task into a precise one before the conversation."""
+    max_messages: int = Field(default=50, ge=1, le=500)
+    token_budget: int | None = Field(default=None, ge=1)
+    start_balance: float = Field(default=10.0, ge=0)
+    rent: float = Field(default=1.0, ge=0)
+    spawn_above: float = Field(default=30.0, gt=0)
+    brigade_share: float = Field(default=0.5, ge=0, le=1)
+    styles: list[str] = Field(default_factory=list)
+    """Artist-critic: one artist society per style."""
+    professions: list[str] = Field(default_factory=list)
+    """Artist-critic: one critic per profession."""
+    painter: str | None = None
+    """Artist-critic: an image model LiteLLM reaches (e.g. openai/dall-e-3) that draws the winner; optional."""
+    max_concurrency: int = Field(default=8, ge=1, le=256)
+    """Members answering at once (the rest wait their turn)."""
+    seed: int = 0
+
+    def problem(self) -> tuple[str, str] | None:
+        """(field, what is wrong) for settings this organisation needs and the file leaves out."""
+        needs = {"monarchy": ("organizer", "leader"), "democracy": ("organizer",), "economy": ("arbiter",)}
+        missing = [name for name in needs.get(self.organisation, ()) if getattr(self, name) is None]
+        if self.organisation == "democracy" and "execute" not in self.rights and self.leader is None:
+            missing.append("leader")
+        if missing:
+            return missing[0], f"a {self.organisation} needs: {', '.join(missing)}"
+        if self.organisation == "artist-critic":
+            empty = [name for name in ("styles", "professions") if not getattr(self, name)]
+            return (empty[0], "an artist-critic society needs styles (artists) and professions (critics)") \
+                if empty else None
+        if self.organisation == "roleplay" and len(self.members) != 2:
+            return "members", "a role-play has two members: the user who instructs, then the assistant who solves"
+        return None if self.members else ("members", f"a {self.organisation} needs at least one member")
+
+    def check_staff(self, source: str | None = None, line_of: Callable[[str], int | None] | None = None,
+                    ) -> SocietySpec:
+        wrong = self.problem()
+        if wrong is not None:
+            raise ConfigError(wrong[1], source=source, field=wrong[0], line=line_of(wrong[0]) if line_of else None)
+        return self
+
+
+MemberSpec.model_rebuild()
