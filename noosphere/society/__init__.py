@@ -1,20 +1,13 @@
 """Natural-language societies of mind (NLSOM): members, organisations, mindstorms, voting, economies."""
 
 from noosphere.society.artists import LiteLLMPainter, Painter, artist_critic
+from noosphere.society.decisions import GatherOpinions, LeaderDecides, MembersVote
 from noosphere.society.economy import Contract, Economy
 from noosphere.society.hierarchy import SubSociety
 from noosphere.society.market import MarketRounds, PayReward
 from noosphere.society.member import Member
 from noosphere.society.organisations import RIGHTS, debate, democracy, economy_of_minds, monarchy
-from noosphere.society.phases import (
-    DebateRounds,
-    GatherOpinions,
-    LeaderDecides,
-    MembersVote,
-    OrganizerRounds,
-    Phase,
-    SolveAlone,
-)
+from noosphere.society.phases import DebateRounds, OrganizerRounds, Phase, SolveAlone
 from noosphere.society.roleplay import Converse, RolePlay, RolePlayResult, role_play
 from noosphere.society.session import Contribution, Session, Statement
 from noosphere.society.society import Society, SocietyResult

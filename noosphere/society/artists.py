@@ -18,10 +18,11 @@ from typing import Any, Protocol
 from noosphere.llm import Model
 from noosphere.llm.forms import choice_form
 from noosphere.llm.litellm_backend import import_litellm
+from noosphere.society.decisions import hold_vote
 from noosphere.society.hierarchy import SubSociety
 from noosphere.society.member import Member
 from noosphere.society.organisations import monarchy
-from noosphere.society.phases import SolveAlone, hold_vote
+from noosphere.society.phases import SolveAlone
 from noosphere.society.session import Session, Statement
 from noosphere.society.society import Society
 from noosphere.society.voting import Ballot

@@ -5,17 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from noosphere.errors import UnknownNameError, UsageError
+from noosphere.society.decisions import GatherOpinions, LeaderDecides, MembersVote
 from noosphere.society.economy import Economy
 from noosphere.society.market import MarketRounds, PayReward
 from noosphere.society.member import Member
-from noosphere.society.phases import (
-    DebateRounds,
-    GatherOpinions,
-    LeaderDecides,
-    MembersVote,
-    OrganizerRounds,
-    SolveAlone,
-)
+from noosphere.society.phases import DebateRounds, OrganizerRounds, SolveAlone
 from noosphere.society.society import Society
 
 RIGHTS = ("know", "change", "execute")

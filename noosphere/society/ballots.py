@@ -1,0 +1,46 @@
+"""Ballot forms: the members' distinct answers as lettered options, and the forms that pick among them.
+
+Labels run A to Z and then AA, AB, ..., so a society of any size can vote; as `Literal`s they reach
+the JSON schema as enums, and constrained decoding can produce nothing else.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from noosphere.llm.forms import choice_form
+
+
+def option_labels(count: int) -> tuple[str, ...]:
+    """A, B, ..., Z, then AA, AB, ...: short labels however many distinct answers a large society has."""
+    labels = []
+    for number in range(1, count + 1):
+        label = ""
+        while number:
+            number, rest = divmod(number - 1, 26)
+            label = string.ascii_uppercase[rest] + label
+        labels.append(label)
+    return tuple(labels)
+
+
+def picked(options: list[str], label: str) -> str:
+    return options[option_labels(len(options)).index(label)]
+
+
+def choice_model(count: int) -> type[BaseModel]:
+    return choice_form("Choice", "choice", option_labels(count), "the letter of the option",
+                       reason="reasoning", reason_chars=800)
+
+
+def ranking_model(count: int) -> type[BaseModel]:
+    letters = option_labels(count)
+    return create_model("Ranking", reasoning=(str, Field(max_length=800)),
+                        ranking=(list[Literal[letters]], Field(min_length=1, max_length=count,  # type: ignore[valid-type]
+                                                               description="option letters, best first")))
+
+
+def lettered(options: list[str]) -> str:
+    return "\n".join(f"({label}) {option}" for label, option in zip(option_labels(len(options)), options, strict=True))

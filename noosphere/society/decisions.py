@@ -1,0 +1,128 @@
+"""Opinion gathering and execution, the last two phases of a mindstorm.
+
+`GatherOpinions` (with or without the right to change, and the organizer's summary), then
+`LeaderDecides`, or `MembersVote` under the right to execute, counted by code with the society's
+voting rule; every ballot and tally goes into the trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from noosphere.society.ballots import choice_model, lettered, picked, ranking_model
+from noosphere.society.events import BallotCast, Tallied
+from noosphere.society.member import Member
+from noosphere.society.phases import transcript
+from noosphere.society.session import Session, Statement
+from noosphere.society.voting import Ballot, tally
+
+
+class Summary(BaseModel):
+    summary: str = Field(max_length=1500, description="what the discussion established, wrong claims left out")
+    answer: str = Field(min_length=1, max_length=300, description="the answer the discussion supports best")
+
+
+
+@dataclass(frozen=True)
+class GatherOpinions:
+    """Opinion gathering: under the right to change, each member keeps its answer or adopts another's;
+    then the organizer (if any) summarises the discussion, leaving out what it judges wrong."""
+
+    organizer: Member | None = None
+    right_to_change: bool = False
+    name: str = "opinion"
+
+    async def run(self, session: Session) -> None:
+        session.phase(self.name)
+        round_ = session.rounds + 1
+        options = session.options()
+        if self.right_to_change and len(options) > 1:
+            choice = choice_model(len(options))
+
+            async def turn(member: Member) -> Any:
+                return await member.ask(f"The members' answers to the task ({session.task}):\n{lettered(options)}\n"
+                                        "Keep your answer or change to the one you now find best.", choice)
+
+            for name, pick in (await session.each(session.members, self.name, round_, turn)).items():
+                answer = picked(options, pick.choice)
+                session.say(name, self.name, round_, Statement(reasoning=pick.reasoning, answer=answer))
+        if self.organizer is not None:
+            done = await session.each([self.organizer], self.name, round_, lambda m: m.ask(
+                f"Task: {session.task}\n\nDiscussion:\n{transcript(session)}\n\nSummarise what the discussion "
+                "established in a few sentences. Use your own knowledge to leave out wrong or doubtful claims.",
+                Summary))
+            if done:
+                session.summary = done[self.organizer.name].summary
+                session.say(self.organizer.name, self.name, round_,
+                            Statement(reasoning=session.summary, answer=done[self.organizer.name].answer))
+
+
+@dataclass(frozen=True)
+class LeaderDecides:
+    """Execution by one member: the leader reads the task, the summary and the options, and decides."""
+
+    leader: Member
+    name: str = "execution"
+
+    async def run(self, session: Session) -> None:
+        session.phase(self.name)
+        context = session.summary or transcript(session)
+        decided = await session.each([self.leader], self.name, session.rounds + 2, lambda m: m.ask(
+            f"Task: {session.task}\n\nWhat the society found:\n{context}\n\nAnswers proposed:\n"
+            f"{lettered(session.options())}\n\nDecide the final answer.", Statement))
+        if decided:
+            session.answer, session.decided_by = decided[self.leader.name].answer, self.leader.name
+        else:  # the leader forfeited: the society's majority stands in
+            MembersVote.count(session, [Ballot(r.member, (r.answer,)) for r in session.latest().values()])
+
+
+@dataclass(frozen=True)
+class MembersVote:
+    """Execution under the right to execute: every member votes on the options; code counts."""
+
+    name: str = "execution"
+
+    async def run(self, session: Session) -> None:
+        session.phase(self.name)
+        options = session.options()
+        if len(options) <= 1:
+            MembersVote.count(session, [Ballot(r.member, (r.answer,)) for r in session.latest().values()])
+            return
+        context = f"Summary: {session.summary}\n\n" if session.summary else ""
+        listed = lettered(options)
+        if session.voting_rule == "plurality":
+            form, ask = choice_model(len(options)), "Vote for the final answer"
+        else:
+            verb = "List the options you approve of" if session.voting_rule == "approval" else "Rank all the options"
+            form, ask = ranking_model(len(options)), f"{verb}, best first, as the final answer"
+
+        async def turn(member: Member) -> Any:
+            return await member.ask(f"{context}{ask} to the task ({session.task}):\n{listed}", form)
+
+        votes = await session.each(session.members, self.name, session.rounds + 2, turn)
+        MembersVote.count(session, [Ballot(name, tuple(picked(options, label)
+                                                       for label in getattr(v, "ranking", None) or [v.choice]))
+                                    for name, v in votes.items()])
+
+    @staticmethod
+    def count(session: Session, ballots: list[Ballot]) -> None:
+        key = session.answer_key
+        wording: dict[str, str] = {}
+        for ballot in ballots:
+            for option in ballot.ranking:
+                wording.setdefault(key(option), option)
+        keyed = [Ballot(b.voter, tuple(key(o) for o in b.ranking)) for b in ballots]
+        session.answer = wording.get(hold_vote(session, keyed, list(wording)) or "")
+        session.decided_by = "vote"
+
+
+def hold_vote(session: Session, ballots: list[Ballot], options: list[str]) -> str | None:
+    """Count `ballots` over `options` under the session's rule, tracing every ballot and the tally."""
+    for ballot in ballots:
+        session.trace.emit(BallotCast(voter=ballot.voter, ranking=list(ballot.ranking)))
+    result = tally(ballots, options, session.voting_rule, rng=session.rng)
+    session.trace.emit(Tallied(rule=result.rule, scores=result.scores, winner=result.winner, tied=list(result.tied)))
+    return result.winner
