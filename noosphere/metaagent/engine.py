@@ -12,13 +12,12 @@ consolidated ("sleep") first, and the episode is stored when it ends; its rules 
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from noosphere.envs import Environment
 from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.llm import Message, Model
-from noosphere.memory import Embedder, Episode, EpisodeStep, MemoryStore, default_embedder, recall, sleep
+from noosphere.memory import EpisodeStep
 from noosphere.metaagent.agents import CODE_AGENTS, DUTIES, LANGUAGE_AGENTS, ROLES, Note, orchestrator_output
 from noosphere.metaagent.events import (
     ActionTaken,
@@ -28,25 +27,12 @@ from noosphere.metaagent.events import (
     EpisodeStarted,
     FocusOutcome,
     FocusTriggered,
-    MemoryRetrieved,
     Transition,
 )
 from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, TransitionGraph
-from noosphere.metaagent.hallucination import numbered_objects, off_task
+from noosphere.metaagent.hallucination import flag_hallucination
+from noosphere.metaagent.recollection import MemorySettings
 from noosphere.metaagent.state import EpisodeState
-
-INVALID_STREAK_FOR_FOCUS = 2
-
-
-@dataclass(frozen=True)
-class MemorySettings:
-    store: MemoryStore
-    episodic: bool = True
-    conceptual: bool = True
-    method: str = "random"
-    k: int = 4
-    embedder: Embedder = field(default_factory=default_embedder)
-    """Clusters the rules at each sleep and ranks episodes for relevance retrieval."""
 
 
 @dataclass(frozen=True)
@@ -66,25 +52,12 @@ class EpisodeResult:
     """The trajectory: what a reflection on a failed attempt reads."""
 
 
-def close_to_admissible(action: str, admissible: tuple[str, ...]) -> bool:
-    """An exact admissible action, or one sharing most of its words with one and naming no object
-    ("cabinet 13") that no admissible action names: a near miss in wording, not in the world."""
-    words = set(action.lower().split())
-    if not words:
-        return False
-    if numbered_objects(action) - numbered_objects(" ".join(admissible)):
-        return False
-    return any(action.strip().lower() == option.lower() or
-               len(words & set(option.lower().split())) / len(words | set(option.lower().split())) >= 0.5
-               for option in admissible)
-
-
 class MetaAgent:
     def __init__(self, model: Model, *, graph: TransitionGraph = DEFAULT_GRAPH, memory: MemorySettings | None = None,
                  max_actions: int = 50, max_transitions: int | None = None, seed: int = 0) -> None:
         graph.check_agents(set(LANGUAGE_AGENTS) | CODE_AGENTS)
         self.model, self.memory = model, memory
-        remembers = memory is not None and (memory.episodic or memory.conceptual)
+        remembers = memory is not None and memory.active
         # without a memory those agents would only spend turns: the orchestrator is not offered them
         self.graph = graph if remembers else graph.without(*MEMORY_AGENTS)
         self.max_actions = max_actions
@@ -96,7 +69,8 @@ class MetaAgent:
         state = EpisodeState(start.task, start.observation, start.admissible)
         trace = self.model.trace
         trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system="metaagent"))
-        self._recall(state, env)
+        if self.memory is not None:
+            self.memory.recall_into(state, env.name, trace, seed=self.seed)
         node, focus_loops, recoveries, moves = START, 0, 0, []
         while not state.done and state.t < self.max_actions and state.transitions < self.max_transitions:
             said = await self._turn(node, state, env)
@@ -112,7 +86,7 @@ class MetaAgent:
                 trace.emit(FocusOutcome(step=state.t, loop=state.focus_pending, action=state.steps[-1].action,
                                         recovered=recovered))
                 recoveries, state.focus_pending = recoveries + recovered, 0
-            self._watch(node, state)
+            flag_hallucination(node, state)
             if state.needs_focus and state.focused_at == state.t:
                 state.needs_focus = None  # already focused at this timestep: carry on and let an action decide
             target = await self._next(node, state)
@@ -135,7 +109,9 @@ class MetaAgent:
             state.observation = state.last_valid_observation
             return f"{state.task}\nLast real observation: {state.last_valid_observation}"
         if node == "retrieve_memory":
-            self._recall(state, env, query=f"{state.task} {state.belief}")
+            if self.memory is not None:
+                self.memory.recall_into(state, env.name, self.model.trace, seed=self.seed,
+                                        query=f"{state.task} {state.belief}")
             return state.recall or "(no memory)"
         if node == "record_memory":
             return f"{len(state.rules)} rules kept for after the game"
@@ -158,17 +134,6 @@ class MetaAgent:
         self.model.trace.emit(ActionTaken(step=state.t, action=action, observation=result.observation,
                                           reward=result.reward, done=result.done, won=result.won))
         return result.observation
-
-    def _watch(self, node: str, state: EpisodeState) -> None:
-        """Flag the hallucinations the paper names, so the conscious agent goes into the focus loop."""
-        if node == "planning" and state.plan and not close_to_admissible(state.plan.split(" (because")[0],
-                                                                          state.admissible):
-            state.needs_focus = state.needs_focus or "the plan is not an admissible action"
-        if node == "external_perception" and state.invalid_streak >= INVALID_STREAK_FOR_FOCUS:
-            state.needs_focus = state.needs_focus or f"{state.invalid_streak} actions in a row did nothing"
-        text = {"conscious": state.belief, "idea": state.idea}.get(node)
-        if text and (why := off_task(text, won=state.won, seen=state.seen | numbered_objects(state.recall))):
-            state.needs_focus = state.needs_focus or f"the {node} agent's text: {why}"
 
     async def _next(self, node: str, state: EpisodeState) -> str:
         successors = self.graph.successors(node)
@@ -194,32 +159,12 @@ class MetaAgent:
         trace.emit(Transition(step=state.t, source=node, target=target))
         return target
 
-    # memory ----------------------------------------------------------------------------------------
-    def _recall(self, state: EpisodeState, env: Environment, query: str | None = None) -> None:
-        memory = self.memory
-        if memory is None or not (memory.episodic or memory.conceptual):
-            return
-        if memory.conceptual and query is None:  # sleep: consolidate the rules before a new task
-            sleep(memory.store, memory.embedder)
-        # seeded by game and timestep, not by how many recalls came before: a resumed run recalls the same
-        rng = random.Random(f"{self.seed}:{env.name}:{state.t}:{query is not None}")
-        found = recall(memory.store, query or state.task, k=memory.k, method=memory.method, rng=rng,
-                       embedder=memory.embedder, episodic=memory.episodic, conceptual=memory.conceptual)
-        state.recall = found.render()
-        trace = self.model.trace
-        if memory.episodic:
-            trace.emit(MemoryRetrieved(step=state.t, memory="episodic", method=memory.method,
-                                       items=[e.task for e in found.episodes]))
-        if memory.conceptual:
-            trace.emit(MemoryRetrieved(step=state.t, memory="conceptual", method="all",
-                                       items=[c.representative for c in found.concepts]))
-
     async def _remember(self, state: EpisodeState, env: Environment) -> None:
         """Store what the memory mode keeps: the episode (episodic) and, after a win, its rules
         (conceptual). Model calls come first and writes last, so a run killed in between replays
         the game without leaving half an episode behind."""
         memory = self.memory
-        if memory is None or not (memory.episodic or memory.conceptual):
+        if memory is None or not memory.active:
             return
         if memory.episodic and state.steps and not state.steps[-1].belief:  # the belief after the last action
             said = await self._turn("conscious", state, env)
@@ -237,8 +182,4 @@ class MetaAgent:
                 raise
             except NoosphereError:
                 pass
-        if memory.episodic:
-            memory.store.add_episode(Episode(state.task, env.kind, env.name, tuple(state.steps), state.won))
-        if memory.conceptual and state.won:
-            for rule in state.rules:
-                memory.store.add_concept(rule, env.name)
+        memory.keep(state, env.name, env.kind)

@@ -10,6 +10,10 @@ cannot fire on a belief that is merely wrong about where things are.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from noosphere.metaagent.state import EpisodeState
 
 GIVING_UP = re.compile(r"\b(unsolvable|cannot be (completed|solved|done)|can ?not complete the task|"
                        r"can't be (completed|solved|done)|impossible to (complete|solve|finish)|give up|giving up)\b")
@@ -20,6 +24,7 @@ CONDITIONS = re.compile(r"(\b(until|unless|without|if|once|when|never|do not|don
 """A give-up phrase under one of these is a condition or an exhortation ("cannot be done until I
 find the key", "don't give up"), not a verdict."""
 NUMBERED_OBJECT = re.compile(r"\b([a-z]+) (\d{1,3})\b")
+INVALID_STREAK_FOR_FOCUS = 2
 
 
 def _sentences(text: str) -> list[str]:
@@ -49,3 +54,29 @@ def off_task(text: str, *, won: bool, seen: set[tuple[str, str]]) -> str | None:
     if invented:
         return f"it names objects the game never showed: {', '.join(invented[:3])}"
     return None
+
+
+def close_to_admissible(action: str, admissible: tuple[str, ...]) -> bool:
+    """An exact admissible action, or one sharing most of its words with one and naming no object
+    ("cabinet 13") that no admissible action names: a near miss in wording, not in the world."""
+    words = set(action.lower().split())
+    if not words:
+        return False
+    if numbered_objects(action) - numbered_objects(" ".join(admissible)):
+        return False
+    return any(action.strip().lower() == option.lower() or
+               len(words & set(option.lower().split())) / len(words | set(option.lower().split())) >= 0.5
+               for option in admissible)
+
+
+def flag_hallucination(node: str, state: EpisodeState) -> None:
+    """Flag what the agent `node` just did if it is one of the hallucinations the paper names, so
+    that the conscious agent goes round the focus loop next."""
+    if node == "planning" and state.plan and not close_to_admissible(state.plan.split(" (because")[0],
+                                                                      state.admissible):
+        state.needs_focus = state.needs_focus or "the plan is not an admissible action"
+    if node == "external_perception" and state.invalid_streak >= INVALID_STREAK_FOR_FOCUS:
+        state.needs_focus = state.needs_focus or f"{state.invalid_streak} actions in a row did nothing"
+    text = {"conscious": state.belief, "idea": state.idea}.get(node)
+    if text and (why := off_task(text, won=state.won, seen=state.seen | numbered_objects(state.recall))):
+        state.needs_focus = state.needs_focus or f"the {node} agent's text: {why}"

@@ -1,0 +1,57 @@
+"""The meta-agent's long-term memory in use: what a run keeps, recalls at the start of a task, and stores.
+
+At the start of each task the rules are consolidated ("sleep") and k past episodes are recalled, at
+random (the paper) or by relevance; the retrieve-memory agent recalls again mid-game for the current
+belief. When the game ends the episode is stored (episodic) and, after a win, its rules (conceptual).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from noosphere.memory import Embedder, Episode, MemoryStore, default_embedder, recall, sleep
+from noosphere.metaagent.events import MemoryRetrieved
+from noosphere.metaagent.state import EpisodeState
+from noosphere.trace import Trace
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    store: MemoryStore
+    episodic: bool = True
+    conceptual: bool = True
+    method: str = "random"
+    k: int = 4
+    embedder: Embedder = field(default_factory=default_embedder)
+    """Clusters the rules at each sleep and ranks episodes for relevance retrieval."""
+
+    @property
+    def active(self) -> bool:
+        return self.episodic or self.conceptual
+
+    def recall_into(self, state: EpisodeState, game: str, trace: Trace, *, seed: int, query: str | None = None) -> None:
+        """Put what memory holds for `query` (the task, when the game starts) into the state's context."""
+        if not self.active:
+            return
+        if self.conceptual and query is None:  # sleep: consolidate the rules before a new task
+            sleep(self.store, self.embedder)
+        # seeded by game and timestep, not by how many recalls came before: a resumed run recalls the same
+        rng = random.Random(f"{seed}:{game}:{state.t}:{query is not None}")
+        found = recall(self.store, query or state.task, k=self.k, method=self.method, rng=rng,
+                       embedder=self.embedder, episodic=self.episodic, conceptual=self.conceptual)
+        state.recall = found.render()
+        if self.episodic:
+            trace.emit(MemoryRetrieved(step=state.t, memory="episodic", method=self.method,
+                                       items=[e.task for e in found.episodes]))
+        if self.conceptual:
+            trace.emit(MemoryRetrieved(step=state.t, memory="conceptual", method="all",
+                                       items=[c.representative for c in found.concepts]))
+
+    def keep(self, state: EpisodeState, game: str, kind: str) -> None:
+        """Store the finished episode (episodic) and, if it was won, its rules (conceptual)."""
+        if self.episodic:
+            self.store.add_episode(Episode(state.task, kind, game, tuple(state.steps), state.won))
+        if self.conceptual and state.won:
+            for rule in state.rules:
+                self.store.add_concept(rule, game)
