@@ -349,3 +349,17 @@ def test_textworld_bench_runs_the_metaagent_through_the_memory_loop_and_keeps_it
     assert "retrieve_memory" in counts["agents"] and (run_dir / "transition_probabilities.png").exists()
     [episode] = MemoryStore(run_dir / "memory").episodes()  # the episode survives in the run's memory
     assert episode.won and [s.action for s in episode.steps] == expert
+
+
+def test_the_percept_history_window_moves_in_steps_so_prompts_share_a_prefix() -> None:
+    from noosphere.metaagent import EpisodeState
+
+    state = EpisodeState("Your task is to: take the key.", "You are in the west room.", WEST)
+    prompts = []
+    for t in range(1, 15):
+        state.record("wait", f"Nothing happens at {t}.", WEST, False, False)
+        prompts.append(state.percept(recent=5))
+    history_of = [p.split("Admissible actions:")[0] for p in prompts]
+    assert "\n6. wait" in history_of[12] and "\n5. wait" not in history_of[12]  # t = 13 shows steps 6 to 13
+    assert history_of[13].startswith(history_of[12])  # t = 14 extends the same window
+    assert prompts[-1].endswith("Actions taken: 14.")  # what changes every step comes last

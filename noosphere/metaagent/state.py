@@ -49,11 +49,18 @@ class EpisodeState:
         self.seen |= numbered_objects(" ".join((self.task, observation, *admissible)))
 
     def percept(self, recent: int = 5, *, with_task: bool = True) -> str:
-        """The task, the latest observation, the last few actions and the admissible actions."""
-        history = "\n".join(f"{s.t}. {s.action} -> {s.observation[:150]}" for s in self.steps[-recent:])
+        """The task, the recent actions, the admissible actions and the latest observation.
+
+        Ordered from what changes least to what changes most, and the history window moves only
+        every `recent` steps (it shows between `recent` and `2 * recent - 1` steps): consecutive
+        prompts then share a long prefix, which the local backend does not evaluate again.
+        """
+        start = max(0, (self.t // recent - 1) * recent)
+        history = "\n".join(f"{s.t}. {s.action} -> {s.observation[:150]}" for s in self.steps[start:])
         actions = ", ".join(self.admissible[:ADMISSIBLE_SHOWN])
-        return (f"{self.task + chr(10) if with_task else ''}Actions taken: {self.t}.\nRecent actions:\n"
-                f"{history or '(none yet)'}\nCurrent observation: {self.observation}\nAdmissible actions: {actions}")
+        return (f"{self.task + chr(10) if with_task else ''}Recent actions:\n{history or '(none yet)'}\n"
+                f"Admissible actions: {actions}\nCurrent observation: {self.observation}\n"
+                f"Actions taken: {self.t}.")
 
     def context(self) -> str:
         """Everything an agent may use: the percept plus what the other agents have written.
