@@ -99,6 +99,8 @@ def test_an_economy_society_hires_under_an_arbiter_pays_rent_votes_and_rewards()
     assert result.answer == "12"
     [contract] = [e for e in trace.of_kind("econ_contract") if e.status == "delivered"]
     assert (contract.client, contract.provider, contract.price) == ("a", "b", 3.0)
+    [service] = [e for e in trace.of_kind("soc_message") if e.phase == "service"]
+    assert (service.member, service.to, service.answer) == ("b", "a", "12 (checked)")  # a message to its buyer
     ledger = society.economy
     assert ledger is not None and ledger.conserved()
     # a: 10 - 3 - 1 rent + 4 reward - 2 brigade = 8; b: 10 + 3 - 1 + 4 + 2 = 18

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from noosphere.society.economy import Contract, Economy
+from noosphere.society.events import MemberSpoke
 from noosphere.society.member import Member
 from noosphere.society.session import Session, Statement
 
@@ -110,6 +111,10 @@ class MarketRounds:
                                     f"{contract.service}\nDo it well; your answer field is your result.", Statement)
 
         done = await session.each(providers, "service", round_, perform)
+        for provider, result in done.items():  # the service itself is a message, to the client who bought it
+            session.trace.emit(MemberSpoke(phase="service", round=round_, member=provider,
+                                           to=by_provider[provider].client, text=result.reasoning,
+                                           answer=result.answer))
         received, still_open = {}, []
         for contract in contracts:
             served = by_provider.get(contract.provider) is contract
