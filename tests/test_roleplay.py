@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +88,14 @@ def test_the_sandbox_passes_only_a_program_that_runs_its_tests_to_the_end() -> N
     assert not run_python_program("import os\nos._exit(0)\nassert False").passed
     waiting = run_python_program("name = input()\nassert name", timeout_s=5)
     assert not waiting.passed and "timed out" not in waiting.output  # no stdin: input() fails at once
+
+
+def test_a_long_conversation_drops_its_oldest_turns_instead_of_failing() -> None:
+    model, backend, trace = scripted(by_agent({"user": ["Another tweak to the code, please, and keep going."],
+                                               "assistant": ["Here is the whole code again with that tweak."]}))
+    backend.context_window = 300 + 60  # the default reply budget (300 tokens here) plus about 60 words of prompt
+    model.settings = replace(model.settings, max_tokens=300)
+    result = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), max_messages=30), "t")
+    assert result.stopped_by == "message_cap" and len(result.transcript) == 30
+    assert trace.of_kind("prompt_truncated")  # the members' histories outgrew the window and were cut
+    assert {request.settings.overflow for request in backend.history} == {"truncate"}

@@ -8,7 +8,7 @@ each instruction with its solution. The conversation stops on the done signal, o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted, SocietyFinished
@@ -47,6 +47,9 @@ class RolePlay:
         for member in (self.user, self.assistant, self.specifier):
             if member is not None:
                 member.join(trace)
+                # each member keeps the whole conversation; past a small context window its oldest turns
+                # are dropped (and traced) rather than the conversation failing
+                member.model = member.model.bind(settings=replace(member.model.settings, overflow="truncate"))
         transcript: list[tuple[str, str]] = []
         tokens = 0
 
