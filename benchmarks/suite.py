@@ -25,6 +25,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from noosphere.bench.runner import load_done
+
 SOCIETIES = Path(__file__).resolve().parent.parent / "examples" / "societies"
 MONARCHY, DEMOCRACY, DEBATE = (str(SOCIETIES / name) for name in ("monarchy.yaml", "democracy.yaml", "debate.toml"))
 
@@ -145,7 +147,7 @@ def summary(suite: Suite, out: Path) -> None:
             continue
         report = json.loads((folders[-1] / "report.json").read_text())
         metrics, spent = report["metrics"], report.get("costs", {})
-        done = sum(1 for line in (folders[-1] / "items.jsonl").read_text().splitlines() if line.strip())
+        done = len(load_done(folders[-1] / "items.jsonl"))
         cells = [str(metrics.get(key, "-")) for key in suite.metrics] + [str(spent.get(key, "-")) for key in costs]
         print(f"| {config.name} | {done} | {' | '.join(cells)} |")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,7 +12,7 @@ from pydantic import ValidationError
 from noosphere.bench import gsm8k as gsm8k_bench
 from noosphere.bench import roleplay as roleplay_bench
 from noosphere.bench.roleplay_tasks import TASKS as CODING_TASKS
-from noosphere.bench.runner import Solve
+from noosphere.bench.runner import Solve, load_done
 from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
 from noosphere.cli.bench_run import Items, ParallelOption, QuietOption, ResumeOption, run_benchmark
 from noosphere.errors import UnknownNameError, UsageError
@@ -25,8 +24,7 @@ from noosphere.society.spec import SocietySpec
 
 def calls_of_run(folder: Path) -> int:
     """Mean model calls per problem of a finished (or partial) society run: the N that matches it."""
-    rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines() if line.strip()] \
-        if (folder / "items.jsonl").exists() else []
+    rows = list(load_done(folder / "items.jsonl").values())
     if not rows:
         raise UsageError(f"{folder} holds no scored problems to match the calls of")
     return max(1, round(sum(row.get("calls", 0) for row in rows) / len(rows)))

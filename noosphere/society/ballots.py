@@ -6,6 +6,7 @@ the JSON schema as enums, and constrained decoding can produce nothing else.
 
 from __future__ import annotations
 
+import re
 import string
 from typing import Literal
 
@@ -44,3 +45,8 @@ def ranking_model(count: int) -> type[BaseModel]:
 
 def lettered(options: list[str]) -> str:
     return "\n".join(f"({label}) {option}" for label, option in zip(option_labels(len(options)), options, strict=True))
+
+
+def listed_options(text: str) -> dict[str, str]:
+    """The options `lettered` wrote into `text`, label to option: how a ballot's prompt is read back."""
+    return dict(re.findall(r"^\((\w+)\) (.+)$", text, flags=re.MULTILINE))

@@ -9,7 +9,6 @@ ranking gets that option alone. Any other form (a hiring decision) it cannot fil
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -19,6 +18,7 @@ from noosphere.errors import UsageError
 from noosphere.llm.messages import MediaPart
 from noosphere.observation import Observation
 from noosphere.scope import society_scope
+from noosphere.society.ballots import listed_options
 from noosphere.society.member import Member
 from noosphere.society.session import Statement, default_key
 from noosphere.society.society import Society
@@ -85,6 +85,6 @@ def _option_for(answer: str, prompt: str, labels: list[str]) -> str | None:
     said = answer.strip().strip("().").strip()
     if said.upper() in labels:
         return said.upper()
-    listed = dict(re.findall(r"^\((\w+)\) (.+)$", prompt, flags=re.MULTILINE))
+    listed = listed_options(prompt)
     wanted = default_key(answer)
     return next((label for label in labels if label in listed and default_key(listed[label]) == wanted), None)
