@@ -107,7 +107,7 @@ SUITES: dict[str, Suite] = {
         Config("debate", ("--system", "society", "--society", DEBATE), 50),
         *(Config(f"monarchy-r{rounds}", ("--system", "society", "--society", MONARCHY, "--rounds", str(rounds)), 50)
           for rounds in (1, 3, 5)),
-    ), ("accuracy",), parallel=2),
+    ), ("accuracy",), parallel=4),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4),
     "textworld": Suite("textworld", _textworld(), GAME_METRICS, parallel=4),
 }

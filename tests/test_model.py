@@ -44,7 +44,8 @@ async def test_structured_output_parses_and_constrains() -> None:
     assert completion.output == Verdict(label="sarcastic", confidence=0.8)
     request = backend.history[0]
     assert request.json_schema is not None and request.json_schema["title"] == "Verdict"
-    assert request.messages[0].role == "system" and "JSON schema" in request.messages[0].content
+    assert request.messages[-1].role == "user" and request.messages[-1].content.startswith("classify\n\n")
+    assert "JSON schema" in request.messages[-1].content
     assert not trace.of_kind("output_repaired")
 
 
@@ -167,6 +168,14 @@ async def test_timeout_is_retryable_then_raised(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(ModelError, match="timed out"):
         await model.complete("hi", settings=Settings(timeout_s=0.01))
     assert len(trace.of_kind("model_retried")) == 1
+
+
+async def test_in_process_backend_is_not_timed_out() -> None:
+    """An embedded model's call is bounded by max_tokens; a timeout would discard work done on a busy engine."""
+    model, backend, trace = scripted(lambda request: "slow but done", latency_s=0.05)
+    backend.in_process = True
+    assert (await model.complete("hi", settings=Settings(timeout_s=0.01))).text == "slow but done"
+    assert not trace.of_kind("model_retried")
 
 
 async def test_script_exhaustion_is_a_model_error() -> None:

@@ -20,6 +20,9 @@ class Backend(Protocol):
     """True when the backend returns tool calls itself; otherwise `Model` emulates them with JSON."""
     max_concurrency: int
     context_window: int | None
+    in_process: bool
+    """True when the work of a call is bounded by its `max_tokens` alone (an embedded model). `Model`
+    then applies no wall-clock timeout: on a busy engine a timeout would only throw decoded work away."""
 
     @property
     def fingerprint(self) -> str:

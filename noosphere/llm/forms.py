@@ -13,11 +13,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 
+LISTED = "listedInPrompt"
+"""Schema key of a choice field whose options the prompt already lists (see `schema_instruction`)."""
+
+
 def choice_form(name: str, field: str, options: Sequence[str], description: str, *, reason: str | None = None,
-                reason_chars: int = 400) -> type[BaseModel]:
-    """A form with an optional free-text `reason` field first, then `field`, one of `options`."""
+                reason_chars: int = 400, listed: bool = False) -> type[BaseModel]:
+    """A form with an optional free-text `reason` field first, then `field`, one of `options`.
+
+    `listed=True` says the prompt already lists the options: the format instruction then leaves the
+    enum out (constrained decoding still enforces it), so they are not in the prompt twice.
+    """
     option = Literal[tuple(dict.fromkeys(options))]  # type: ignore[valid-type]
-    chosen = (option, Field(description=description))
+    chosen = (option, Field(description=description, json_schema_extra={LISTED: True} if listed else None))
     # the free-text field comes first, so that the model reasons before it commits
     first: dict[str, Any] = {} if reason is None else {reason: (str, Field(max_length=reason_chars))}
     return create_model(name, **first, **{field: chosen})

@@ -35,6 +35,7 @@ def _probe(litellm: Any, check: str, model: str) -> bool:
 
 class LiteLLMBackend:
     native_tools = True
+    in_process = False
 
     def __init__(self, model: str, *, api_base: str | None = None, api_key: str | None = None,
                  capabilities: Capabilities | None = None, max_concurrency: int = 8,

@@ -29,6 +29,7 @@ T = TypeVar("T")
 
 class LocalBackend:
     native_tools = False
+    in_process = True
 
     def __init__(self, model_id: str, path: Path, *, fingerprint: str, n_ctx: int = DEFAULT_CONTEXT,
                  n_threads: int | None = None, constrain: bool = True, slots: int | None = DEFAULT_SLOTS) -> None:

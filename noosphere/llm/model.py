@@ -159,7 +159,8 @@ class Model:
         for retry in range(FAULT_RETRIES + 1):
             try:
                 async with self._gate():
-                    return await asyncio.wait_for(self.backend.generate(request), request.settings.timeout_s)
+                    limit = None if self.backend.in_process else request.settings.timeout_s
+                    return await asyncio.wait_for(self.backend.generate(request), limit)
             except TimeoutError:
                 error: ModelError = ModelError(self.id, f"timed out after {request.settings.timeout_s}s",
                                                retryable=True)
@@ -198,12 +199,17 @@ class Model:
 
 
 def _with_instruction(request: Request, instruction: str, schema: dict[str, Any], model: Model) -> Request:
-    """Put the format instruction in the system message; constrain decoding where supported."""
+    """Put the format instruction after the prompt; constrain decoding where supported.
+
+    At the end, not in the system message: a schema that changes from call to call (the admissible
+    actions of a game, the options of a ballot) would otherwise change the first tokens of every
+    prompt, and the local backend could reuse none of the previous call's evaluated prefix.
+    """
     messages = list(request.messages)
-    if messages and messages[0].role == "system":
-        messages[0] = replace(messages[0], content=f"{messages[0].content}\n\n{instruction}")
+    if messages and messages[-1].role == "user":
+        messages[-1] = replace(messages[-1], content=f"{messages[-1].content}\n\n{instruction}")
     else:
-        messages.insert(0, Message.system(instruction))
+        messages.append(Message.user(instruction))
     constrained = schema if model.capabilities.json_schema else None
     return replace(request, messages=tuple(messages), json_schema=constrained)
 

@@ -37,6 +37,7 @@ class ScriptedBackend:
     """Answers from a script. `history` holds every request, in the order it arrived."""
 
     native_tools = False
+    in_process = False  # it plays a provider: its latency can exceed a timeout
     context_window: int | None = None
 
     def __init__(self, script: Script, *, latency_s: float = 0.0, capabilities: Capabilities | None = None,

@@ -15,6 +15,8 @@ from typing import Any
 import json_repair
 from pydantic import BaseModel, ValidationError
 
+from noosphere.llm.forms import LISTED
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _REFUSAL = re.compile(r"^\s*(i'?m sorry|i cannot|i can'?t|as an ai|i am unable|i'm unable)", re.IGNORECASE)
 
@@ -23,9 +25,18 @@ def schema_of(output: type[BaseModel]) -> dict[str, Any]:
     return output.model_json_schema()
 
 
+def _shown(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema as the prompt shows it: a choice whose options the prompt lists loses its enum."""
+    properties = {name: ({k: v for k, v in field.items() if k not in ("enum", LISTED)}
+                         | {"description": f"{field.get('description', 'one option')}, exactly as listed above"}
+                         if field.get(LISTED) else field)
+                  for name, field in schema.get("properties", {}).items()}
+    return schema | {"properties": properties} if properties else schema
+
+
 def schema_instruction(output: type[BaseModel]) -> str:
-    """The sentence added to the system prompt so that unconstrained models know the format."""
-    schema = json.dumps(schema_of(output), separators=(",", ":"))
+    """The sentence added to the prompt so that every model, constrained or not, knows the format."""
+    schema = json.dumps(_shown(schema_of(output)), separators=(",", ":"))
     return (
         "Reply with one JSON object only, no prose and no code fence. "
         f"It must validate against this JSON schema: {schema}"

@@ -33,6 +33,7 @@ class Settings:
     top_p: float = 1.0
     stop: tuple[str, ...] = ()
     timeout_s: float = 120.0
+    """Wall-clock limit of one call to a provider; in-process backends ignore it (see `Backend.in_process`)."""
     max_retries: int = 2
     """How often an invalid structured output is sent back to the model with its error."""
     retry_temperature: float = 0.5

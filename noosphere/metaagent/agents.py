@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from noosphere.llm.forms import choice_form
-from noosphere.metaagent.state import EpisodeState
+from noosphere.metaagent.state import ADMISSIBLE_SHOWN, EpisodeState
 
 ROLES = {
     "conscious": "You are the conscious agent of a team that plays a text game. You keep the team's belief state: "
@@ -68,7 +68,8 @@ class Note(BaseModel):
 
 def motor_output(admissible: tuple[str, ...]) -> type[BaseModel]:
     """The motor's form: one field whose only values are this step's admissible actions."""
-    return choice_form("MotorAction", "action", admissible or ("look",), "one admissible action")
+    return choice_form("MotorAction", "action", admissible or ("look",), "one admissible action",
+                       listed=len(admissible) <= ADMISSIBLE_SHOWN)
 
 
 def orchestrator_output(successors: tuple[str, ...]) -> type[BaseModel]:

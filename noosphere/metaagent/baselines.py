@@ -18,7 +18,7 @@ from noosphere.llm.forms import choice_form
 from noosphere.metaagent.agents import ROLES, Note
 from noosphere.metaagent.engine import EpisodeResult
 from noosphere.metaagent.events import ActionTaken, EpisodeEnded, EpisodeStarted
-from noosphere.metaagent.state import EpisodeState
+from noosphere.metaagent.state import ADMISSIBLE_SHOWN, EpisodeState
 
 REACT_ROLE = ("You play a text game to complete a task. At each step think briefly about what you know and what "
               "to do, then choose exactly one admissible action.")
@@ -26,7 +26,7 @@ REACT_ROLE = ("You play a text game to complete a task. At each step think brief
 
 def _react_output(admissible: tuple[str, ...]) -> type[BaseModel]:
     return choice_form("ReactStep", "action", admissible or ("look",), "one admissible action", reason="thought",
-                       reason_chars=300)
+                       reason_chars=300, listed=len(admissible) <= ADMISSIBLE_SHOWN)
 
 
 async def react(model: Model, env: Environment, *, max_actions: int = 50, lessons: tuple[str, ...] = (),
