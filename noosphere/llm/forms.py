@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-
 LISTED = "listedInPrompt"
 """Schema key of a choice field whose options the prompt already lists (see `schema_instruction`)."""
 
