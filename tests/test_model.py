@@ -44,9 +44,17 @@ async def test_structured_output_parses_and_constrains() -> None:
     assert completion.output == Verdict(label="sarcastic", confidence=0.8)
     request = backend.history[0]
     assert request.json_schema is not None and request.json_schema["title"] == "Verdict"
-    assert request.messages[-1].role == "user" and request.messages[-1].content.startswith("classify\n\n")
-    assert "JSON schema" in request.messages[-1].content
+    assert request.messages[0].role == "system" and "JSON schema" in request.messages[0].content
     assert not trace.of_kind("output_repaired")
+
+
+async def test_format_instruction_can_follow_the_prompt() -> None:
+    """Callers whose calls share a context but ask for different forms keep the context a shared prefix."""
+    model, backend, _ = scripted(['{"label": "sarcastic", "confidence": 0.8}'])
+    await model.complete([Message.system("be brief"), Message.user("classify")], output=Verdict, format_at="end")
+    system, user = backend.history[0].messages
+    assert system.content == "be brief"
+    assert user.content.startswith("classify\n\n") and "JSON schema" in user.content
 
 
 async def test_broken_json_is_repaired_and_recorded() -> None:

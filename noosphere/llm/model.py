@@ -14,7 +14,7 @@ import random
 import time
 import weakref
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -28,6 +28,7 @@ from noosphere.llm.types import Completion, Repair, Reply, Request, Settings, To
 from noosphere.llm.usage import UsageLedger
 from noosphere.trace import ModelCall, ModelRetried, OutputFailed, OutputRepaired, PromptTruncated, Trace
 
+FormatPlace = Literal["system", "end"]
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
 FAULT_RETRIES = 4
@@ -73,7 +74,11 @@ class Model:
 
     async def complete(self, messages: str | Message | list[Message] | tuple[Message, ...], *,
                        output: type[OutputT] | None = None, tools: list[ToolSpec] | tuple[ToolSpec, ...] = (),
-                       settings: Settings | None = None, agent: str | None = None) -> Completion[OutputT]:
+                       settings: Settings | None = None, agent: str | None = None,
+                       format_at: FormatPlace = "system") -> Completion[OutputT]:
+        """One call. `format_at` places the output-format instruction: in the system message (the
+        default), or after the prompt ("end"), for callers whose calls share a long context but ask
+        for different forms, so that the context stays a shared prefix."""
         settings = settings or self.settings
         tools = tuple(tools)
         if output is not None and tools:
@@ -86,10 +91,11 @@ class Model:
             reply, latency, cached = await self._call(request, agent, attempt=1)
             return Completion(reply.text, None, reply.tool_calls, reply.usage, latency, self.id, cached=cached)
         if output is not None:
-            request = _with_instruction(request, schema_instruction(output), output.model_json_schema(), self)
+            request = _with_instruction(request, schema_instruction(output), output.model_json_schema(), self,
+                                        format_at)
         elif not self.backend.native_tools:  # tools, emulated as JSON constrained to the tools' schemas
-            request = replace(_with_instruction(request, tool_instruction(tools), tool_calls_schema(tools), self),
-                              tools=())
+            request = replace(_with_instruction(request, tool_instruction(tools), tool_calls_schema(tools), self,
+                                                format_at), tools=())
         return await self._structured(request, output, tools, agent)
 
     def complete_sync(self, messages: Any, **kwargs: Any) -> Completion[Any]:
@@ -198,18 +204,22 @@ class Model:
         return replace(request, messages=tuple(messages))
 
 
-def _with_instruction(request: Request, instruction: str, schema: dict[str, Any], model: Model) -> Request:
-    """Put the format instruction after the prompt; constrain decoding where supported.
+def _with_instruction(request: Request, instruction: str, schema: dict[str, Any], model: Model,
+                      place: FormatPlace) -> Request:
+    """Add the format instruction where `place` says; constrain decoding where supported.
 
-    At the end, not in the system message: a schema that changes from call to call (the admissible
-    actions of a game, the options of a ballot) would otherwise change the first tokens of every
-    prompt, and the local backend could reuse none of the previous call's evaluated prefix.
+    In the system message by default: measured on GSM8K (50 problems, the 1.5B model), the same
+    instruction at the end of the prompt cut the reasoning short and accuracy fell from 56 to 44.
     """
     messages = list(request.messages)
-    if messages and messages[-1].role == "user":
+    if place == "end" and messages and messages[-1].role == "user":
         messages[-1] = replace(messages[-1], content=f"{messages[-1].content}\n\n{instruction}")
-    else:
+    elif place == "end":
         messages.append(Message.user(instruction))
+    elif messages and messages[0].role == "system":
+        messages[0] = replace(messages[0], content=f"{messages[0].content}\n\n{instruction}")
+    else:
+        messages.insert(0, Message.system(instruction))
     constrained = schema if model.capabilities.json_schema else None
     return replace(request, messages=tuple(messages), json_schema=constrained)
 

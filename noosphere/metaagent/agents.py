@@ -16,11 +16,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from noosphere.llm import Message
 from noosphere.llm.forms import choice_form
 from noosphere.metaagent.state import ADMISSIBLE_SHOWN, EpisodeState
 
+TEAM = ("You are one agent of a team of specialised agents that plays a text game to complete a task. The team "
+        "shares what it knows; your own duty and question come last.")
+"""The system prompt every agent of the team shares. Each agent's role follows the shared context
+instead of opening the prompt, so consecutive agents' prompts share everything up to the role and the
+local backend evaluates that context once per step, not once per agent."""
+
 ROLES = {
-    "conscious": "You are the conscious agent of a team that plays a text game. You keep the team's belief state: "
+    "conscious": "You are the conscious agent. You keep the team's belief state: "
                  "what the task needs, what has been done, what is known about where things are, what is next.",
     "planning": "You are the planning agent. Propose the single next action that makes progress on the task. "
                 "Prefer admissible actions; do not repeat actions that did nothing; search likely places first.",
@@ -33,7 +40,7 @@ ROLES = {
                 "in other games (not specific object numbers).",
     "reflection": "You review a failed attempt at a text game and state in two sentences what went wrong and what "
                   "to do differently next time.",
-    "orchestrator": "You direct a team of agents playing a text game. Pick which agent should act next.",
+    "orchestrator": "You are the orchestrator: you direct the team by picking which agent acts next.",
 }
 
 
@@ -81,7 +88,7 @@ class LanguageAgent:
     """How one model agent is asked, and where its answer goes in the state."""
 
     name: str
-    prompt: Callable[[EpisodeState], str]
+    messages: Callable[[EpisodeState], list[Message]]
     output: Callable[[EpisodeState], type[BaseModel]]
     apply: Callable[[EpisodeState, Any], str]
     """Writes the output into the state; returns the text that speaks for it in the trace."""
@@ -111,18 +118,33 @@ def _rule(state: EpisodeState, output: Any) -> str:
     return output.text.strip()
 
 
+def briefed(state: EpisodeState, node: str, question: str) -> list[Message]:
+    """The messages for one agent's turn: the team's prompt, the shared context, then its role and question."""
+    return [Message.system(TEAM), Message.user(f"{state.context()}\n\n{ROLES[node]}\n{question}")]
+
+
+def _in_context(node: str, question: Callable[[EpisodeState], str]) -> Callable[[EpisodeState], list[Message]]:
+    return lambda state: briefed(state, node, question(state))
+
+
+def _focus_messages(state: EpisodeState) -> list[Message]:
+    """The focus agent sees only the task and the last real observation: the rest may be what misled the team."""
+    return [Message.system(TEAM), Message.user(
+        f"Task: {state.task}\nLast real observation: {state.last_valid_observation}\nActions taken: {state.t}.\n"
+        f"Why the team lost track: {state.needs_focus or 'unclear'}.\n\n{ROLES['focus']}\n"
+        "Where do things stand, what next?")]
+
+
 LANGUAGE_AGENTS = {agent.name: agent for agent in (
-    LanguageAgent("conscious", lambda s: f"{s.context()}\n\nWrite the belief state for timestep {s.t}.",
+    LanguageAgent("conscious", _in_context("conscious", lambda s: f"Write the belief state for timestep {s.t}."),
                   lambda s: Belief, _set("belief", "belief")),
-    LanguageAgent("planning", lambda s: f"{s.context()}\n\nPropose the next action.", lambda s: Proposal, _plan),
-    LanguageAgent("motor", lambda s: f"{s.percept()}\n\nPlan: {s.plan or '(none)'}\nChoose the action.",
+    LanguageAgent("planning", _in_context("planning", lambda s: "Propose the next action."),
+                  lambda s: Proposal, _plan),
+    LanguageAgent("motor", _in_context("motor", lambda s: "Choose the action that carries out the plan."),
                   lambda s: motor_output(s.admissible), _act),
-    LanguageAgent("focus", lambda s: f"Task: {s.task}\nLast real observation: {s.last_valid_observation}\n"
-                                     f"Actions taken: {s.t}.\nWhy the team lost track: {s.needs_focus or 'unclear'}.\n"
-                                     "Where do things stand, what next?",
-                  lambda s: Note, _set("focus_note", "text")),
-    LanguageAgent("idea", lambda s: f"{s.context()}\n\nOne new idea:", lambda s: Note, _set("idea", "text")),
-    LanguageAgent("learning", lambda s: f"{s.context()}\n\nOne general rule:", lambda s: Note, _rule),
+    LanguageAgent("focus", _focus_messages, lambda s: Note, _set("focus_note", "text")),
+    LanguageAgent("idea", _in_context("idea", lambda s: "One new idea:"), lambda s: Note, _set("idea", "text")),
+    LanguageAgent("learning", _in_context("learning", lambda s: "One general rule:"), lambda s: Note, _rule),
 )}
 
 CODE_AGENTS = frozenset({"external_perception", "internal_perception", "retrieve_memory", "record_memory"})

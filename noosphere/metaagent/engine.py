@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 
 from noosphere.envs import Environment
 from noosphere.errors import BudgetExceededError, NoosphereError
-from noosphere.llm import Message, Model
+from noosphere.llm import Model
 from noosphere.memory import EpisodeStep
-from noosphere.metaagent.agents import CODE_AGENTS, DUTIES, LANGUAGE_AGENTS, ROLES, Note, orchestrator_output
+from noosphere.metaagent.agents import CODE_AGENTS, DUTIES, LANGUAGE_AGENTS, Note, briefed, orchestrator_output
 from noosphere.metaagent.events import (
     ActionTaken,
     AgentSpoke,
@@ -117,8 +117,8 @@ class MetaAgent:
             return f"{len(state.rules)} rules kept for after the game"
         agent = LANGUAGE_AGENTS[node]
         try:
-            completion = await self.model.complete([Message.system(ROLES[node]), Message.user(agent.prompt(state))],
-                                                   output=agent.output(state), agent=node)
+            completion = await self.model.complete(agent.messages(state), output=agent.output(state), agent=node,
+                                                   format_at="end")
         except BudgetExceededError:
             raise
         except NoosphereError as exc:  # the agent forfeits its turn; saying nothing usable is a hallucination
@@ -146,9 +146,8 @@ class MetaAgent:
             described = "\n".join(f"- {name}: {DUTIES.get(name, name)}" for name in successors)
             try:
                 completion = await self.model.complete(
-                    [Message.system(ROLES["orchestrator"]),
-                     Message.user(f"{state.context()}\n\nThe {node} agent just acted. Who acts next?\n{described}")],
-                    output=orchestrator_output(successors), agent="orchestrator")
+                    briefed(state, "orchestrator", f"The {node} agent just acted. Who acts next?\n{described}"),
+                    output=orchestrator_output(successors), agent="orchestrator", format_at="end")
                 target = completion.output.next  # type: ignore[union-attr]
             except BudgetExceededError:
                 raise
@@ -174,9 +173,8 @@ class MetaAgent:
         if memory.conceptual and state.won and not state.rules:  # a won game teaches at least one rule
             try:
                 completion = await self.model.complete(
-                    [Message.system(ROLES["learning"]),
-                     Message.user(f"{state.context()}\n\nThe task was solved. One general rule:")],
-                    output=Note, agent="learning")
+                    briefed(state, "learning", "The task was solved. One general rule:"), output=Note, agent="learning",
+                    format_at="end")
                 state.rules.append(completion.output.text)  # type: ignore[union-attr]
             except BudgetExceededError:
                 raise
