@@ -125,8 +125,9 @@ def test_memory_stores_the_episode_and_a_rule_after_a_win_and_recalls_them_next_
     model, _, trace = scripted(by_agent(winning_script()))
     asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms()))
     [episode] = store.episodes()
-    assert episode.won and [s.action for s in episode.steps] == ["go east", "take key"]
-    assert all(step.belief for step in episode.steps)  # a belief state after every action, the last one too
+    assert episode.won and [s.action for s in episode.steps] == ["", "go east", "take key"] and episode.actions == 2
+    assert episode.steps[0].t == 0 and episode.steps[0].observation  # the opening: first observation and belief
+    assert all(step.belief for step in episode.steps)  # a belief state for every timestep, before and after acting
     assert store.concepts() == ["Search the neighbouring room before anything else when an item is missing."]
     model, backend, trace = scripted(by_agent(winning_script()))
     asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms()))
@@ -348,7 +349,7 @@ def test_textworld_bench_runs_the_metaagent_through_the_memory_loop_and_keeps_it
     counts = json.loads((run_dir / "transitions.json").read_text())
     assert "retrieve_memory" in counts["agents"] and (run_dir / "transition_probabilities.png").exists()
     [episode] = MemoryStore(run_dir / "memory").episodes()  # the episode survives in the run's memory
-    assert episode.won and [s.action for s in episode.steps] == expert
+    assert episode.won and [s.action for s in episode.steps[1:]] == expert
 
 
 def test_the_percept_history_window_moves_in_steps_so_prompts_share_a_prefix() -> None:

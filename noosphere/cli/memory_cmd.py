@@ -39,7 +39,7 @@ def add_memory(app: typer.Typer) -> None:
             table.add_column(column)
         for episode in stored[-episodes:]:
             table.add_row(str(episode.id), episode.task, episode.kind, "solved" if episode.won else "failed",
-                          str(len(episode.steps)))
+                          str(episode.actions))
         console.print(table)
         for cluster in store.clusters():
             console.print(f"[bold]cluster {cluster.label}[/] ({cluster.size}): {cluster.representative}",

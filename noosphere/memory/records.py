@@ -7,10 +7,17 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class EpisodeStep:
+    """One timestep. Timestep 0 has no action: the opening observation and the first belief."""
+
     t: int
     action: str
     observation: str
     belief: str = ""
+
+    def render(self) -> str:
+        did = f"{self.action} -> " if self.action else "(start) "
+        belief = f"\n     belief: {self.belief[:200]}" if self.belief else ""
+        return f"  {self.t}. {did}{self.observation[:160]}{belief}"
 
 
 @dataclass(frozen=True)
@@ -22,6 +29,10 @@ class Episode:
     won: bool
     id: int | None = None
 
+    @property
+    def actions(self) -> int:
+        return sum(1 for step in self.steps if step.action)
+
     def render(self, max_chars: int = 1500) -> str:
         """The episode as a prompt sees it: task, outcome, then each step's action, result and belief.
 
@@ -29,9 +40,8 @@ class Episode:
         and says how many it left out between, so that k recalled episodes fit any context window.
         """
         header = (f"Episode {self.id}: {self.task} ({'solved' if self.won else 'not solved'} in "
-                  f"{len(self.steps)} actions)")
-        blocks = [f"  {step.t}. {step.action} -> {step.observation[:160]}"
-                  + (f"\n     belief: {step.belief[:200]}" if step.belief else "") for step in self.steps]
+                  f"{self.actions} actions)")
+        blocks = [step.render() for step in self.steps]
         room = max_chars - len(header) - 40
         head: list[str] = []
         tail: list[str] = []

@@ -77,8 +77,11 @@ class MetaAgent:
             trace.emit(AgentSpoke(step=state.t, agent=node, output=said))
             if node == "conscious" and said:
                 trace.emit(BeliefWritten(step=state.t, belief=state.belief))
-                if state.steps:  # the belief state for this timestep goes with its step into episodic memory
+                # the belief state for this timestep goes with its step (or the opening) into episodic memory
+                if state.steps:
                     state.steps[-1] = replace(state.steps[-1], belief=state.belief)
+                else:
+                    state.opening = replace(state.opening, belief=state.belief)
             if node == "internal_perception":
                 state.needs_focus = None
             if node == "external_perception" and state.focus_pending:

@@ -40,9 +40,12 @@ class EpisodeState:
     """The focus loop whose outcome the next action decides (0: none)."""
     done: bool = False
     won: bool = False
+    opening: EpisodeStep = field(init=False)
+    """Timestep 0 for episodic memory: the first observation, and the belief written before any action."""
 
     def __post_init__(self) -> None:
         self.last_valid_observation = self.last_valid_observation or self.observation
+        self.opening = EpisodeStep(0, "", self.observation)
         self._see(self.observation, self.admissible)
 
     def _see(self, observation: str, admissible: tuple[str, ...]) -> None:
