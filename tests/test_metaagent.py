@@ -119,6 +119,21 @@ def test_a_plan_that_is_no_admissible_action_counts_as_a_hallucination() -> None
     assert result.won and "not an admissible action" in kinds(trace, "ma_focus")[0].reason
 
 
+def test_a_steps_agents_share_one_prompt_prefix_and_differ_only_in_their_role_and_form() -> None:
+    """The local backend evaluates a shared prefix once: the team prompt and context come before the role."""
+    model, backend, _ = scripted(by_agent(winning_script()))
+    asyncio.run(MetaAgent(model).play(TwoRooms()))
+    first_step = [r for r in backend.history if r.agent in ("conscious", "planning", "motor")][:3]
+    assert [r.agent for r in first_step] == ["conscious", "planning", "motor"]
+    assert len({r.messages[0].content for r in backend.history}) == 1  # one system prompt for every agent
+    planning, motor = (r.messages[1].content for r in first_step[1:])
+    shared = planning.split("You are the planning agent")[0]
+    assert "Your task is to: take the key." in shared and "Admissible actions: go east" in shared
+    assert motor.startswith(shared.rsplit("Plan:", 1)[0])  # the motor's prompt grows the planner's by the plan
+    assert "JSON schema" in motor.rsplit("You are the motor agent", 1)[1]  # its form comes after its role
+    assert '"go east"' not in motor  # the admissible actions are listed once, not again in the schema
+
+
 def test_memory_stores_the_episode_and_a_rule_after_a_win_and_recalls_them_next_game(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path)
     memory = MemorySettings(store, method="relevant", k=1, embedder=HashingEmbedder())
