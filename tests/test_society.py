@@ -67,6 +67,20 @@ def test_monarchy_runs_the_four_phases_and_the_leader_decides() -> None:
     assert round_one.json_schema is not None and "not to the question" in json.dumps(round_one.json_schema)
 
 
+def test_a_leader_who_answers_with_an_options_letter_decides_that_options_answer() -> None:
+    """Shown lettered options, small models often reply "B": the society's answer is B's text, not "B"."""
+    def run(leader_says: str, answers: tuple[str, str]) -> str:
+        model, _, _ = scripted(by_agent({
+            "a": [said(answers[0])], "b": [said(answers[1])], "organizer": [{"question": "Sure?"}, {
+                "summary": "Two answers.", "answer": answers[1]}], "leader": [said(leader_says)]}))
+        return monarchy(members(model, ("a", "b")), Member("organizer", model, "o"), Member("leader", model, "l"),
+                        rounds=1).run_sync("7 + 6?").answer
+
+    assert run("B", ("12", "13")) == "13" and run("(A).", ("12", "13")) == "12"
+    assert run("14", ("12", "13")) == "14"  # an answer of its own stands
+    assert run("A", ("C", "A")) == "A"  # an answer that is itself an option is that option, not a label
+
+
 def test_a_member_whose_replies_never_parse_forfeits_and_the_society_still_answers() -> None:
     model, _, trace = scripted(by_agent({
         "a": [said("4")], "b": ["not json at all"], "organizer": [{"question": "Sure?"}, {"summary": "4",

@@ -47,6 +47,19 @@ def lettered(options: list[str]) -> str:
     return "\n".join(f"({label}) {option}" for label, option in zip(option_labels(len(options)), options, strict=True))
 
 
+def named_option(answer: str, options: list[str]) -> str:
+    """The option an answer names by its label ("C", "(C)", "C."), or the answer itself.
+
+    A member shown lettered options and asked for a free answer often gives just the letter; taken
+    literally, that letter would become the society's final answer.
+    """
+    if answer.strip() in options:  # the options themselves may be letters (a multiple-choice task)
+        return answer
+    said = answer.strip().strip("().").strip().upper()
+    labels = option_labels(len(options))
+    return options[labels.index(said)] if said in labels else answer
+
+
 def listed_options(text: str) -> dict[str, str]:
     """The options `lettered` wrote into `text`, label to option: how a ballot's prompt is read back."""
     return dict(re.findall(r"^\((\w+)\) (.+)$", text, flags=re.MULTILINE))

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from noosphere.society.ballots import choice_model, lettered, picked, ranking_model
+from noosphere.society.ballots import choice_model, lettered, named_option, picked, ranking_model
 from noosphere.society.events import BallotCast, Tallied
 from noosphere.society.member import Member
 from noosphere.society.phases import transcript
@@ -70,11 +70,13 @@ class LeaderDecides:
     async def run(self, session: Session) -> None:
         session.phase(self.name)
         context = session.summary or transcript(session)
+        options = session.options()
         decided = await session.each([self.leader], self.name, session.rounds + 2, lambda m: m.ask(
             f"Task: {session.task}\n\nWhat the society found:\n{context}\n\nAnswers proposed:\n"
-            f"{lettered(session.options())}\n\nDecide the final answer.", Statement))
+            f"{lettered(options)}\n\nDecide the final answer.", Statement))
         if decided:
-            session.answer, session.decided_by = decided[self.leader.name].answer, self.leader.name
+            session.answer = named_option(decided[self.leader.name].answer, options)
+            session.decided_by = self.leader.name
         else:  # the leader forfeited: the society's majority stands in
             MembersVote.count(session, [Ballot(r.member, (r.answer,)) for r in session.latest().values()])
 
