@@ -151,4 +151,4 @@ def test_meta_agent_plays_a_small_generated_game_on_a_real_model(tmp_path: Path)
     assert len(actions) == result.actions
     assert all(DEFAULT_GRAPH.allows(t.source, t.target) for t in trace.of_kind("ma_transition"))
     [episode] = MemoryStore(tmp_path / "memory").episodes()
-    assert len(episode.steps) == result.actions
+    assert episode.actions == result.actions and episode.steps[0].t == 0  # timestep 0 opens the episode
