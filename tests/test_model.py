@@ -250,3 +250,16 @@ async def test_concurrent_calls_overlap_up_to_the_backend_limit(limit: int, firs
 def test_sync_facade() -> None:
     model, _, _ = scripted(['{"label": "a", "confidence": 1}'])
     assert model.complete_sync("x", output=Verdict).output == Verdict(label="a", confidence=1.0)
+
+
+async def test_a_listed_choice_keeps_its_options_out_of_the_prompt_but_in_the_grammar() -> None:
+    from noosphere.llm.forms import choice_form
+
+    form = choice_form("Pick", "action", ["go east", "take key"], "one admissible action", listed=True)
+    model, backend, _ = scripted(['{"action": "take key"}'])
+    completion = await model.complete("Admissible actions: go east, take key", output=form)
+    assert completion.output.action == "take key"  # type: ignore[union-attr]
+    request = backend.history[0]
+    assert "take key" not in request.messages[0].content and "exactly as listed above" in request.messages[0].content
+    assert request.json_schema is not None and request.json_schema["properties"]["action"]["enum"] == [
+        "go east", "take key"]
