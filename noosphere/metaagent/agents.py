@@ -73,9 +73,13 @@ class Note(BaseModel):
     text: str = Field(min_length=1, max_length=400)
 
 
-def motor_output(admissible: tuple[str, ...]) -> type[BaseModel]:
-    """The motor's form: one field whose only values are this step's admissible actions."""
-    return choice_form("MotorAction", "action", admissible or ("look",), "one admissible action",
+def action_form(name: str, admissible: tuple[str, ...], *, thought: bool = False) -> type[BaseModel]:
+    """A form whose `action` can only be one of this step's admissible actions (the motor's, ReAct's).
+
+    The percept lists up to `ADMISSIBLE_SHOWN` actions; when it lists them all, the format instruction
+    need not list them again."""
+    return choice_form(name, "action", admissible or ("look",), "one admissible action",
+                       reason="thought" if thought else None, reason_chars=300,
                        listed=len(admissible) <= ADMISSIBLE_SHOWN)
 
 
@@ -141,7 +145,7 @@ LANGUAGE_AGENTS = {agent.name: agent for agent in (
     LanguageAgent("planning", _in_context("planning", lambda s: "Propose the next action."),
                   lambda s: Proposal, _plan),
     LanguageAgent("motor", _in_context("motor", lambda s: "Choose the action that carries out the plan."),
-                  lambda s: motor_output(s.admissible), _act),
+                  lambda s: action_form("MotorAction", s.admissible), _act),
     LanguageAgent("focus", _focus_messages, lambda s: Note, _set("focus_note", "text")),
     LanguageAgent("idea", _in_context("idea", lambda s: "One new idea:"), lambda s: Note, _set("idea", "text")),
     LanguageAgent("learning", _in_context("learning", lambda s: "One general rule:"), lambda s: Note, _rule),

@@ -9,24 +9,16 @@ won if any trial wins; its actions are the winning trial's.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from noosphere.envs import Environment
 from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.llm import Message, Model
-from noosphere.llm.forms import choice_form
-from noosphere.metaagent.agents import ROLES, Note
+from noosphere.metaagent.agents import ROLES, Note, action_form
 from noosphere.metaagent.engine import EpisodeResult
 from noosphere.metaagent.events import ActionTaken, EpisodeEnded, EpisodeStarted
-from noosphere.metaagent.state import ADMISSIBLE_SHOWN, EpisodeState
+from noosphere.metaagent.state import EpisodeState
 
 REACT_ROLE = ("You play a text game to complete a task. At each step think briefly about what you know and what "
               "to do, then choose exactly one admissible action.")
-
-
-def _react_output(admissible: tuple[str, ...]) -> type[BaseModel]:
-    return choice_form("ReactStep", "action", admissible or ("look",), "one admissible action", reason="thought",
-                       reason_chars=300, listed=len(admissible) <= ADMISSIBLE_SHOWN)
 
 
 async def react(model: Model, env: Environment, *, max_actions: int = 50, lessons: tuple[str, ...] = (),
@@ -40,7 +32,8 @@ async def react(model: Model, env: Environment, *, max_actions: int = 50, lesson
         try:
             completion = await model.complete([Message.system(REACT_ROLE),
                                                Message.user(f"{advice}{state.percept(recent=10)}\n\nNext step:")],
-                                              output=_react_output(state.admissible), agent=system)
+                                              output=action_form("ReactStep", state.admissible, thought=True),
+                                              agent=system)
             action = completion.output.action  # type: ignore[union-attr]
         except BudgetExceededError:
             raise

@@ -47,17 +47,23 @@ def lettered(options: list[str]) -> str:
     return "\n".join(f"({label}) {option}" for label, option in zip(option_labels(len(options)), options, strict=True))
 
 
+def label_in(answer: str, labels: tuple[str, ...] | list[str]) -> str | None:
+    """The label an answer consists of ("C", "(c)", "C."), if it is one of `labels`."""
+    said = answer.strip().strip("().").strip().upper()
+    return said if said in labels else None
+
+
 def named_option(answer: str, options: list[str]) -> str:
-    """The option an answer names by its label ("C", "(C)", "C."), or the answer itself.
+    """The option an answer names by its label, or the answer itself.
 
     A member shown lettered options and asked for a free answer often gives just the letter; taken
     literally, that letter would become the society's final answer.
     """
     if answer.strip() in options:  # the options themselves may be letters (a multiple-choice task)
         return answer
-    said = answer.strip().strip("().").strip().upper()
     labels = option_labels(len(options))
-    return options[labels.index(said)] if said in labels else answer
+    label = label_in(answer, labels)
+    return options[labels.index(label)] if label is not None else answer
 
 
 def listed_options(text: str) -> dict[str, str]:

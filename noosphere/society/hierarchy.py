@@ -18,7 +18,7 @@ from noosphere.errors import UsageError
 from noosphere.llm.messages import MediaPart
 from noosphere.observation import Observation
 from noosphere.scope import society_scope
-from noosphere.society.ballots import listed_options
+from noosphere.society.ballots import label_in, listed_options
 from noosphere.society.member import Member
 from noosphere.society.session import Statement, default_key
 from noosphere.society.society import Society
@@ -82,9 +82,9 @@ def _choice_field(properties: dict[str, Any]) -> tuple[str, list[str], bool] | N
 
 def _option_for(answer: str, prompt: str, labels: list[str]) -> str | None:
     """The label the society's answer means: a label ("B", "(B)") or the text of a listed option."""
-    said = answer.strip().strip("().").strip()
-    if said.upper() in labels:
-        return said.upper()
+    label = label_in(answer, labels)
+    if label is not None:
+        return label
     listed = listed_options(prompt)
     wanted = default_key(answer)
     return next((label for label in labels if label in listed and default_key(listed[label]) == wanted), None)
