@@ -11,6 +11,7 @@ import pytest
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.observation import Observation
 from noosphere.society import Ballot, Member, debate, democracy, monarchy, tally
+from noosphere.society.phases import SNIPPET, excerpt
 from tests.helpers import by_agent, scripted
 
 
@@ -221,3 +222,11 @@ def test_images_reach_only_members_whose_model_can_see(tmp_path) -> None:
     assert [part.kind for part in seeing.perception(observation)[1]] == ["image"]
     narrow = Member("narrow", seeing.model, "r", sees=("caption",))
     assert narrow.perception(observation)[1] == ()
+
+
+def test_others_see_the_end_of_a_long_reasoning_where_the_working_is() -> None:
+    reasoning = "Restating the task. " * 60 + "So 60 - 20 - 15 = 25 miles."
+    shown = excerpt(reasoning)
+    assert shown.startswith("Restating the task.") and shown.endswith("60 - 20 - 15 = 25 miles.")
+    assert "[...]" in shown and len(shown) <= SNIPPET + len(" [...] ")
+    assert excerpt("short") == "short"

@@ -123,3 +123,20 @@ def test_a_role_play_file_runs_as_a_society_and_answers_with_the_last_solution(t
                             lambda model_id, **kw: Model(ScriptedBackend(script), **kw))
     assert code == 0, err
     assert "return a + b" in out
+
+
+def test_members_sample_at_their_own_temperature_each_with_its_own_seed() -> None:
+    spec = load_society_spec(EXAMPLES / "monarchy.yaml")
+    society = build_society(spec, lambda model_id: Model(ScriptedBackend([])), "scripted")
+    settings = [member.model.settings for member in society.members]
+    assert [s.temperature for s in settings] == [0.7, 0.7, 0.7]
+    assert len({s.seed for s in settings}) == 3
+    assert [member.model.settings.temperature for member in society.staff] == [0.0, 0.0]
+
+
+def test_a_members_temperature_is_checked_where_the_file_says_it(tmp_path: Path) -> None:
+    path = tmp_path / "hot.yaml"
+    path.write_text("organisation: debate\nmembers:\n  - name: a\n    role: r\n    temperature: 3\n")
+    with pytest.raises(ConfigError, match="less than or equal to 2") as error:
+        load_society_spec(path)
+    assert error.value.field == "members.0.temperature" and error.value.line == 5

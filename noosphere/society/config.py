@@ -123,15 +123,19 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
             models[model_id] = open_model(model_id)
         return models[model_id]
 
-    def member(entry: MemberSpec) -> Member:
+    def member(entry: MemberSpec, seat: int) -> Member:
         if entry.society is not None:
             inner = entry.society.model_copy(update={"model": entry.society.model or entry.model or spec.model})
             return SubSociety.of(entry.name, build_society(inner, open_model, default_model), role=entry.role)
-        return Member(entry.name, model_for(entry.model), entry.role,
-                      tuple(entry.sees) if entry.sees is not None else None)
+        model = model_for(entry.model)
+        if entry.temperature is not None:  # its own seed too, or members at one temperature sample alike
+            model = model.bind(settings=model.settings.with_(temperature=entry.temperature,
+                                                             seed=model.settings.seed + seat))
+        return Member(entry.name, model, entry.role, tuple(entry.sees) if entry.sees is not None else None)
 
-    crowd = [member(m) for m in spec.members]
-    staff = {name: member(getattr(spec, name)) for name in STAFF if getattr(spec, name) is not None}
+    crowd = [member(m, seat) for seat, m in enumerate(spec.members, start=1)]
+    staff = {name: member(getattr(spec, name), len(crowd) + seat)
+             for seat, name in enumerate(STAFF, start=1) if getattr(spec, name) is not None}
     if spec.organisation == "monarchy":
         return monarchy(crowd, staff["organizer"], staff["leader"], rounds=spec.rounds, seed=spec.seed)
     if spec.organisation == "democracy":

@@ -16,7 +16,16 @@ from noosphere.society.events import MemberSpoke
 from noosphere.society.member import Member
 from noosphere.society.session import Contribution, Session, Statement
 
-SNIPPET = 400  # characters of a member's reasoning shown to others; keeps prompts from growing without bound
+SNIPPET = 600  # characters of a member's reasoning shown to others; keeps prompts from growing without bound
+
+
+def excerpt(text: str, limit: int = SNIPPET) -> str:
+    """The opening and, mostly, the end of a long reasoning: members begin by restating the task and end
+    with the working that gives their answer, which is what the others need to check."""
+    if len(text) <= limit:
+        return text
+    head = limit // 4
+    return f"{text[:head].rstrip()} [...] {text[len(text) - (limit - head):].lstrip()}"
 
 
 class Phase(Protocol):
@@ -40,7 +49,7 @@ class RoundStatement(Statement):
 
 
 def _said(record: Contribution) -> str:
-    return f"{record.member}: {record.text[:SNIPPET]} (answer: {record.answer})"
+    return f"{record.member}: {excerpt(record.text)} (answer: {record.answer})"
 
 
 def transcript(session: Session) -> str:
@@ -85,8 +94,9 @@ class OrganizerRounds:
         for round_ in range(1, session.rounds + 1):
             session.phase(self.name, round_)
             asked = await session.each([self.organizer], self.name, round_, lambda m: m.ask(
-                f"Task: {session.task}\n\nDiscussion so far:\n{transcript(session)}\n\nAsk the members the one "
-                "question that would most help them get the task right.", SubQuestion))
+                f"Task: {session.task}\n\nDiscussion so far:\n{transcript(session)}\n\nFind the step where the members "
+                "disagree, or the step most likely to be wrong, and ask them one question about it. Do not "
+                "repeat the task's own question.", SubQuestion))
             question = asked[self.organizer.name].question if asked else "Check your answer: is every step right?"
             session.questions.append(question)
             session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=self.organizer.name,
@@ -97,7 +107,7 @@ class OrganizerRounds:
                 peers = ""
                 if self.right_to_know and previous:
                     peers = "Last round's answers:\n" + "\n".join(
-                        f"Answer{i + 1} ({r.member}): {r.text[:SNIPPET]} (answer: {r.answer})"
+                        f"Answer{i + 1} ({r.member}): {excerpt(r.text)} (answer: {r.answer})"
                         for i, r in enumerate(previous)) + "\n\n"
                 own = session.latest([member]).get(member.name)
                 keep = (f"Your answer to the task so far is {own.answer}; keep it unless your reply shows it is "

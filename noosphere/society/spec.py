@@ -22,6 +22,10 @@ class MemberSpec(BaseModel):
     role: str = ""
     model: str | None = None
     sees: list[str] | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """Sampling temperature of this member's calls (the model's own otherwise). Members of one model at
+    temperature 0 give near-identical answers; sampling, each member with its own seed, is what makes
+    them differ, as different models did in the paper's societies."""
     society: SocietySpec | None = None
     """A whole society standing as this member (a hierarchy): in a file, the path of its society file
     (relative to the file that names it) or its settings inline."""
