@@ -13,6 +13,7 @@ pytest.importorskip("textworld")
 pytest.importorskip("alfworld")
 
 from noosphere.envs import TASK_TYPES, load_alfworld, textworld_games, walkthrough
+from noosphere.envs.textgame import readable
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +78,13 @@ def test_textworld_games_are_generated_deterministically_and_their_policy_wins(t
 def test_a_folder_without_games_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no ALFWorld games"):
         load_alfworld(tmp_path)
+
+
+def test_a_game_text_reaches_the_agent_without_title_art_prompt_or_status_bar() -> None:
+    art = "\n".join(["  ________  __    __ ", " |        \\|  \\  |  \\", "  \\$$$$$$$$| $$  | $$",
+                     "    | $$   | $$__| $$", "     \\$$    \\$$   \\$$"])
+    raw = (f"\n{art}\n\nHead west, then take the coin.\n\n-= Cellar =-\nA cellar.\n\n\n\n"
+           f">{' ' * 40}-= Cellar =-0/1")
+    assert readable(raw) == "Head west, then take the coin.\n\n-= Cellar =-\nA cellar."
+    plain = "You arrive in a kitchen.\n\nOn the counter you see a knife 1 (> 3 cm)."
+    assert readable(plain) == plain

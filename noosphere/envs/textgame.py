@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,22 @@ def quiet_jericho() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*is not fully supported.*")
         yield
+
+
+_BANNER_LINE = re.compile(r"^[\s$|\\/_<>()-]*$")
+_PROMPT_AND_STATUS = re.compile(r"\n>\s.*\Z", re.DOTALL)
+
+
+def readable(observation: str) -> str:
+    """The game's text without the interpreter's furniture: TextWorld's ASCII-art title, the `>` prompt
+    with the status bar after it (room, score/moves), and runs of blank lines. They cost a small model
+    hundreds of prompt tokens a step and tell it nothing."""
+    text = _PROMPT_AND_STATUS.sub("", "\n" + observation.replace("\r", ""))
+    lines = [line.rstrip() for line in text.split("\n")]
+    art = [i for i, line in enumerate(lines) if line.strip() and _BANNER_LINE.match(line) and "$$" in line]
+    if len(art) >= 3:  # the title block: keep what follows its last line
+        lines = lines[art[-1] + 1:]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
 class TextGame:
@@ -44,7 +61,7 @@ class TextGame:
                 self._env = self._make()
             observation, info = self._env.reset()
         task = self._task(observation, info)
-        return Reset(task, observation.strip(), tuple(info.get("admissible_commands") or ()))
+        return Reset(task, readable(observation), tuple(info.get("admissible_commands") or ()))
 
     def _task(self, observation: str, info: dict[str, Any]) -> str:
         if self._task_marker in observation:
@@ -55,7 +72,7 @@ class TextGame:
     def step(self, action: str) -> Step:
         observation, score, done, info = self._env.step(action)
         won = bool(info.get("won"))
-        return Step(observation.strip(), float(score), bool(done) or won, won,
+        return Step(readable(observation), float(score), bool(done) or won, won,
                     tuple(info.get("admissible_commands") or ()))
 
     def expert_actions(self) -> list[str]:

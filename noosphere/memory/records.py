@@ -14,10 +14,14 @@ class EpisodeStep:
     observation: str
     belief: str = ""
 
-    def render(self) -> str:
+    def line(self, limit: int) -> str:
+        """`t. action -> observation` on one line, the observation's whitespace collapsed, clipped to `limit`."""
         did = f"{self.action} -> " if self.action else "(start) "
+        return f"{self.t}. {did}{' '.join(self.observation.split())[:limit]}"
+
+    def render(self) -> str:
         belief = f"\n     belief: {self.belief[:200]}" if self.belief else ""
-        return f"  {self.t}. {did}{self.observation[:160]}{belief}"
+        return f"  {self.line(160)}{belief}"
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ REFLECTED_STEPS = 20
 
 
 def _trajectory(result: EpisodeResult) -> str:
-    return "\n".join(f"{s.t}. {s.action} -> {s.observation[:120]}" for s in result.steps[-REFLECTED_STEPS:])
+    return "\n".join(step.line(120) for step in result.steps[-REFLECTED_STEPS:])
 
 
 async def reflexion(model: Model, env: Environment, *, trials: int = 3, max_actions: int = 50) -> EpisodeResult:

@@ -59,7 +59,7 @@ class EpisodeState:
         prompts then share a long prefix, which the local backend does not evaluate again.
         """
         start = max(0, (self.t // recent - 1) * recent)
-        history = "\n".join(f"{s.t}. {s.action} -> {s.observation[:150]}" for s in self.steps[start:])
+        history = "\n".join(step.line(150) for step in self.steps[start:])
         actions = ", ".join(self.admissible[:ADMISSIBLE_SHOWN])
         return (f"{self.task + chr(10) if with_task else ''}Recent actions:\n{history or '(none yet)'}\n"
                 f"Admissible actions: {actions}\nCurrent observation: {self.observation}\n"
