@@ -12,7 +12,7 @@ from tests.helpers import by_agent, scripted
 
 
 def said(answer: str) -> str:
-    return json.dumps({"reasoning": "r", "answer": answer})
+    return json.dumps({"reasoning": "r", "question_answer": answer, "answer": answer})
 
 
 def test_a_society_answers_as_one_member_of_a_larger_one_and_votes_through_its_own_decision() -> None:

@@ -16,7 +16,8 @@ from tests.helpers import by_agent, scripted
 
 
 def said(answer: str, reasoning: str = "because") -> dict[str, str]:
-    return {"reasoning": reasoning, "answer": answer}
+    """A statement; in an organizer's round the same reply also answers the sub-question."""
+    return {"reasoning": reasoning, "question_answer": answer, "answer": answer}
 
 
 def members(model, names=("a", "b", "c")) -> list[Member]:
@@ -230,3 +231,17 @@ def test_others_see_the_end_of_a_long_reasoning_where_the_working_is() -> None:
     assert shown.startswith("Restating the task.") and shown.endswith("60 - 20 - 15 = 25 miles.")
     assert "[...]" in shown and len(shown) <= SNIPPET + len(" [...] ")
     assert excerpt("short") == "short"
+
+
+def test_a_round_reply_keeps_the_sub_questions_answer_apart_from_the_tasks() -> None:
+    round_reply = {"reasoning": "3 sprints, 3 times a week: 9 sprints", "question_answer": "9", "answer": "540"}
+    model, backend, trace = scripted(by_agent({
+        "a": [said("540"), round_reply], "organizer": [{"question": "How many sprints a week?"},
+                                                      {"summary": "9 sprints of 60 m.", "answer": "540"}],
+        "leader": [said("540")]}))
+    society = monarchy(members(model, ("a",)), Member("organizer", model, "o"), Member("leader", model, "l"), rounds=1)
+    result = society.run_sync("James runs 3 sprints of 60 m, 3 times a week. How many metres a week?")
+    spoken = [(e.phase, e.answer) for e in trace.of_kind("soc_message") if e.member == "a"]
+    assert spoken == [("mission", "540"), ("mindstorm", "540")] and result.answer == "540"
+    round_schema = backend.history[2].messages[0].content
+    assert "question_answer" in round_schema and "the whole task" in round_schema

@@ -20,7 +20,7 @@ from noosphere.observation import Observation
 from noosphere.scope import society_scope
 from noosphere.society.ballots import label_in, listed_options
 from noosphere.society.member import Member
-from noosphere.society.session import Statement, default_key
+from noosphere.society.session import default_key
 from noosphere.society.society import Society
 from noosphere.trace import Trace
 
@@ -53,7 +53,7 @@ class SubSociety(Member):
     async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = ()) -> OutputT:
         properties = output.model_json_schema().get("properties", {})
         chooses = _choice_field(properties)
-        if chooses is None and not (issubclass(Statement, output) or issubclass(output, Statement)):
+        if chooses is None and not {"reasoning", "answer"} <= properties.keys():
             raise UsageError(f"{self.name} is a society: it answers statements and ballots, not a {output.__name__}")
         with society_scope(self.name):  # its events carry its path, so interleaved societies stay apart
             result = await self.society.run(prompt, self._observation, trace=self._trace)
@@ -64,8 +64,12 @@ class SubSociety(Member):
             if label is None:
                 raise UsageError(f"{self.name}'s society answered {result.answer!r}, which is none of the options")
             return output.model_validate({"reasoning": reasoning, name: [label] if is_list else label})
+        answer = result.answer or "(no answer)"
+        # the society's one answer fills every answer field (an organizer's round also asks for the sub-question's)
+        answers = {name: answer[:schema.get("maxLength", 300)]
+                   for name, schema in properties.items() if name != "reasoning"}
         try:
-            return output.model_validate({"reasoning": reasoning, "answer": (result.answer or "(no answer)")[:300]})
+            return output.model_validate({"reasoning": reasoning, **answers})
         except ValidationError as exc:
             raise UsageError(f"{self.name} could not put its society's answer in the form asked: {exc}") from exc
 

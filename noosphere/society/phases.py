@@ -38,14 +38,19 @@ class SubQuestion(BaseModel):
     question: str = Field(min_length=3, max_length=400, description="one question for the members, ending in '?'")
 
 
-class RoundStatement(Statement):
-    """A member's turn in an organizer's round: the reply to the sub-question, and the answer to the task
-    apart from it. Small models otherwise put the number that answers the sub-question where the task's
-    answer belongs (seen on GSM8K: a monthly figure replaced the yearly answer the member had right)."""
+class RoundStatement(BaseModel):
+    """A member's turn in an organizer's round: its reply to the sub-question, that reply's own short
+    answer, and then the answer to the task. Small models otherwise put the number that answers the
+    sub-question where the task's answer belongs (seen on GSM8K: "how many sprints a week?" turned a
+    member's 540 metres into 9); a field of its own gives that number somewhere to go."""
 
     reasoning: str = Field(max_length=2000, description="your reply to the organizer's question, with its working")
+    question_answer: str = Field(max_length=200, description="the short answer to the organizer's question alone")
     answer: str = Field(min_length=1, max_length=300,
                         description="your answer to the whole task (not to the question), short")
+
+    def statement(self) -> Statement:
+        return Statement(reasoning=self.reasoning, answer=self.answer)
 
 
 def _said(record: Contribution) -> str:
@@ -112,9 +117,10 @@ class OrganizerRounds:
                 own = session.latest([member]).get(member.name)
                 keep = (f"Your answer to the task so far is {own.answer}; keep it unless your reply shows it is "
                         "wrong." if own else "")
-                return await member.ask(f"{peers}The organizer asks: {question}\nReply to the question. Then give "
+                said = await member.ask(f"{peers}The organizer asks: {question}\nReply to the question. Then give "
                                         f"your answer to the whole task, not to the question: {session.task} {keep}",
                                         RoundStatement)
+                return said.statement()
 
             for name, statement in (await session.each(session.members, self.name, round_, turn)).items():
                 session.say(name, self.name, round_, statement)
