@@ -26,6 +26,8 @@ class Scope:
     item_id: str
     calls: int = 0
     tokens: int = 0
+    prompt_tokens: int = 0
+    reused_prompt_tokens: int = 0
 
 
 _current: ContextVar[Scope | None] = ContextVar("noosphere_scope", default=None)

@@ -70,6 +70,7 @@ class ModelCall(Event):
     schema_name: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reused_prompt_tokens: int = 0
     cost_usd: float | None = None
     latency_s: float = 0.0
     cached: bool = False

@@ -68,3 +68,14 @@ def test_a_resumed_parallel_run_scores_only_what_is_missing(tmp_path: Path) -> N
     assert sorted(seen) == [2, 3]
     assert [r["id"] for r in rows] == ["a", "b", "c"]
     assert sorted(load_done(run.directory / "items.jsonl")) == ["a", "b", "c"]  # the torn line spoils no new row
+
+
+def test_reused_prompt_tokens_are_averaged_only_when_every_row_counted_them() -> None:
+    def row(**counted: int) -> dict:
+        return {"calls": 2, "tokens": 300, "seconds": 1.0, "error": None, **counted}
+
+    counted = averages([row(prompt_tokens=250, reused_prompt_tokens=100),
+                        row(prompt_tokens=150, reused_prompt_tokens=0)])
+    assert (counted["prompt_tokens_per_item"], counted["reused_prompt_tokens_per_item"]) == (200.0, 50.0)
+    resumed = averages([row(prompt_tokens=250, reused_prompt_tokens=100), row()])  # a row from before the count
+    assert "reused_prompt_tokens_per_item" not in resumed and resumed["tokens_per_item"] == 300.0

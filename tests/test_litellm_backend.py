@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from noosphere.errors import CapabilityError, ModelError
 from noosphere.llm import Message, ToolSpec, open_model
 from noosphere.llm import model as model_module
+from noosphere.llm.litellm_backend import _reply, import_litellm
 from noosphere.runs import Run
 
 pytestmark = pytest.mark.provider_double
@@ -62,3 +63,12 @@ async def test_unknown_model_declares_no_media_and_fails_fast(tmp_path: Path) ->
     model = open_model("litellm:someone/unknown-model", api_base="http://127.0.0.1:9")
     with pytest.raises(CapabilityError, match="vision"):
         await model.complete([Message.user("what is it?", images=(image,))])
+
+
+def test_a_providers_prompt_cache_is_counted_as_reused_prompt_tokens() -> None:
+    litellm = import_litellm()
+    response = litellm.ModelResponse(
+        model="gpt-4o", choices=[{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        usage=litellm.Usage(prompt_tokens=10, completion_tokens=2, prompt_tokens_details={"cached_tokens": 6}))
+    usage = _reply(litellm, response).usage
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.reused_prompt_tokens) == (10, 2, 6)

@@ -123,7 +123,8 @@ async def _score_one(run: Run, item_id: str, item: Any, gold: Any, solve: Solve)
             error = f"{type(exc).__name__}: {exc}"
             scored = Scored(None, False, {})
         row = {"id": item_id, "prediction": scored.prediction, "gold": gold, "correct": scored.correct,
-               "calls": scope.calls, "tokens": scope.tokens, "seconds": round(time.perf_counter() - started, 3),
+               "calls": scope.calls, "tokens": scope.tokens, "prompt_tokens": scope.prompt_tokens,
+               "reused_prompt_tokens": scope.reused_prompt_tokens, "seconds": round(time.perf_counter() - started, 3),
                "started": round(started_at, 3), "finished": round(time.time(), 3), "error": error, **scored.detail}
         run.trace.emit(BenchItemFinished(item_id=item_id, prediction=scored.prediction, gold=gold,
                                          correct=scored.correct, calls=row["calls"], tokens=row["tokens"],
@@ -145,6 +146,9 @@ def averages(rows: list[dict[str, Any]]) -> dict[str, float]:
              "tokens_per_item": round(sum(r["tokens"] for r in rows) / n, 1),
              "seconds_per_item": round(sum(r["seconds"] for r in rows) / n, 2),
              "errors": sum(1 for r in rows if r["error"])}
+    if all("reused_prompt_tokens" in r for r in rows):  # rows written before this was counted lack it
+        costs["prompt_tokens_per_item"] = round(sum(r["prompt_tokens"] for r in rows) / n, 1)
+        costs["reused_prompt_tokens_per_item"] = round(sum(r["reused_prompt_tokens"] for r in rows) / n, 1)
     spans = sorted((r["started"], r["finished"]) for r in rows if "started" in r and "finished" in r)
     if len(spans) == n:
         costs["wall_seconds_per_item"] = round(_covered(spans) / n, 2)

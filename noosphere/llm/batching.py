@@ -36,6 +36,7 @@ class JobResult:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str
+    reused_prompt_tokens: int = 0
 
 
 @dataclass
@@ -51,6 +52,8 @@ class GenerationJob:
     abandoned: bool = False
     """Set by the caller that stopped waiting: a job already decoding cannot be cancelled through its
     future (a running `concurrent.futures.Future` refuses), so the engine drops it at the next step."""
+    reused: int = 0
+    """Prompt tokens copied from a cached prefix rather than evaluated (set when the job starts)."""
 
     def gone(self) -> bool:
         return self.abandoned or self.future.cancelled()
@@ -227,6 +230,7 @@ class BatchEngine:
         slot.job, slot.sampler, slot.pending = job, sampler, job.tokens[reuse:]
         slot.next_token, slot.output, slot.text = None, [], bytearray()
         self.stats.reused_prompt_tokens += reuse
+        job.reused = reuse
 
     # decoding -----------------------------------------------------------------------------------
     def _add(self, token: int, pos: int, seq: int, logits: bool) -> int:
@@ -308,4 +312,5 @@ class BatchEngine:
             return
         job.future.set_result(JobResult(
             text=text if text is not None else slot.text.decode("utf-8", "replace"),
-            prompt_tokens=len(job.tokens), completion_tokens=len(slot.output), finish_reason=reason))
+            prompt_tokens=len(job.tokens), completion_tokens=len(slot.output), finish_reason=reason,
+            reused_prompt_tokens=job.reused))

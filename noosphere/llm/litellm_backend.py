@@ -127,8 +127,10 @@ def _reply(litellm: Any, response: Any) -> Reply:
     except Exception:
         cost = None
     usage = getattr(response, "usage", None)
+    details = getattr(usage, "prompt_tokens_details", None)  # a provider's prompt cache, where it reports one
     return Reply(
         text=message.content or "", tool_calls=tuple(calls),
-        usage=Usage(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0, cost),
+        usage=Usage(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0, cost,
+                    getattr(details, "cached_tokens", 0) or 0),
         finish_reason=choice.finish_reason or "stop",
     )

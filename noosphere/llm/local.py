@@ -105,7 +105,8 @@ class LocalBackend:
         except asyncio.CancelledError:
             job.abandoned = True  # the engine stops decoding it at its next step
             raise
-        return Reply(text=result.text, usage=Usage(result.prompt_tokens, result.completion_tokens),
+        return Reply(text=result.text, usage=Usage(result.prompt_tokens, result.completion_tokens,
+                                                         reused_prompt_tokens=result.reused_prompt_tokens),
                      finish_reason=result.finish_reason)
 
     def _generate_serially(self, request: Request) -> Reply:

@@ -156,7 +156,8 @@ class Model:
             model=self.id, agent=agent, attempt=attempt, messages=[m.to_json() for m in request.messages],
             response=reply.text, tool_calls=[{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls],
             schema_name=(request.json_schema or {}).get("title"), prompt_tokens=reply.usage.prompt_tokens,
-            completion_tokens=reply.usage.completion_tokens, cost_usd=reply.usage.cost_usd, latency_s=latency,
+            completion_tokens=reply.usage.completion_tokens, reused_prompt_tokens=reply.usage.reused_prompt_tokens,
+            cost_usd=reply.usage.cost_usd, latency_s=latency,
             cached=cached, finish_reason=reply.finish_reason))
         return reply, latency, cached
 

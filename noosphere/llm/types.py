@@ -74,6 +74,9 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
+    reused_prompt_tokens: int = 0
+    """Prompt tokens the backend did not evaluate again: a prefix the local engine still held, or a
+    provider's prompt cache. Part of `prompt_tokens`; what a call really cost is the rest."""
 
     @property
     def total_tokens(self) -> int:
@@ -83,7 +86,8 @@ class Usage:
         cost = None if self.cost_usd is None and other.cost_usd is None else (
             (self.cost_usd or 0.0) + (other.cost_usd or 0.0))
         return Usage(self.prompt_tokens + other.prompt_tokens,
-                     self.completion_tokens + other.completion_tokens, cost)
+                     self.completion_tokens + other.completion_tokens, cost,
+                     self.reused_prompt_tokens + other.reused_prompt_tokens)
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,8 @@ class UsageLedger:
         if scope is not None:
             scope.calls += 1
             scope.tokens += usage.total_tokens
+            scope.prompt_tokens += usage.prompt_tokens
+            scope.reused_prompt_tokens += usage.reused_prompt_tokens
 
     @property
     def total(self) -> Usage:
