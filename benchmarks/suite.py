@@ -138,7 +138,8 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> No
 
 
 def summary(suite: Suite, out: Path) -> None:
-    costs = ("calls_per_item", "tokens_per_item", "seconds_per_item", "wall_seconds_per_item")
+    costs = ("calls_per_item", "tokens_per_item", "prompt_tokens_per_item", "reused_prompt_tokens_per_item",
+             "seconds_per_item", "wall_seconds_per_item")
     print(f"| run | n | {' | '.join(suite.metrics)} | {' | '.join(costs)} |")
     print("|---" * (2 + len(suite.metrics) + len(costs)) + "|")
     for config in suite.configs:
