@@ -379,3 +379,14 @@ def test_the_percept_history_window_moves_in_steps_so_prompts_share_a_prefix() -
     assert "\n6. wait" in history_of[12] and "\n5. wait" not in history_of[12]  # t = 13 shows steps 6 to 13
     assert history_of[13].startswith(history_of[12])  # t = 14 extends the same window
     assert prompts[-1].endswith("Actions taken: 14.")  # what changes every step comes last
+
+
+def test_the_conscious_agent_reads_its_dated_belief_before_the_result_it_must_update_it_with() -> None:
+    """Placed last, the old belief was copied instead of updated: it now comes before the percept, dated."""
+    model, backend, _ = scripted(by_agent({**winning_script(), "conscious": [
+        belief("In the west room; the key may be east."), belief("In the east room with the key.")]}))
+    asyncio.run(MetaAgent(model).play(TwoRooms()))
+    second = [r for r in backend.history if r.agent == "conscious"][1].messages[1].content
+    dated, rest = second.split("Belief state at timestep 0: In the west room; the key may be east.", 1)
+    assert "Your task is to: take the key." in dated and "Current observation: You are in the east room" in rest
+    assert "Write the belief state for timestep 1" in rest and "result of the last action" in rest

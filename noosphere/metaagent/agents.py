@@ -131,6 +131,13 @@ def _in_context(node: str, question: Callable[[EpisodeState], str]) -> Callable[
     return lambda state: briefed(state, node, question(state))
 
 
+def _belief_question(state: EpisodeState) -> str:
+    if state.t == 0:
+        return "Write the belief state for timestep 0, before any action."
+    return (f"Write the belief state for timestep {state.t}: the current observation is the result of the last "
+            "action. Say where you are now, what is done and what comes next.")
+
+
 def _focus_messages(state: EpisodeState) -> list[Message]:
     """The focus agent sees only the task and the last real observation: the rest may be what misled the team."""
     return [Message.system(TEAM), Message.user(
@@ -140,7 +147,7 @@ def _focus_messages(state: EpisodeState) -> list[Message]:
 
 
 LANGUAGE_AGENTS = {agent.name: agent for agent in (
-    LanguageAgent("conscious", _in_context("conscious", lambda s: f"Write the belief state for timestep {s.t}."),
+    LanguageAgent("conscious", _in_context("conscious", _belief_question),
                   lambda s: Belief, _set("belief", "belief")),
     LanguageAgent("planning", _in_context("planning", lambda s: "Propose the next action."),
                   lambda s: Proposal, _plan),

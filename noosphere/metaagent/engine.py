@@ -76,6 +76,7 @@ class MetaAgent:
             said = await self._turn(node, state, env)
             trace.emit(AgentSpoke(step=state.t, agent=node, output=said))
             if node == "conscious" and said:
+                state.belief_at = state.t
                 trace.emit(BeliefWritten(step=state.t, belief=state.belief))
                 # the belief state for this timestep goes with its step (or the opening) into episodic memory
                 if state.steps:
@@ -171,6 +172,7 @@ class MetaAgent:
         if memory.episodic and state.steps and not state.steps[-1].belief:  # the belief after the last action
             said = await self._turn("conscious", state, env)
             if said:
+                state.belief_at = state.t
                 self.model.trace.emit(BeliefWritten(step=state.t, belief=state.belief))
                 state.steps[-1] = replace(state.steps[-1], belief=state.belief)
         if memory.conceptual and state.won and not state.rules:  # a won game teaches at least one rule

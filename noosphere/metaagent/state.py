@@ -22,6 +22,9 @@ class EpisodeState:
     t: int = 0
     transitions: int = 0
     belief: str = ""
+    belief_at: int = 0
+    """The timestep the belief state was written at: one behind the percept until the conscious agent
+    has read the last action's result."""
     plan: str = ""
     idea: str = ""
     focus_note: str = ""
@@ -69,11 +72,15 @@ class EpisodeState:
         """Everything an agent may use: the percept plus what the other agents have written.
 
         What stays the same all game (the task, the recalled memory) comes first, so that consecutive
-        prompts share a long prefix the local backend evaluates once.
+        prompts share a long prefix the local backend evaluates once. The belief state comes before the
+        percept, dated: last before the question, a small model copied it instead of updating it with the
+        action's result (a belief that stayed one room behind, seen on TextWorld).
         """
-        parts = [self.task] + ([f"Memory: {self.recall}"] if self.recall else []) + [self.percept(with_task=False)]
-        for title, text in (("Belief state", self.belief), ("Plan", self.plan), ("Idea", self.idea),
-                            ("Focus", self.focus_note)):
+        parts = [self.task] + ([f"Memory: {self.recall}"] if self.recall else [])
+        if self.belief:
+            parts.append(f"Belief state at timestep {self.belief_at}: {self.belief}")
+        parts.append(self.percept(with_task=False))
+        for title, text in (("Plan", self.plan), ("Idea", self.idea), ("Focus", self.focus_note)):
             if text:
                 parts.append(f"{title}: {text}")
         return "\n\n".join(parts)
