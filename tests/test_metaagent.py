@@ -114,9 +114,12 @@ def test_a_plan_that_is_no_admissible_action_counts_as_a_hallucination() -> None
                           reply(reason="grab", action="take key")]
     script["motor"] = [reply(action="look"), reply(action="go east"), reply(action="take key")]
     script["focus"] = [reply(text="Go east for the key.")]
-    model, _, trace = scripted(by_agent(script))
+    model, backend, trace = scripted(by_agent(script))
     result = asyncio.run(MetaAgent(model).play(TwoRooms()))
-    assert result.won and "not an admissible action" in kinds(trace, "ma_focus")[0].reason
+    assert result.won and "'fly to the moon' is not an admissible action" in kinds(trace, "ma_focus")[0].reason
+    [focus_call] = [r for r in backend.history if r.agent == "focus"]  # told what failed and what can be done
+    assert "'fly to the moon'" in focus_call.messages[-1].content
+    assert "Admissible actions: go east, look, wait" in focus_call.messages[-1].content
 
 
 def test_a_steps_agents_share_one_prompt_prefix_and_differ_only_in_their_role_and_form() -> None:

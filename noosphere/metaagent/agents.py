@@ -33,8 +33,8 @@ ROLES = {
                 "Prefer admissible actions; do not repeat actions that did nothing; search likely places first.",
     "motor": "You are the motor agent. Choose exactly one of the admissible actions: the one that carries out the "
              "plan.",
-    "focus": "You are the focus agent. The team lost track. From the task and the last real observation, say in "
-             "two sentences where things stand and what to do next.",
+    "focus": "You are the focus agent. The team lost track. From the task, the last real observation and the "
+             "admissible actions, say in two sentences where things stand and which admissible action comes next.",
     "idea": "You are the idea agent. Suggest one concrete idea the team has not tried that could solve the task.",
     "learning": "You are the learning agent. State one short general rule for this kind of task that would help "
                 "in other games (not specific object numbers).",
@@ -139,9 +139,12 @@ def _belief_question(state: EpisodeState) -> str:
 
 
 def _focus_messages(state: EpisodeState) -> list[Message]:
-    """The focus agent sees only the task and the last real observation: the rest may be what misled the team."""
+    """The focus agent sees only the task, the last real observation and what can be done now: the rest
+    may be what misled the team."""
+    actions = ", ".join(state.admissible[:ADMISSIBLE_SHOWN])
     return [Message.system(TEAM), Message.user(
-        f"Task: {state.task}\nLast real observation: {state.last_valid_observation}\nActions taken: {state.t}.\n"
+        f"Task: {state.task}\nLast real observation: {state.last_valid_observation}\n"
+        f"Admissible actions: {actions}\nActions taken: {state.t}.\n"
         f"Why the team lost track: {state.needs_focus or 'unclear'}.\n\n{ROLES['focus']}\n"
         "Where do things stand, what next?")]
 

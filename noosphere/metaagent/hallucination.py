@@ -72,9 +72,9 @@ def close_to_admissible(action: str, admissible: tuple[str, ...]) -> bool:
 def flag_hallucination(node: str, state: EpisodeState) -> None:
     """Flag what the agent `node` just did if it is one of the hallucinations the paper names, so
     that the conscious agent goes round the focus loop next."""
-    if node == "planning" and state.plan and not close_to_admissible(state.plan.split(" (because")[0],
-                                                                      state.admissible):
-        state.needs_focus = state.needs_focus or "the plan is not an admissible action"
+    proposed = state.plan.split(" (because")[0]
+    if node == "planning" and state.plan and not close_to_admissible(proposed, state.admissible):
+        state.needs_focus = state.needs_focus or f"the plan {proposed!r} is not an admissible action"
     if node == "external_perception" and state.invalid_streak >= INVALID_STREAK_FOR_FOCUS:
         state.needs_focus = state.needs_focus or f"{state.invalid_streak} actions in a row did nothing"
     text = {"conscious": state.belief, "idea": state.idea}.get(node)
