@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from noosphere.errors import ModelError
-from noosphere.llm import Settings, open_model
+from noosphere.llm import Message, Settings, open_model
 from noosphere.llm.batching import GenerationJob
 from noosphere.llm.weights import LOCAL_WEIGHTS, is_installed
 
@@ -101,3 +101,18 @@ def test_a_failed_decode_step_fails_its_jobs_with_a_retryable_error_and_the_engi
         engine.submit(poisoned).result(timeout=60)
     assert failure.value.retryable
     assert model.complete_sync("Say yes.", settings=GREEDY).usage.completion_tokens > 0
+
+
+def test_a_conversation_keeps_its_cache_while_as_many_unrelated_requests_as_other_slots_come_and_go() -> None:
+    """Least recently used first: the follow-up of the latest conversation finds its prefix still cached."""
+    model = open_model(_require("smollm2-135m"))
+    others = len(model.backend.engine._slots) - 1
+    opening = [Message.system("You are a ship's cook who answers in one sentence. " * 6),
+               Message.user("What do sailors eat on long voyages?")]
+    first = model.complete_sync(opening, settings=GREEDY)
+    for i in range(others):
+        model.complete_sync([Message.system(f"Persona {i}: a clerk who counts things. " * 6),
+                             Message.user(f"Count to {i + 2}.")], settings=GREEDY)
+    follow_up = model.complete_sync([*opening, Message.assistant(first.text), Message.user("And to drink?")],
+                                    settings=GREEDY)
+    assert follow_up.usage.reused_prompt_tokens >= first.usage.prompt_tokens - 4

@@ -71,6 +71,8 @@ class _Slot:
     output: list[int] = field(default_factory=list)
     text: bytearray = field(default_factory=bytearray)
     logits_at: int | None = None
+    last_used: int = 0
+    """When this slot last started a job (the engine's job counter): the least recently used cache goes first."""
 
 
 @dataclass
@@ -114,6 +116,7 @@ class BatchEngine:
         self._waiting: deque[GenerationJob] = deque()
         self._lock = threading.Lock()
         self._running = False
+        self._started = 0
         self.stats = EngineStats()
 
     def submit(self, job: GenerationJob) -> Future[JobResult]:
@@ -182,7 +185,8 @@ class BatchEngine:
             if self._reserved() + need > self.n_ctx:
                 if any(s.job for s in self._slots):
                     return  # wait for running jobs to free cells
-                self._evict_idle(keep=set())
+                while self._evict_idle(keep=set()):
+                    pass
                 slot, source, reuse = slot, slot, 0
             self._waiting.popleft()
             self._start(job, slot, source, reuse)
@@ -192,7 +196,13 @@ class BatchEngine:
         def reusable(source: _Slot) -> int:
             return min(_common_prefix(source.cached, job.tokens), len(job.tokens) - 1)
 
-        own = max(free, key=reusable)
+        def worth(slot: _Slot) -> int:  # a few template tokens in common are not worth a cache
+            shared = reusable(slot)
+            return shared if shared >= MIN_SHARED_PREFIX else 0
+
+        # without a prefix worth keeping, take the least recently used cache (an empty slot first): the
+        # recent ones are what a follow-up request (a member's next round, a game's next step) continues
+        own = max(free, key=lambda slot: (worth(slot), -slot.last_used))
         source = max(self._slots, key=reusable)
         if reusable(source) <= reusable(own):
             source = own
@@ -204,11 +214,14 @@ class BatchEngine:
                    default=0)
 
     def _evict_idle(self, keep: set[int]) -> bool:
+        """Drop the least recently used idle cache; False when there is none left to drop."""
         idle = [s for s in self._slots if s.job is None and s.cached and s.seq not in keep]
-        for slot in idle:
-            self._llama.llama_memory_seq_rm(self._memory, slot.seq, -1, -1)
-            slot.cached = []
-        return bool(idle)
+        if not idle:
+            return False
+        slot = min(idle, key=lambda s: s.last_used)
+        self._llama.llama_memory_seq_rm(self._memory, slot.seq, -1, -1)
+        slot.cached = []
+        return True
 
     def _start(self, job: GenerationJob, slot: _Slot, source: _Slot, reuse: int) -> None:
         if not job.future.set_running_or_notify_cancel():
@@ -229,6 +242,8 @@ class BatchEngine:
         slot.cached = job.tokens[:reuse]
         slot.job, slot.sampler, slot.pending = job, sampler, job.tokens[reuse:]
         slot.next_token, slot.output, slot.text = None, [], bytearray()
+        self._started += 1
+        slot.last_used = self._started
         self.stats.reused_prompt_tokens += reuse
         job.reused = reuse
 
