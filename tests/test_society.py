@@ -81,6 +81,18 @@ def test_a_leader_who_answers_with_an_options_letter_decides_that_options_answer
     assert run("B", ("12", "13")) == "13" and run("(A).", ("12", "13")) == "12"
     assert run("14", ("12", "13")) == "14"  # an answer of its own stands
     assert run("A", ("C", "A")) == "A"  # an answer that is itself an option is that option, not a label
+    assert run("(B) 13 apples", ("12", "13")) == "13 apples"  # an option copied with its label loses the label
+
+
+def test_the_leader_may_take_the_organizers_correction_when_every_member_is_wrong() -> None:
+    model, backend, _ = scripted(by_agent({
+        "a": [said("12")], "b": [said("more feed")], "organizer": [{"question": "Sure?"}, {
+            "summary": "Both slipped: 7 + 6 is 13.", "answer": "13"}], "leader": [said("C")]}))
+    society = monarchy(members(model, ("a", "b")), Member("organizer", model, "o"), Member("leader", model, "l"),
+                       rounds=1)
+    assert society.run_sync("7 + 6?").answer == "13"
+    leader_prompt = next(r for r in backend.history if r.agent == "leader").messages[-1].content
+    assert "(A) 12\n(B) more feed\n(C) 13" in leader_prompt
 
 
 def test_a_member_whose_replies_never_parse_forfeits_and_the_society_still_answers() -> None:

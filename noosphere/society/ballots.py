@@ -63,7 +63,10 @@ def named_option(answer: str, options: list[str]) -> str:
         return answer
     labels = option_labels(len(options))
     label = label_in(answer, labels)
-    return options[labels.index(label)] if label is not None else answer
+    if label is not None:
+        return options[labels.index(label)]
+    quoted = re.match(r"\(([A-Z]{1,2})\)\s+(.+)", answer.strip())  # "(C) 20 cups": the option, copied with its label
+    return quoted.group(2) if quoted and quoted.group(1) in labels else answer
 
 
 def listed_options(text: str) -> dict[str, str]:

@@ -56,6 +56,7 @@ class GatherOpinions:
                 Summary))
             if done:
                 session.summary = done[self.organizer.name].summary
+                session.summary_answer = done[self.organizer.name].answer
                 session.say(self.organizer.name, self.name, round_,
                             Statement(reasoning=session.summary, answer=done[self.organizer.name].answer))
 
@@ -70,7 +71,7 @@ class LeaderDecides:
     async def run(self, session: Session) -> None:
         session.phase(self.name)
         context = session.summary or transcript(session)
-        options = session.options()
+        options = session.options(also=session.summary_answer)  # the organizer's correction is a candidate
         decided = await session.each([self.leader], self.name, session.rounds + 2, lambda m: m.ask(
             f"Task: {session.task}\n\nWhat the society found:\n{context}\n\nAnswers proposed:\n"
             f"{lettered(options)}\n\nDecide the final answer.", Statement))

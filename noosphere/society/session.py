@@ -57,6 +57,8 @@ class Session:
     records: list[Contribution] = field(default_factory=list)
     questions: list[str] = field(default_factory=list)
     summary: str = ""
+    summary_answer: str = ""
+    """The answer the organizer's summary supports: it may correct every member's."""
     answer: str | None = None
     decided_by: str = ""
 
@@ -82,11 +84,12 @@ class Session:
                 last[record.member] = record
         return {name: last[name] for name in names if name in last}
 
-    def options(self) -> list[str]:
-        """The distinct current answers of the members, first proposer's wording, in member order."""
+    def options(self, *, also: str = "") -> list[str]:
+        """The distinct current answers of the members, first proposer's wording, in member order;
+        then `also` (an answer from outside the members, such as the organizer's) unless one of them."""
         seen: dict[str, str] = {}
-        for record in self.latest().values():
-            seen.setdefault(self.answer_key(record.answer), record.answer)
+        for answer in [r.answer for r in self.latest().values()] + ([also] if also.strip() else []):
+            seen.setdefault(self.answer_key(answer), answer)
         return list(seen.values())
 
     async def each(self, members: Sequence[Member], phase: str, round: int,
