@@ -88,3 +88,9 @@ def test_a_game_text_reaches_the_agent_without_title_art_prompt_or_status_bar() 
     assert readable(raw) == "Head west, then take the coin.\n\n-= Cellar =-\nA cellar."
     plain = "You arrive in a kitchen.\n\nOn the counter you see a knife 1 (> 3 cm)."
     assert readable(plain) == plain
+
+
+def test_only_the_last_line_counts_as_the_interpreters_prompt() -> None:
+    quoted = "The note reads:\n> Meet me at the dock.\nYou put it away."
+    assert readable(quoted) == quoted
+    assert readable("You won.\n\n>") == "You won."

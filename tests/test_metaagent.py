@@ -120,6 +120,10 @@ def test_a_plan_that_is_no_admissible_action_counts_as_a_hallucination() -> None
     [focus_call] = [r for r in backend.history if r.agent == "focus"]  # told what failed and what can be done
     assert "'fly to the moon'" in focus_call.messages[-1].content
     assert "Admissible actions: go east, look, wait" in focus_call.messages[-1].content
+    after_focus = [r.messages[-1].content for r in backend.history if r.agent == "conscious"][2]
+    assert "last real observation, replayed" in after_focus  # not "the result of the last action"
+    last_plan = [r.messages[-1].content for r in backend.history if r.agent == "planning"][-1]
+    assert "Go east for the key." not in last_plan  # the focus note went with the action it advised
 
 
 def test_a_steps_agents_share_one_prompt_prefix_and_differ_only_in_their_role_and_form() -> None:

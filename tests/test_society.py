@@ -81,7 +81,8 @@ def test_a_leader_who_answers_with_an_options_letter_decides_that_options_answer
     assert run("B", ("12", "13")) == "13" and run("(A).", ("12", "13")) == "12"
     assert run("14", ("12", "13")) == "14"  # an answer of its own stands
     assert run("A", ("C", "A")) == "A"  # an answer that is itself an option is that option, not a label
-    assert run("(B) 13 apples", ("12", "13")) == "13 apples"  # an option copied with its label loses the label
+    assert run("(b) 13 apples", ("12", "13")) == "13"  # an option copied with its label is that option
+    assert run("(B) 14, not 13", ("12", "13")) == "14, not 13"  # a label before an answer of its own is dropped
 
 
 def test_the_leader_may_take_the_organizers_correction_when_every_member_is_wrong() -> None:

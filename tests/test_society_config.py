@@ -140,3 +140,12 @@ def test_a_members_temperature_is_checked_where_the_file_says_it(tmp_path: Path)
     with pytest.raises(ConfigError, match="less than or equal to 2") as error:
         load_society_spec(path)
     assert error.value.field == "members.0.temperature" and error.value.line == 5
+
+
+def test_a_society_standing_as_a_member_takes_no_temperature(tmp_path: Path) -> None:
+    path = tmp_path / "nested.yaml"
+    path.write_text("organisation: debate\nmembers:\n  - name: panel\n    society: monarchy.yaml\n"
+                    "    temperature: 0.7\n")
+    (tmp_path / "monarchy.yaml").write_text((EXAMPLES / "monarchy.yaml").read_text())
+    with pytest.raises(ConfigError, match="no temperature of its own"):
+        load_society_spec(path)

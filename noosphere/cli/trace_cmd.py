@@ -99,5 +99,6 @@ def add_trace(app: typer.Typer) -> None:
         if "usage" in result:
             total = result["usage"]["total"]
             console.print(f"[bold]usage[/] calls={total['calls']} cached={total['cached_calls']} "
-                          f"prompt_tokens={total['prompt_tokens']} completion_tokens={total['completion_tokens']} "
+                          f"prompt_tokens={total['prompt_tokens']} reused={total.get('reused_prompt_tokens', 0)} "
+                          f"completion_tokens={total['completion_tokens']} "
                           f"cost_usd={total['cost_usd']}", highlight=False)

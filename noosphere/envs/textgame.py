@@ -21,7 +21,7 @@ def quiet_jericho() -> Iterator[None]:
 
 
 _BANNER_LINE = re.compile(r"^[\s$|\\/_<>()-]*$")
-_PROMPT_AND_STATUS = re.compile(r"\n>\s.*\Z", re.DOTALL)
+_PROMPT_AND_STATUS = re.compile(r"\n>[^\n]*\s*\Z")
 
 
 def readable(observation: str) -> str:

@@ -27,7 +27,8 @@ from noosphere.errors import ContextOverflowError, ModelError
 from noosphere.llm.sampling import SequenceSampler
 
 MIN_SHARED_PREFIX = 32
-"""Tokens a new request must share with a prompt in flight before it waits to copy them."""
+"""Tokens a new request must share with a prompt in flight before it waits to copy them, or with an
+idle cache before it takes that cache's slot (fewer are the chat template's opening, not a prefix)."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ class BatchEngine:
 
         # without a prefix worth keeping, take the least recently used cache (an empty slot first): the
         # recent ones are what a follow-up request (a member's next round, a game's next step) continues
-        own = max(free, key=lambda slot: (worth(slot), -slot.last_used))
+        own = max(free, key=lambda slot: (worth(slot), not slot.cached, -slot.last_used))
         source = max(self._slots, key=reusable)
         if reusable(source) <= reusable(own):
             source = own

@@ -76,7 +76,9 @@ class Usage:
     cost_usd: float | None = None
     reused_prompt_tokens: int = 0
     """Prompt tokens the backend did not evaluate again: a prefix the local engine still held, or a
-    provider's prompt cache. Part of `prompt_tokens`; what a call really cost is the rest."""
+    provider's prompt cache. Part of `prompt_tokens`; what a call really cost is the rest. 0 where the
+    backend cannot tell (the serial local path, providers that do not report it); a reply from the call
+    cache reports what the original call reused, as it reports the original call's tokens."""
 
     @property
     def total_tokens(self) -> int:

@@ -65,6 +65,7 @@ class UsageLedger:
         def row(tally: _Tally) -> dict[str, Any]:
             return {"calls": tally.calls, "cached_calls": tally.cached_calls,
                     "prompt_tokens": tally.usage.prompt_tokens,
-                    "completion_tokens": tally.usage.completion_tokens, "cost_usd": tally.usage.cost_usd}
+                    "completion_tokens": tally.usage.completion_tokens,
+                    "reused_prompt_tokens": tally.usage.reused_prompt_tokens, "cost_usd": tally.usage.cost_usd}
 
         return {"total": row(self._total), "by_agent": {k: row(v) for k, v in sorted(self._by_agent.items())}}

@@ -24,7 +24,8 @@ TEAM = ("You are one agent of a team of specialised agents that plays a text gam
         "shares what it knows; your own duty and question come last.")
 """The system prompt every agent of the team shares. Each agent's role follows the shared context
 instead of opening the prompt, so consecutive agents' prompts share everything up to the role and the
-local backend evaluates that context once per step, not once per agent."""
+local backend evaluates the percept twice per step (for the conscious agent, and once more after its
+new belief, which precedes the percept), not once per agent."""
 
 ROLES = {
     "conscious": "You are the conscious agent. You keep the team's belief state: "
@@ -134,6 +135,9 @@ def _in_context(node: str, question: Callable[[EpisodeState], str]) -> Callable[
 def _belief_question(state: EpisodeState) -> str:
     if state.t == 0:
         return "Write the belief state for timestep 0, before any action."
+    if state.observation != state.steps[-1].observation:  # after the focus loop: the last real one, replayed
+        return (f"Write the belief state for timestep {state.t} from the task and the last real observation, "
+                "replayed above. Say where you are now, what is done and what comes next.")
     return (f"Write the belief state for timestep {state.t}: the current observation is the result of the last "
             "action. Say where you are now, what is done and what comes next.")
 

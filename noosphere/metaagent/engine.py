@@ -90,6 +90,7 @@ class MetaAgent:
                 trace.emit(FocusOutcome(step=state.t, loop=state.focus_pending, action=state.steps[-1].action,
                                         recovered=recovered))
                 recoveries, state.focus_pending = recoveries + recovered, 0
+                state.focus_note = ""  # it advised this action; left in the context it would go stale
             flag_hallucination(node, state)
             if state.needs_focus and state.focused_at == state.t:
                 state.needs_focus = None  # already focused at this timestep: carry on and let an action decide

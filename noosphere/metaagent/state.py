@@ -74,7 +74,8 @@ class EpisodeState:
         What stays the same all game (the task, the recalled memory) comes first, so that consecutive
         prompts share a long prefix the local backend evaluates once. The belief state comes before the
         percept, dated: last before the question, a small model copied it instead of updating it with the
-        action's result (a belief that stayed one room behind, seen on TextWorld).
+        action's result (a belief that stayed one room behind, seen on TextWorld). The price: the agent
+        after the conscious one evaluates the percept again, once per step (measured: about 400 tokens).
         """
         parts = [self.task] + ([f"Memory: {self.recall}"] if self.recall else [])
         if self.belief:

@@ -65,8 +65,11 @@ def named_option(answer: str, options: list[str]) -> str:
     label = label_in(answer, labels)
     if label is not None:
         return options[labels.index(label)]
-    quoted = re.match(r"\(([A-Z]{1,2})\)\s+(.+)", answer.strip())  # "(C) 20 cups": the option, copied with its label
-    return quoted.group(2) if quoted and quoted.group(1) in labels else answer
+    quoted = re.match(r"\(([a-z]{1,2})\)\s+(.+)", answer.strip(), flags=re.IGNORECASE | re.DOTALL)
+    if quoted is None or quoted.group(1).upper() not in labels:
+        return answer
+    option = options[labels.index(quoted.group(1).upper())]  # "(C) 20 cups": an option copied with its label
+    return option if quoted.group(2).strip().lower().startswith(option.strip().lower()) else quoted.group(2)
 
 
 def listed_options(text: str) -> dict[str, str]:

@@ -50,7 +50,10 @@ class RoundStatement(BaseModel):
                         description="your answer to the whole task (not to the question), short")
 
     def statement(self) -> Statement:
-        return Statement(reasoning=self.reasoning, answer=self.answer)
+        """What the others read: the reply, its short answer, then the answer to the task as usual."""
+        short = f" (to the question: {self.question_answer})" if self.question_answer else ""
+        reply = f"{self.reasoning}{short}"
+        return Statement(reasoning=reply[:2000], answer=self.answer)
 
 
 def _said(record: Contribution) -> str:

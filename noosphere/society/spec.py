@@ -34,6 +34,8 @@ class MemberSpec(BaseModel):
     def _role_or_society(self) -> MemberSpec:
         if not self.role.strip() and self.society is None:
             raise ValueError("a member needs a role, or a society to stand for it")
+        if self.society is not None and self.temperature is not None:
+            raise ValueError("a society standing as a member has no temperature of its own; set it on its members")
         return self
 
 
