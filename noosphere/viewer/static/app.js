@@ -6,7 +6,7 @@ function totalCards(sum) {
     el("div", {class: "label"}, label), sub ? el("div", {class: "sub"}, sub) : null);
   return el("div", {class: "totals"},
     card("model calls", num(sum.calls), sum.cached ? `${num(sum.cached)} cached` : null),
-    card("tokens", num(sum.tokens), `${num(sum.prompt)} in · ${num(sum.completion)} out`),
+    card("tokens", num(sum.tokens), `${num(sum.prompt)} in (${num(sum.reused)} reused) · ${num(sum.completion)} out`),
     card("cost", usd(sum.cost)),
     card("time", seconds(sum.time), `${seconds(sum.latency)} in model calls`),
     card("repairs", num(sum.repairs)));

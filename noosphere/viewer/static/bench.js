@@ -79,7 +79,8 @@ function sideBySide(label, a, b) {
 function compareView(a, b) {
   const panel = itemTracePanel();
   const sums = [totals(a.events), totals(b.events)].map((s) => ({calls: s.calls, tokens: s.tokens,
-    prompt_tokens: s.prompt, completion_tokens: s.completion, cost_usd: s.cost, seconds: s.time, repairs: s.repairs}));
+    prompt_tokens: s.prompt, reused_prompt_tokens: s.reused, completion_tokens: s.completion, cost_usd: s.cost,
+    seconds: s.time, repairs: s.repairs}));
   const byId = new Map(b.items.map((row) => [row.id, row]));
   const ids = [...new Set([...a.items.map((r) => r.id), ...b.items.map((r) => r.id)])];
   const rowsA = new Map(a.items.map((row) => [row.id, row]));

@@ -37,13 +37,14 @@ function itemEvents(run, itemId) {
 }
 
 function totals(events) {
-  const sum = {calls: 0, prompt: 0, completion: 0, tokens: 0, cost: null, latency: 0, cached: 0, repairs: 0,
-    time: 0};
+  const sum = {calls: 0, prompt: 0, reused: 0, completion: 0, tokens: 0, cost: null, latency: 0, cached: 0,
+    repairs: 0, time: 0};
   let finished = null;
   for (const event of events) {
     if (event.kind === "model_call") {
       sum.calls += 1;
       sum.prompt += event.prompt_tokens || 0;
+      sum.reused += event.reused_prompt_tokens || 0;
       sum.completion += event.completion_tokens || 0;
       sum.latency += event.latency_s || 0;
       if (event.cached) sum.cached += 1;

@@ -64,7 +64,8 @@ function parsedReply(text) {
 
 function callDetail(call) {
   const meta = {model: call.model, agent: call.agent, attempt: call.attempt, schema: call.schema_name,
-    prompt_tokens: call.prompt_tokens, completion_tokens: call.completion_tokens, cost: usd(call.cost_usd),
+    prompt_tokens: call.prompt_tokens, reused_prompt_tokens: call.reused_prompt_tokens,
+    completion_tokens: call.completion_tokens, cost: usd(call.cost_usd),
     latency: seconds(call.latency_s), cached: call.cached, finish_reason: call.finish_reason};
   return el("div", {class: "call-detail"},
     keyValues(meta),
