@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 from noosphere.llm.batching import BatchEngine, GenerationJob, _Slot
 
 
@@ -23,3 +25,27 @@ def test_a_request_continues_the_cache_it_shares_a_prefix_with() -> None:
     assert place([_Slot(0, last_used=0), _Slot(1, cached=kept, last_used=1)], [*kept, 5, 6]) == (1, 1, 60)
     # a few tokens in common (a chat template's opening) do not make a cache worth overwriting
     assert place([_Slot(0, last_used=0), _Slot(1, cached=kept, last_used=1)], [*kept[:3], 9] * 10)[0] == 0
+
+
+def test_a_prefix_shared_with_a_longer_cache_is_copied_into_an_empty_slot_not_taken_over() -> None:
+    """Members who share a system prompt must not overwrite each other's conversations."""
+    system, conversation = list(range(100, 160)), list(range(500, 540))
+    slots = [_Slot(0, cached=[*system, *conversation], last_used=1), _Slot(1)]
+    assert place(slots, [*system, 7, 8, 9]) == (1, 0, 60)
+
+
+def test_when_every_cache_holds_more_the_least_recently_used_goes_and_the_prefix_is_copied() -> None:
+    system = list(range(100, 160))
+    slots = [_Slot(0, cached=[*system, 1, *range(40)], last_used=5),
+             _Slot(1, cached=list(range(900, 990)), last_used=2)]
+    assert place(slots, [*system, 7, 8, 9]) == (1, 0, 60)
+
+
+def test_no_request_starts_while_as_many_run_as_there_are_slots_even_with_idle_sequences_left() -> None:
+    engine = BatchEngine.__new__(BatchEngine)
+    running = GenerationJob([1, 2], 8, 0.0, 1.0, 0)
+    engine._slots = [_Slot(0, job=running), _Slot(1, job=running), _Slot(2), _Slot(3)]
+    engine.running_limit = 2
+    engine._waiting = deque([GenerationJob([3, 4], 8, 0.0, 1.0, 0)])
+    engine._admit()
+    assert len(engine._waiting) == 1 and [s.job for s in engine._slots[2:]] == [None, None]

@@ -103,7 +103,7 @@ def test_a_failed_decode_step_fails_its_jobs_with_a_retryable_error_and_the_engi
     assert model.complete_sync("Say yes.", settings=GREEDY).usage.completion_tokens > 0
 
 
-def test_a_conversation_keeps_its_cache_while_as_many_unrelated_requests_as_other_slots_come_and_go() -> None:
+def test_a_conversation_keeps_its_cache_while_as_many_unrelated_requests_as_other_sequences_come_and_go() -> None:
     """Least recently used first: the follow-up of the latest conversation finds its prefix still cached."""
     model = open_model(_require("smollm2-135m"))
     others = len(model.backend.engine._slots) - 1
