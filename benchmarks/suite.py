@@ -4,10 +4,12 @@ A suite is a list of named runs of one `noosphere bench` command. Each run write
 `--out/<suite>/<name>/`; started again, the suite resumes every run where it stopped (the
 benchmarks append per item; a finished run only rewrites its report), so one command can be
 restarted after every kill until the whole table is there. Runs whose items must go in order (the meta-agent
-with memory, whose memory carries from game to game) are never given `--parallel`.
+with memory, whose memory carries from game to game) are never given `--parallel`; with `--together` they
+are played side by side instead, in one `noosphere bench together` process whose calls are decoded
+together.
 
     python benchmarks/suite.py SUITE [--only NAME ...] [--limit N] [--parallel P] [--model ID]
-                               [--out runs/suites] [--summary-only]
+                               [--together] [--out runs/suites] [--summary-only]
 
 Suites: mustard (issue 3: base and ctm on 200 items, the four ablations on the first 100), bfcl
 (issue 3: base and ctm, 10 items per category), gsm8k (issue 4: tables 3 and 4 of the societies
@@ -125,8 +127,7 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> No
     if existing:
         command += ["--resume", str(existing[-1])]
     else:
-        command += [*config.args, "--limit", str(args.limit or config.limit), "--model", args.model,
-                    "--out", str(folder)]
+        command += _new_run(config, folder, args)
         if config.match:
             matched = run_folders(out / config.match)
             if not matched:
@@ -135,6 +136,23 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> No
             command += ["--match-run", str(matched[-1])]
     print(f"== {config.name}: {' '.join(command[3:])}", flush=True)
     subprocess.run(command, check=False)
+
+
+def _new_run(config: Config, folder: Path, args: argparse.Namespace) -> list[str]:
+    return [*config.args, "--limit", str(args.limit or config.limit), "--model", args.model, "--out", str(folder)]
+
+
+def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.Namespace) -> None:
+    """Create the runs that do not exist yet, then resume them all in one process, side by side."""
+    folders = []
+    for config in configs:
+        folder = out / config.name
+        if not run_folders(folder):
+            create = [sys.executable, "-m", "noosphere", "bench", suite.benchmark, *_new_run(config, folder, args)]
+            subprocess.run([*create, "--create-only"], check=True, stdout=subprocess.DEVNULL)
+        folders.append(str(run_folders(folder)[-1]))
+    print(f"== together: {', '.join(config.name for config in configs)}", flush=True)
+    subprocess.run([sys.executable, "-m", "noosphere", "bench", "together", *folders], check=False)
 
 
 def summary(suite: Suite, out: Path) -> None:
@@ -161,6 +179,8 @@ def main() -> None:
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
     parser.add_argument("--out", type=Path, default=Path("runs/suites"))
     parser.add_argument("--parallel", type=int, help="items scored at once (default: the suite's own)")
+    parser.add_argument("--together", action="store_true",
+                        help="play the runs whose items go in order side by side, in one process")
     parser.add_argument("--summary-only", action="store_true")
     args = parser.parse_args()
     suite = SUITES[args.suite]
@@ -170,9 +190,13 @@ def main() -> None:
         parser.error(f"unknown configuration(s) {unknown}; this suite has {names}")
     out = args.out / args.suite
     if not args.summary_only:
-        for config in suite.configs:
-            if not args.only or config.name in args.only:
+        chosen = [config for config in suite.configs if not args.only or config.name in args.only]
+        together = [config for config in chosen if config.in_order] if args.together else []
+        for config in chosen:
+            if config not in together:
                 run(suite, config, out, args)
+        if together:
+            run_together(suite, together, out, args)
     summary(suite, out)
 
 

@@ -42,12 +42,17 @@ class Run:
     def resume(cls, directory: Path | str, *, budget: Budget | None = None) -> Run:
         """Reopen a run folder (a killed benchmark, say): same config, the trace is appended to."""
         directory = Path(directory)
-        try:
-            saved = json.loads((directory / "config.json").read_text())
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{directory} is not a run folder that can be resumed ({exc})") from exc
+        saved = cls.saved_config(directory)
         config = {k: v for k, v in saved.items() if k not in ("run_id", "command")}
         return cls(directory, command=saved.get("command", "?"), config=config, budget=budget)
+
+    @staticmethod
+    def saved_config(directory: Path | str) -> dict[str, Any]:
+        """A run folder's `config.json`, read without reopening the run."""
+        try:
+            return dict(json.loads((Path(directory) / "config.json").read_text()))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{directory} is not a run folder that can be resumed ({exc})") from exc
 
     @classmethod
     def create(cls, out: Path | str = "runs", *, command: str, config: dict[str, Any] | None = None,

@@ -227,6 +227,45 @@ def test_textworld_bench_plays_generated_games_resumably_with_success_per_type(t
     assert report["coin_collector_games"] == 1
 
 
+def test_game_runs_created_apart_are_played_together_each_in_order_with_its_own_report(tmp_path: Path) -> None:
+    pytest.importorskip("textworld")
+    from noosphere.envs import textworld_games
+    from noosphere.llm import Model, ScriptedBackend
+    from tests.test_cli import invoke
+
+    [game] = textworld_games(tmp_path / "games", tier=1, per_challenge=1, challenges=("coin_collector",))
+    moves = [reply(thought="follow the path", action=action) for action in game.expert_actions()]
+
+    def opener(model_id: str, **kwargs: object) -> Model:  # each run opens its own model, so its own script
+        return Model(ScriptedBackend(by_agent({"react": list(moves)})), **kwargs)  # type: ignore[arg-type]
+
+    folders = []
+    for out in ("a", "b"):
+        code, printed, err = invoke(["bench", "textworld", "--system", "react", "--per-challenge", "1", "--limit",
+                                     "1", "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / out),
+                                     "--create-only"], opener)
+        assert code == 0, err
+        [folder] = list((tmp_path / out).iterdir())
+        assert str(folder) in printed and not (folder / "items.jsonl").exists()
+        folders.append(folder)
+    code, _, err = invoke(["bench", "together", *map(str, folders), "--no-cache"], opener)
+    assert code == 0, err
+    for folder in folders:
+        [row] = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+        assert row["correct"] and row["actions"] == len(moves)
+        assert (folder / "report.md").read_text().startswith("# TextWorld tier 1")
+
+
+def test_bench_together_names_a_run_it_cannot_play(tmp_path: Path) -> None:
+    from noosphere.runs import Run
+    from tests.test_cli import invoke
+
+    with Run.create(tmp_path, command="bench", config={"benchmark": "gsm8k"}) as run:
+        run.finish({}, status="created")
+    code, _, err = invoke(["bench", "together", str(run.directory)], lambda model_id, **kwargs: None)
+    assert code == 2 and "is a gsm8k run" in err and "alfworld and textworld" in err
+
+
 def test_games_with_memory_refuse_to_run_in_parallel(tmp_path: Path) -> None:
     from tests.test_cli import invoke
 

@@ -13,9 +13,18 @@ from noosphere.bench import games as games_bench
 from noosphere.bench.runner import Solve
 from noosphere.bench.transitions import write_transition_figures
 from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
-from noosphere.cli.bench_run import Items, ParallelOption, QuietOption, ResumeOption, run_benchmark
+from noosphere.cli.bench_run import (
+    Benchmark,
+    Items,
+    ParallelOption,
+    QuietOption,
+    ResumeOption,
+    run_benchmark,
+    run_together,
+)
 from noosphere.errors import UsageError
 from noosphere.llm import DEFAULT_MODEL, Model
+from noosphere.runs import Run
 
 GameSystemOption = Annotated[str, typer.Option(help="react, reflexion or metaagent")]
 MemoryOption = Annotated[str, typer.Option(help="metaagent: none, episodic, conceptual or both")]
@@ -24,6 +33,40 @@ KOption = Annotated[int, typer.Option(min=0, help="metaagent: past episodes reca
 MaxActionsOption = Annotated[int, typer.Option(min=1, help="step budget per game")]
 GraphOption = Annotated[Path | None, typer.Option(
     help="metaagent: a transition graph in YAML or JSON (edges, defaults) instead of the paper's")]
+CreateOnlyOption = Annotated[bool, typer.Option(
+    help="write the run folder and stop: score it later with --resume, or beside others with `bench together`")]
+
+
+def alfworld_games(saved: dict[str, Any]) -> list[Any]:
+    from noosphere.envs import load_alfworld
+
+    games = load_alfworld(Path(saved["data"]) if saved.get("data") else None, per_type=saved["per_type"],
+                          max_steps=saved["max_actions"])
+    return games[: saved["limit"]] if saved.get("limit") else games
+
+
+def textworld_games(saved: dict[str, Any]) -> list[Any]:
+    from noosphere.envs import textworld_games as generate
+
+    games = generate(Path(saved["games_dir"]), tier=saved["tier"], per_challenge=saved["per_challenge"],
+                     seed=saved["seed"], max_steps=saved["max_actions"])
+    return games[: saved["limit"]] if saved.get("limit") else games
+
+
+def _prepare_games(games_for: Callable[[dict[str, Any]], list[Any]], saved: dict[str, Any],
+                   llm: Model) -> tuple[Items, Solve]:
+    memory_folder = Path(llm.trace.path).parent / "memory" if llm.trace.path else Path("memory")
+    play = games_bench.player(llm, saved, memory_folder)
+    return [(game.name, game, "won") for game in games_for(saved)], partial(games_bench.solve, play)
+
+
+GAME_BENCHMARKS = {
+    name: Benchmark(title, max_tokens=400, prepare=partial(_prepare_games, games_for),
+                    summarise=lambda saved, rows: games_bench.summarise(rows), artefacts=write_transition_figures)
+    for name, title, games_for in (
+        ("alfworld", lambda saved: "ALFWorld", alfworld_games),
+        ("textworld", lambda saved: f"TextWorld tier {saved['tier']}", textworld_games))
+}
 
 
 def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
@@ -36,8 +79,8 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             options["graph"] = games_bench.load_graph(graph).to_data()
         return options
 
-    def run_games(config: dict[str, Any], title: str, games_for: Callable[[dict[str, Any]], list[Any]], *,
-                  out: Path, resume: Path | None, no_cache: bool, quiet: bool, parallel: int) -> None:
+    def run_games(config: dict[str, Any], benchmark: Benchmark, *, out: Path, resume: Path | None, no_cache: bool,
+                  quiet: bool, parallel: int, create_only: bool) -> None:
         def check_parallel(settings: dict[str, Any]) -> None:
             if parallel > 1 and settings["system"] == "metaagent" and settings["memory"] != "none":
                 raise UsageError("the meta-agent's memory carries from one game to the next, in order: use "
@@ -45,16 +88,21 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
         if config:  # a new run fails before its folder exists; a resumed one once its saved config is read
             check_parallel(config)
+        if create_only:
+            if resume is not None:
+                raise UsageError("--create-only makes a new run folder; it cannot go with --resume")
+            with Run.create(out, command="bench", config=config) as run:
+                run.finish({}, status="created")
+            typer.echo(run.directory)
+            return
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             check_parallel(saved)
-            memory_folder = Path(llm.trace.path).parent / "memory" if llm.trace.path else Path("memory")
-            play = games_bench.player(llm, saved, memory_folder)
-            return [(game.name, game, "won") for game in games_for(saved)], partial(games_bench.solve, play)
+            return benchmark.prepare(saved, llm)
 
-        run_benchmark(opener, title, config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                      max_tokens=400, prepare=prepare, summarise=lambda saved, rows: games_bench.summarise(rows),
-                      parallel=parallel, artefacts=write_transition_figures)
+        run_benchmark(opener, benchmark.title, config, out=out, resume=resume,
+                      no_cache=no_cache, quiet=quiet, max_tokens=benchmark.max_tokens, prepare=prepare,
+                      summarise=benchmark.summarise, parallel=parallel, artefacts=benchmark.artefacts)
 
     @bench_app.command("alfworld")
     def alfworld(
@@ -74,21 +122,14 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         no_cache: NoCacheOption = False,
         quiet: QuietOption = False,
         parallel: ParallelOption = 1,
+        create_only: CreateOnlyOption = False,
     ) -> None:
         """ALFWorld games: success per task type and actions per success."""
-        from noosphere.envs import load_alfworld
-
         config = {} if resume else {"benchmark": "alfworld", "per_type": per_type,
                                     "data": str(data) if data else None,
                                     **game_options(system, memory, retrieve, k, max_actions, model, limit, seed, graph)}
-
-        def games_for(saved: dict[str, Any]) -> list[Any]:
-            games = load_alfworld(Path(saved["data"]) if saved.get("data") else None, per_type=saved["per_type"],
-                                  max_steps=saved["max_actions"])
-            return games[: saved["limit"]] if saved.get("limit") else games
-
-        run_games(config, "ALFWorld", games_for, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                  parallel=parallel)
+        run_games(config, GAME_BENCHMARKS["alfworld"], out=out, resume=resume, no_cache=no_cache, quiet=quiet,
+                  parallel=parallel, create_only=create_only)
 
     @bench_app.command("textworld")
     def textworld(
@@ -110,20 +151,31 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         no_cache: NoCacheOption = False,
         quiet: QuietOption = False,
         parallel: ParallelOption = 1,
+        create_only: CreateOnlyOption = False,
     ) -> None:
         """TextWorld games generated from fixed seeds: coin collector, treasure hunter, cooking, custom quests."""
-        from noosphere.envs import textworld_games
         from noosphere.llm.weights import default_cache_dir
 
         config = {} if resume else {"benchmark": "textworld", "tier": tier, "per_challenge": per_challenge,
                                     "games_dir": str(games_dir or default_cache_dir() / "textworld"),
                                     **game_options(system, memory, retrieve, k, max_actions, model, limit, seed, graph)}
+        run_games(config, GAME_BENCHMARKS["textworld"], out=out, resume=resume, no_cache=no_cache, quiet=quiet,
+                  parallel=parallel, create_only=create_only)
 
-        def games_for(saved: dict[str, Any]) -> list[Any]:
-            games = textworld_games(Path(saved["games_dir"]), tier=saved["tier"],
-                                    per_challenge=saved["per_challenge"], seed=saved["seed"],
-                                    max_steps=saved["max_actions"])
-            return games[: saved["limit"]] if saved.get("limit") else games
+    @bench_app.command("together")
+    def together(
+        runs: Annotated[list[Path], typer.Argument(help="alfworld or textworld run folders (see --create-only)")],
+        no_cache: NoCacheOption = False,
+    ) -> None:
+        """Resume several game runs side by side in one process, each playing its games in order; their calls
+        are decoded together (the way to run the meta-agent's memory ablations, which cannot use --parallel)."""
+        run_together(opener, [(folder, game_benchmark(folder)) for folder in runs], no_cache=no_cache)
 
-        run_games(config, f"TextWorld tier {tier}", games_for, out=out, resume=resume, no_cache=no_cache,
-                  quiet=quiet, parallel=parallel)
+
+def game_benchmark(folder: Path) -> Benchmark:
+    """The game benchmark a run folder holds, or a usage error saying what it holds instead."""
+    benchmark = Run.saved_config(folder).get("benchmark")
+    if benchmark not in GAME_BENCHMARKS:
+        raise UsageError(f"{folder} is a {benchmark or 'non-benchmark'} run; `bench together` resumes "
+                         f"{' and '.join(GAME_BENCHMARKS)} runs")
+    return GAME_BENCHMARKS[benchmark]

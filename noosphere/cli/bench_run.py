@@ -7,6 +7,7 @@ import contextlib
 import json
 import signal
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,35 +32,84 @@ Summarise = Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any]]
 Artefacts = Callable[[Path, list[dict[str, Any]]], list[Path]]
 
 
-def run_benchmark(opener: ModelOpener, title: str, config: dict[str, Any], *, out: Path, resume: Path | None,
+def run_benchmark(opener: ModelOpener, title: str | Callable[[dict[str, Any]], str], config: dict[str, Any], *,
+                  out: Path, resume: Path | None,
                   no_cache: bool, quiet: bool, max_tokens: int, prepare: Prepare, summarise: Summarise,
                   parallel: int = 1, artefacts: Artefacts | None = None) -> None:
     """Open (or resume) the run, score the items, write the report and any `artefacts` (figures, say) into
-    the run folder. A resumed run keeps its saved config."""
+    the run folder. A resumed run keeps its saved config, which a callable `title` is made from."""
+    benchmark = Benchmark(title if callable(title) else lambda saved: title, max_tokens, prepare, summarise, artefacts)
     run = Run.resume(resume) if resume is not None else Run.create(out, command="bench", config=config)
     with run, terminate_as_interrupt():
-        saved = run.config
-        llm = opener(saved["model"], trace=run.trace, ledger=run.ledger, cache=open_cache(no_cache),
-                     settings=Settings(seed=saved["seed"], max_tokens=max_tokens))
-        items, solve = prepare(saved, llm)
+        items, solve = _prepare(opener, run, benchmark, no_cache)
         try:
-            rows = asyncio.run(run_items(run, items, solve, show_progress=not quiet, parallel=parallel))
+            asyncio.run(run_items(run, items, solve, show_progress=not quiet, parallel=parallel))
             interrupted = False
         except KeyboardInterrupt:  # Ctrl-C or a time limit: report what is done; --resume goes on later
-            done = load_done(run.directory / "items.jsonl")
-            rows = [done[item_id] for item_id, _, _ in items if item_id in done]
             interrupted = True
-        metrics = summarise(saved, rows)
-        report = write_report(run, title + (" (partial: interrupted)" if interrupted else ""), metrics,
-                              averages(rows))
-        written = artefacts(run.directory, rows) if artefacts is not None else []
-        run.finish({"report": report}, status="interrupted" if interrupted else "ok")
+        _report(run, benchmark, items, interrupted)
+    if interrupted:
+        raise typer.Exit(130)
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """How a run of one benchmark is scored and reported, from its saved config alone: what it takes to
+    resume it, on its own or side by side with other runs."""
+
+    title: Callable[[dict[str, Any]], str]
+    max_tokens: int
+    prepare: Prepare
+    summarise: Summarise
+    artefacts: Artefacts | None = None
+
+
+def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_cache: bool) -> None:
+    """Resume several runs in one event loop, each scoring its items one at a time and in order. Their
+    calls share the process's model and so its batch engine: runs whose items must go in order (a
+    meta-agent whose memory carries from game to game) keep its slots busy together, where run one
+    after another each would leave most of them idle."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(terminate_as_interrupt())
+        opened = [(stack.enter_context(Run.resume(folder)), benchmark) for folder, benchmark in runs]
+        prepared = [(run, benchmark, *_prepare(opener, run, benchmark, no_cache)) for run, benchmark in opened]
+
+        async def score_all() -> None:
+            async with asyncio.TaskGroup() as group:
+                for run, _, items, solve in prepared:
+                    group.create_task(run_items(run, items, solve, show_progress=False))
+
+        try:
+            asyncio.run(score_all())
+            interrupted = False
+        except KeyboardInterrupt:
+            interrupted = True
+        for run, benchmark, items, _ in prepared:
+            _report(run, benchmark, items, interrupted)
+    if interrupted:
+        raise typer.Exit(130)
+
+
+def _prepare(opener: ModelOpener, run: Run, benchmark: Benchmark, no_cache: bool) -> tuple[Items, Solve]:
+    saved = run.config
+    llm = opener(saved["model"], trace=run.trace, ledger=run.ledger, cache=open_cache(no_cache),
+                 settings=Settings(seed=saved["seed"], max_tokens=benchmark.max_tokens))
+    return benchmark.prepare(saved, llm)
+
+
+def _report(run: Run, benchmark: Benchmark, items: Items, interrupted: bool) -> None:
+    """Write the report of the items scored so far (all of them, unless `interrupted`) and finish the run."""
+    done = load_done(run.directory / "items.jsonl")
+    rows = [done[item_id] for item_id, _, _ in items if item_id in done]
+    metrics = benchmark.summarise(run.config, rows)
+    title = benchmark.title(run.config) + (" (partial: interrupted)" if interrupted else "")
+    report = write_report(run, title, metrics, averages(rows))
+    written = benchmark.artefacts(run.directory, rows) if benchmark.artefacts is not None else []
+    run.finish({"report": report}, status="interrupted" if interrupted else "ok")
     Console().print(json.dumps({k: v for k, v in metrics.items() if k != "confusion"}))
     Console().print(f"report: {run.directory / 'report.md'}", highlight=False)
     for path in written:
         Console().print(f"wrote: {path}", highlight=False)
-    if interrupted:
-        raise typer.Exit(130)
 
 
 @contextlib.contextmanager
