@@ -149,9 +149,14 @@ def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.
         folder = out / config.name
         if not run_folders(folder):
             create = [sys.executable, "-m", "noosphere", "bench", suite.benchmark, *_new_run(config, folder, args)]
-            subprocess.run([*create, "--create-only"], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run([*create, "--create-only"], check=False, stdout=subprocess.DEVNULL)
+        if not run_folders(folder):
+            print(f"== {config.name}: skipped (its run folder could not be created)", flush=True)
+            continue
         folders.append(str(run_folders(folder)[-1]))
-    print(f"== together: {', '.join(config.name for config in configs)}", flush=True)
+    if not folders:
+        return
+    print(f"== together: {', '.join(Path(folder).parent.name for folder in folders)}", flush=True)
     subprocess.run([sys.executable, "-m", "noosphere", "bench", "together", *folders], check=False)
 
 

@@ -49,3 +49,33 @@ def test_no_request_starts_while_as_many_run_as_there_are_slots_even_with_idle_s
     engine._waiting = deque([GenerationJob([3, 4], 8, 0.0, 1.0, 0)])
     engine._admit()
     assert len(engine._waiting) == 1 and [s.job for s in engine._slots[2:]] == [None, None]
+
+
+class _CellCounter:
+    """Stands in for llama.cpp where admission only counts cells and drops sequences."""
+
+    def __init__(self, engine: BatchEngine) -> None:
+        self.engine, self.dropped = engine, []
+
+    def llama_kv_self_used_cells(self, ctx: object) -> int:
+        return sum(len(slot.cached) for slot in self.engine._slots)
+
+    def llama_memory_seq_rm(self, memory: object, seq: int, start: int, end: int) -> bool:
+        self.dropped.append(seq)
+        return True
+
+
+def test_a_sequence_started_afresh_frees_its_own_cells_before_any_other_cache_is_evicted() -> None:
+    system = list(range(100, 160))
+    engine = BatchEngine.__new__(BatchEngine)
+    engine._slots = [_Slot(0, cached=list(range(1000, 1400)), last_used=1),
+                     _Slot(1, cached=list(range(2000, 2300)), last_used=2),
+                     _Slot(2, cached=[*system, *range(3000, 3140)], last_used=3)]
+    engine.running_limit, engine.n_ctx, engine._memory, engine._ctx = 3, 1000, None, None
+    engine._llama = _CellCounter(engine)
+    engine._waiting = deque([GenerationJob([*system, *range(4000, 4340)], 100, 0.0, 1.0, 0)])
+    started = []
+    engine._start = lambda job, slot, source, reuse: started.append((slot.seq, source.seq, reuse))
+    engine._admit()
+    assert started == [(0, 2, 60)]
+    assert engine._llama.dropped == [0] and len(engine._slots[1].cached) == 300  # nothing else was evicted

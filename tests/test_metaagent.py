@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -254,6 +255,35 @@ def test_game_runs_created_apart_are_played_together_each_in_order_with_its_own_
         [row] = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
         assert row["correct"] and row["actions"] == len(moves)
         assert (folder / "report.md").read_text().startswith("# TextWorld tier 1")
+
+
+def test_a_run_that_cannot_start_fails_alone_and_the_others_play_on(tmp_path: Path) -> None:
+    pytest.importorskip("textworld")
+    from noosphere.envs import textworld_games
+    from noosphere.errors import ModelError
+    from noosphere.llm import Model, ScriptedBackend
+    from tests.test_cli import invoke
+
+    [game] = textworld_games(tmp_path / "games", tier=1, per_challenge=1, challenges=("coin_collector",))
+    moves = [reply(thought="follow the path", action=action) for action in game.expert_actions()]
+    folders = []
+    for out in ("broken", "fine"):
+        invoke(["bench", "textworld", "--system", "react", "--per-challenge", "1", "--limit", "1", "--games-dir",
+                str(tmp_path / "games"), "--out", str(tmp_path / out), "--create-only"], lambda m, **k: None)
+        folders.extend((tmp_path / out).iterdir())
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        if "broken" in str(kwargs["trace"].path):
+            raise ModelError(model_id, "its weights are missing")
+        return Model(ScriptedBackend(by_agent({"react": list(moves)})), **kwargs)
+
+    code, _, err = invoke(["bench", "together", *map(str, folders), "--no-cache"], opener)
+    assert code != 0 and "its weights are missing" in err
+    broken, fine = (json.loads((folder / "result.json").read_text()) for folder in folders)
+    assert broken["status"] == "failed" and "its weights are missing" in broken["error"]
+    assert fine["status"] == "ok" and (folders[1] / "report.md").exists()
+    code, _, err = invoke(["bench", "together", str(folders[1]), str(folders[1])], opener)
+    assert code == 2 and "given twice" in err
 
 
 def test_bench_together_names_a_run_it_cannot_play(tmp_path: Path) -> None:

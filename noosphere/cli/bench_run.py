@@ -17,6 +17,7 @@ from rich.console import Console
 from noosphere.bench import averages, run_items, write_report
 from noosphere.bench.runner import Solve, load_done
 from noosphere.cli.ask import ModelOpener, open_cache
+from noosphere.errors import UsageError
 from noosphere.llm import Model, Settings
 from noosphere.runs import Run
 
@@ -68,26 +69,53 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
     """Resume several runs in one event loop, each scoring its items one at a time and in order. Their
     calls share the process's model and so its batch engine: runs whose items must go in order (a
     meta-agent whose memory carries from game to game) keep its slots busy together, where run one
-    after another each would leave most of them idle."""
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(terminate_as_interrupt())
-        opened = [(stack.enter_context(Run.resume(folder)), benchmark) for folder, benchmark in runs]
-        prepared = [(run, benchmark, *_prepare(opener, run, benchmark, no_cache)) for run, benchmark in opened]
+    after another each would leave most of them idle. A run that fails (to prepare, to score, to
+    report) is finished as failed without stopping the others; the first such error is raised last."""
+    folders = [folder.resolve() for folder, _ in runs]
+    repeated = sorted({str(folder) for folder in folders if folders.count(folder) > 1})
+    if repeated:
+        raise UsageError(f"a run can be played only once at a time; given twice: {', '.join(repeated)}")
+    errors: list[Exception] = []
+    with terminate_as_interrupt():
+        prepared = []
+        for folder, benchmark in runs:
+            run = Run.resume(folder)
+            try:
+                prepared.append((run, benchmark, *_prepare(opener, run, benchmark, no_cache)))
+            except Exception as exc:
+                _fail(run, exc, errors)
 
-        async def score_all() -> None:
-            async with asyncio.TaskGroup() as group:
-                for run, _, items, solve in prepared:
-                    group.create_task(run_items(run, items, solve, show_progress=False))
+        async def score(run: Run, items: Items, solve: Solve) -> Exception | None:
+            try:
+                await run_items(run, items, solve, show_progress=False)
+            except Exception as exc:  # this run fails; the others play on
+                return exc
+            return None
+
+        async def score_all() -> list[Exception | None]:
+            return await asyncio.gather(*(score(run, items, solve) for run, _, items, solve in prepared))
 
         try:
-            asyncio.run(score_all())
+            outcomes = asyncio.run(score_all())
             interrupted = False
         except KeyboardInterrupt:
-            interrupted = True
-        for run, benchmark, items, _ in prepared:
-            _report(run, benchmark, items, interrupted)
+            outcomes, interrupted = [None] * len(prepared), True
+        for (run, benchmark, items, _), error in zip(prepared, outcomes, strict=True):
+            try:
+                if error is not None:
+                    raise error
+                _report(run, benchmark, items, interrupted)
+            except Exception as exc:
+                _fail(run, exc, errors)
     if interrupted:
         raise typer.Exit(130)
+    if errors:
+        raise errors[0]
+
+
+def _fail(run: Run, error: Exception, errors: list[Exception]) -> None:
+    run.finish({}, status="failed", error=f"{type(error).__name__}: {error}")
+    errors.append(error)
 
 
 def _prepare(opener: ModelOpener, run: Run, benchmark: Benchmark, no_cache: bool) -> tuple[Items, Solve]:

@@ -192,6 +192,8 @@ class BatchEngine:
             if self._prefix_in_flight(job) > reuse + MIN_SHARED_PREFIX:
                 return  # a running prompt is evaluating this prefix right now: wait a step and copy it
 
+            if (source is not slot or reuse == 0) and slot.cached:
+                self._drop(slot)  # the job starts this sequence afresh: free its cells before counting
             need = len(job.tokens) - reuse + job.max_tokens
             while self._reserved() + need > self.n_ctx and self._evict_idle(keep={slot.seq, source.seq}):
                 pass
@@ -233,10 +235,12 @@ class BatchEngine:
         idle = [s for s in self._slots if s.job is None and s.cached and s.seq not in keep]
         if not idle:
             return False
-        slot = min(idle, key=lambda s: s.last_used)
+        self._drop(min(idle, key=lambda s: s.last_used))
+        return True
+
+    def _drop(self, slot: _Slot) -> None:
         self._llama.llama_memory_seq_rm(self._memory, slot.seq, -1, -1)
         slot.cached = []
-        return True
 
     def _start(self, job: GenerationJob, slot: _Slot, source: _Slot, reuse: int) -> None:
         if not job.future.set_running_or_notify_cancel():
