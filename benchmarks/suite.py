@@ -4,9 +4,10 @@ A suite is a list of named runs of one `noosphere bench` command. Each run write
 `--out/<suite>/<name>/`; started again, the suite resumes every run where it stopped (the
 benchmarks append per item; a finished run only rewrites its report), so one command can be
 restarted after every kill until the whole table is there. Runs whose items must go in order (the meta-agent
-with memory, whose memory carries from game to game) are never given `--parallel`; with `--together` they
-are played side by side instead, in one `noosphere bench together` process whose calls are decoded
-together.
+with memory, whose memory carries from game to game) are never given `--parallel`. With `--together` (the
+game suites) every chosen run is played side by side instead, each game after game, in one `noosphere
+bench together` process whose calls are decoded together: eleven ALFWorld runs keep the batch engine's
+slots busy where one in-order run at a time would leave most of them idle.
 
     python benchmarks/suite.py SUITE [--only NAME ...] [--limit N] [--parallel P] [--model ID]
                                [--together] [--out runs/suites] [--summary-only]
@@ -83,6 +84,7 @@ def _textworld() -> tuple[Config, ...]:
                                       ("metaagent", ("--system", "metaagent", "--memory", "both"))))
 
 
+GAME_SUITES = ("alfworld", "textworld")
 GAME_METRICS = ("success_rate", "actions_per_success", "transitions_per_game", "focus_loops", "focus_recoveries")
 
 SUITES: dict[str, Suite] = {
@@ -185,7 +187,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/suites"))
     parser.add_argument("--parallel", type=int, help="items scored at once (default: the suite's own)")
     parser.add_argument("--together", action="store_true",
-                        help="play the runs whose items go in order side by side, in one process")
+                        help="game suites: play every chosen run side by side in one process")
     parser.add_argument("--summary-only", action="store_true")
     args = parser.parse_args()
     suite = SUITES[args.suite]
@@ -193,15 +195,16 @@ def main() -> None:
     unknown = sorted(set(args.only or ()) - set(names))
     if unknown:
         parser.error(f"unknown configuration(s) {unknown}; this suite has {names}")
+    if args.together and suite.benchmark not in GAME_SUITES:
+        parser.error(f"--together plays game runs ({', '.join(GAME_SUITES)}), not {suite.benchmark}")
     out = args.out / args.suite
     if not args.summary_only:
         chosen = [config for config in suite.configs if not args.only or config.name in args.only]
-        together = [config for config in chosen if config.in_order] if args.together else []
-        for config in chosen:
-            if config not in together:
+        if args.together:
+            run_together(suite, chosen, out, args)
+        else:
+            for config in chosen:
                 run(suite, config, out, args)
-        if together:
-            run_together(suite, together, out, args)
     summary(suite, out)
 
 
