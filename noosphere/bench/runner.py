@@ -10,6 +10,7 @@ finished; an item whose system fails records the error and counts as wrong.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -66,21 +67,27 @@ def load_done(path: Path) -> dict[str, dict[str, Any]]:
     return done
 
 
+def progress_bars(show: bool = True) -> Progress:
+    """The progress display of benchmark runs: one bar per run, with its accuracy so far."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("acc {task.fields[acc]}"), TimeRemainingColumn(), disable=not show, transient=False)
+
+
 async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solve, *, show_progress: bool = True,
-                    parallel: int = 1) -> list[dict[str, Any]]:
+                    parallel: int = 1, progress: Progress | None = None, label: str | None = None
+                    ) -> list[dict[str, Any]]:
     """Score `(id, item, gold)` triples with `solve`, `parallel` at a time; returns all rows in item order,
-    resumed ones included. Rows are appended in the order items finish."""
+    resumed ones included. Rows are appended in the order items finish. The run's bar goes on `progress`
+    when given (several runs side by side), else on a display of its own."""
     path = run.directory / "items.jsonl"
     done = load_done(path)
     todo = [entry for entry in items if entry[0] not in done]
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("acc {task.fields[acc]}"), TimeRemainingColumn())
     _end_torn_line(path)
     tally = {"correct": sum(1 for row in done.values() if row["correct"])}
     gate = asyncio.Semaphore(max(1, parallel))
-    with Progress(*columns, disable=not show_progress, transient=False) as progress, \
-            path.open("a", encoding="utf-8") as out:
-        task = progress.add_task(run.config.get("benchmark", "bench"), total=len(items), completed=len(done),
+    own = progress_bars(show_progress) if progress is None else contextlib.nullcontext(progress)
+    with own as progress, path.open("a", encoding="utf-8") as out:
+        task = progress.add_task(label or run.config.get("benchmark", "bench"), total=len(items), completed=len(done),
                                  acc=_accuracy(tally["correct"], len(done)))
 
         async def score(item_id: str, item: Any, gold: Any) -> None:

@@ -166,10 +166,11 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     def together(
         runs: Annotated[list[Path], typer.Argument(help="alfworld or textworld run folders (see --create-only)")],
         no_cache: NoCacheOption = False,
+        quiet: QuietOption = False,
     ) -> None:
         """Resume several game runs side by side in one process, each playing its games in order; their calls
         are decoded together (the way to run the meta-agent's memory ablations, which cannot use --parallel)."""
-        run_together(opener, [(folder, game_benchmark(folder)) for folder in runs], no_cache=no_cache)
+        run_together(opener, [(folder, game_benchmark(folder)) for folder in runs], no_cache=no_cache, quiet=quiet)
 
 
 def game_benchmark(folder: Path) -> Benchmark:

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 
 from noosphere.bench import averages, run_items, write_report
-from noosphere.bench.runner import Solve, load_done
+from noosphere.bench.runner import Solve, load_done, progress_bars
 from noosphere.cli.ask import ModelOpener, open_cache
 from noosphere.errors import UsageError
 from noosphere.llm import Model, Settings
@@ -65,7 +65,7 @@ class Benchmark:
     artefacts: Artefacts | None = None
 
 
-def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_cache: bool) -> None:
+def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_cache: bool, quiet: bool) -> None:
     """Resume several runs in one event loop, each scoring its items one at a time and in order. Their
     calls share the process's model and so its batch engine: runs whose items must go in order (a
     meta-agent whose memory carries from game to game) keep its slots busy together, where run one
@@ -85,9 +85,11 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
             except Exception as exc:
                 _fail(run, exc, errors)
 
+        bars = progress_bars(not quiet)
+
         async def score(run: Run, items: Items, solve: Solve) -> Exception | None:
-            try:
-                await run_items(run, items, solve, show_progress=False)
+            try:  # each bar is named by the run's folder and the one it is in (a suite's configuration)
+                await run_items(run, items, solve, progress=bars, label=f"{run.directory.parent.name}/{run.run_id}")
             except Exception as exc:  # this run fails; the others play on
                 return exc
             return None
@@ -96,7 +98,8 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
             return await asyncio.gather(*(score(run, items, solve) for run, _, items, solve in prepared))
 
         try:
-            outcomes = asyncio.run(score_all())
+            with bars:
+                outcomes = asyncio.run(score_all())
             interrupted = False
         except KeyboardInterrupt:
             outcomes, interrupted = [None] * len(prepared), True
