@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from noosphere.society.ballots import choice_model, lettered, named_option, picked, ranking_model
+from noosphere.society.ballots import choice_model, lettered, named_option, option_labels, picked, ranking_model
 from noosphere.society.events import BallotCast, Tallied
 from noosphere.society.member import Member
-from noosphere.society.phases import transcript
+from noosphere.society.phases import excerpt, transcript
 from noosphere.society.session import Session, Statement
 from noosphere.society.voting import Ballot, tally
 
@@ -63,23 +63,44 @@ class GatherOpinions:
 
 @dataclass(frozen=True)
 class LeaderDecides:
-    """Execution by one member: the leader reads the task, the summary and the options, and decides."""
+    """Execution by one member: the leader reads the task, each member's latest reasoning, the summary,
+    and the options with who holds each, and decides.
+
+    Measured on GSM8K (29 problems): shown the summary alone, the leader chose the summary's answer in
+    all 29, also where two of three members held the right one; it could not weigh reasoning it never saw.
+    """
 
     leader: Member
     name: str = "execution"
 
     async def run(self, session: Session) -> None:
         session.phase(self.name)
-        context = session.summary or transcript(session)
+        latest = session.latest()
         options = session.options(also=session.summary_answer)  # the organizer's correction is a candidate
+        reasoning = "\n".join(f"{r.member}: {excerpt(r.text)} (answer: {r.answer})" for r in latest.values())
+        summary = f"\n\nThe organizer's summary: {session.summary}" if session.summary else ""
         decided = await session.each([self.leader], self.name, session.rounds + 2, lambda m: m.ask(
-            f"Task: {session.task}\n\nWhat the society found:\n{context}\n\nAnswers proposed:\n"
-            f"{lettered(options)}\n\nDecide the final answer.", Statement))
+            f"Task: {session.task}\n\nThe members' latest reasoning:\n{reasoning}{summary}\n\nAnswers proposed:\n"
+            f"{lettered(options)}\n\nWho holds each:\n{holders(session, options)}\n\nDecide the final answer: check "
+            "the reasoning behind each, and trust sound reasoning over the number who hold it.", Statement))
         if decided:
             session.answer = named_option(decided[self.leader.name].answer, options)
             session.decided_by = self.leader.name
         else:  # the leader forfeited: the society's majority stands in
             MembersVote.count(session, [Ballot(r.member, (r.answer,)) for r in session.latest().values()])
+
+
+def holders(session: Session, options: list[str]) -> str:
+    """One line per option: the members whose latest answer it is, and the organizer if it summarised to it."""
+    key = session.answer_key
+    latest = session.latest()
+    lines = []
+    for label, option in zip(option_labels(len(options)), options, strict=True):
+        names = [name for name, record in latest.items() if key(record.answer) == key(option)]
+        if session.summary_answer and key(session.summary_answer) == key(option):
+            names.append("the organizer's summary")
+        lines.append(f"({label}) {', '.join(names) or 'no one now'}")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

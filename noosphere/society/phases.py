@@ -101,10 +101,14 @@ class OrganizerRounds:
     async def run(self, session: Session) -> None:
         for round_ in range(1, session.rounds + 1):
             session.phase(self.name, round_)
-            asked = await session.each([self.organizer], self.name, round_, lambda m: m.ask(
+            # measured on GSM8K (29 problems): told only not to repeat the task's question, the organizer asked
+            # round 2 what it had asked in round 1 in 27, and its questions often gave away a value it believed
+            earlier = "".join(f"\n- {asked}" for asked in session.questions)
+            again = f"\nYou already asked:{earlier}\nAsk about another step." if earlier else ""
+            asked = await session.each([self.organizer], self.name, round_, lambda m, again=again: m.ask(
                 f"Task: {session.task}\n\nDiscussion so far:\n{transcript(session)}\n\nFind the step where the members "
-                "disagree, or the step most likely to be wrong, and ask them one question about it. Do not "
-                "repeat the task's own question.", SubQuestion))
+                "disagree, or the step most likely to be wrong, and ask them one neutral question about it: do not "
+                f"say what you think the right value is. Do not repeat the task's own question.{again}", SubQuestion))
             question = asked[self.organizer.name].question if asked else "Check your answer: is every step right?"
             session.questions.append(question)
             session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=self.organizer.name,
@@ -118,11 +122,11 @@ class OrganizerRounds:
                         f"Answer{i + 1} ({r.member}): {excerpt(r.text)} (answer: {r.answer})"
                         for i, r in enumerate(previous)) + "\n\n"
                 own = session.latest([member]).get(member.name)
-                keep = (f"Your answer to the task so far is {own.answer}; keep it unless your reply shows it is "
-                        "wrong." if own else "")
-                said = await member.ask(f"{peers}The organizer asks: {question}\nReply to the question. Then give "
-                                        f"your answer to the whole task, not to the question: {session.task} {keep}",
-                                        RoundStatement)
+                so_far = f"Your answer to the task so far: {own.answer}\n" if own else ""
+                keep = " Keep your answer unless your reply showed it wrong." if own else ""
+                said = await member.ask(f"{peers}{so_far}The organizer asks: {question}\nReply to the question. Then "
+                                        f"give your answer to the whole task, not to the question: {session.task}"
+                                        f"{keep}", RoundStatement)
                 return said.statement()
 
             for name, statement in (await session.each(session.members, self.name, round_, turn)).items():
