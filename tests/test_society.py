@@ -65,7 +65,8 @@ def test_monarchy_runs_the_four_phases_and_the_leader_decides() -> None:
     assert not any("Answer1" in text or "(answer: 13)" in text for text in member_b_prompts)
     # A round's reply is kept apart from the task's answer, which the member holds unless it changes its mind.
     round_one = next(r for r in backend.history if r.agent == "c" and "organizer asks" in r.messages[-1].content)
-    assert round_one.messages[-1].content.startswith("Your answer to the task so far: 13\nThe organizer asks")
+    assert round_one.messages[-1].content.endswith("Your answer to the task so far is 13; keep it unless your reply "
+                                                   "shows it is wrong.")
     assert round_one.json_schema is not None and "not to the question" in json.dumps(round_one.json_schema)
     # The organizer is reminded of what it asked, so a second round asks about another step.
     asking = [r.messages[-1].content for r in backend.history if r.agent == "organizer"][:2]

@@ -122,11 +122,13 @@ class OrganizerRounds:
                         f"Answer{i + 1} ({r.member}): {excerpt(r.text)} (answer: {r.answer})"
                         for i, r in enumerate(previous)) + "\n\n"
                 own = session.latest([member]).get(member.name)
-                so_far = f"Your answer to the task so far: {own.answer}\n" if own else ""
-                keep = " Keep your answer unless your reply showed it wrong." if own else ""
-                said = await member.ask(f"{peers}{so_far}The organizer asks: {question}\nReply to the question. Then "
-                                        f"give your answer to the whole task, not to the question: {session.task}"
-                                        f"{keep}", RoundStatement)
+                # last, next to where the answer is written: placed before the question instead (tried on GSM8K),
+                # every member gave the sub-question's number as its answer to the task
+                keep = (f" Your answer to the task so far is {own.answer}; keep it unless your reply shows it is "
+                        "wrong." if own else "")
+                said = await member.ask(f"{peers}The organizer asks: {question}\nReply to the question. Then give "
+                                        f"your answer to the whole task, not to the question: {session.task}{keep}",
+                                        RoundStatement)
                 return said.statement()
 
             for name, statement in (await session.each(session.members, self.name, round_, turn)).items():
