@@ -29,12 +29,12 @@ from noosphere.errors import ContextOverflowError, ModelError
 from noosphere.llm.sampling import SequenceSampler
 
 CACHES_PER_SLOT = 2
-"""Sequences kept per decode slot. Measured by `benchmarks/cache_pool.py` (twelve three-turn
-conversations, 1.5B model, 8 slots): 8 sequences evicted each conversation's cache before its next
-turn (33 % of prompt tokens reused, 283-392 s); 16 kept them (68 %, 242 s). Idle cells are not free,
-since every step attends over all used cells (one 3.9k-token prompt on the 0.5B model was evaluated
-at 73 tokens/s alone and 42 beside 20k idle cells), so the cell budget stays `slots x CELLS_PER_SLOT`
-and the least recently used cache goes when it runs out."""
+"""Sequences kept per decode slot. Measured on the workload of `benchmarks/cache_pool.py` (twelve
+three-turn conversations, 1.5B model, 8 slots): with 8 sequences the conversations evicted each
+other's caches before their next turn (33-38 % of prompt tokens reused, 283-392 s); 16 kept them
+(68 %, 242 s). Idle cells are not free, since every step attends over all used cells (one 3.9k-token
+prompt on the 0.5B model was evaluated at 73 tokens/s alone and 42 beside 20k idle cells), so the
+cell budget stays `slots x CELLS_PER_SLOT` and the least recently used cache goes when it runs out."""
 
 MIN_SHARED_PREFIX = 32
 """Tokens a new request must share with a prompt in flight before it waits to copy them (fewer are the
