@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from noosphere.society.ballots import choice_model, lettered, named_option, option_labels, picked, ranking_model
 from noosphere.society.events import BallotCast, Tallied
 from noosphere.society.member import Member
-from noosphere.society.phases import excerpt, transcript
+from noosphere.society.phases import excerpt, follow
 from noosphere.society.session import Session, Statement
 from noosphere.society.voting import Ballot, tally
 
@@ -50,10 +50,9 @@ class GatherOpinions:
                 answer = picked(options, pick.choice)
                 session.say(name, self.name, round_, Statement(reasoning=pick.reasoning, answer=answer))
         if self.organizer is not None:
-            done = await session.each([self.organizer], self.name, round_, lambda m: m.ask(
-                f"Task: {session.task}\n\nDiscussion:\n{transcript(session)}\n\nSummarise what the discussion "
-                "established in a few sentences. Use your own knowledge to leave out wrong or doubtful claims.",
-                Summary))
+            done = await session.each([self.organizer], self.name, round_, lambda m: follow(
+                session, m, "Summarise what the whole discussion established in a few sentences. Use your own "
+                "knowledge to leave out wrong or doubtful claims.", Summary))
             if done:
                 session.summary = done[self.organizer.name].summary
                 session.summary_answer = done[self.organizer.name].answer

@@ -56,6 +56,9 @@ class Session:
     """The environment's reward for an answer (economies pay it to the members who gave it)."""
     records: list[Contribution] = field(default_factory=list)
     questions: list[str] = field(default_factory=list)
+    heard: dict[str, int] = field(default_factory=dict)
+    """For a member that follows the discussion as one conversation (the organizer): how many records it
+    has been shown, so that its next prompt carries only the ones after them."""
     summary: str = ""
     summary_answer: str = ""
     """The answer the organizer's summary supports: it may correct every member's."""
