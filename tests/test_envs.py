@@ -44,6 +44,7 @@ def test_the_walkthrough_plays_each_game_to_a_win(game) -> None:
         pytest.skip("../shared/data/alfworld is not here")
     start = game.reset()
     assert start.task.startswith("Your task is to: ") and start.admissible
+    assert "desklamp" in start.guide and "sinkbasin" in start.guide  # ALFWorld's affordances come with the game
     for action in walkthrough(game.path):
         step = game.step(action)
     assert step.won and step.done, game.name
@@ -65,7 +66,7 @@ def test_textworld_games_are_generated_deterministically_and_their_policy_wins(t
     for game in games:
         actions = game.expert_actions()
         start = game.reset()
-        assert start.task and actions
+        assert start.task and actions and "go north" in start.guide
         for action in actions:
             step = game.step(action)
         assert step.won, game.name

@@ -22,6 +22,7 @@ from noosphere.metaagent import (
     react,
     reflexion,
 )
+from noosphere.metaagent.agents import TEAM
 from tests.helpers import by_agent, scripted
 
 WEST = ("go east", "look", "wait")
@@ -201,6 +202,27 @@ def test_react_plays_and_reflexion_retries_with_a_lesson() -> None:
     [reflection] = [r for r in backend.history if r.agent == "reflection"]
     read = reflection.messages[-1].content  # the failed trial itself, not just its length
     assert "take the key" in read and "1. wait -> Nothing happens." in read and "2. wait" in read
+
+
+class GuidedTwoRooms(TwoRooms):
+    def reset(self) -> Reset:
+        start = super().reset()
+        return Reset(start.task, start.observation, start.admissible, guide="Keys open nothing here; take them.")
+
+
+def test_the_worlds_guide_opens_every_agents_system_message() -> None:
+    """The environment's affordances reach the meta-agent's team and ReAct alike, where they stay a cached prefix."""
+    model, backend, _ = scripted(by_agent(winning_script()))
+    assert asyncio.run(MetaAgent(model).play(GuidedTwoRooms())).won
+    systems = {r.messages[0].content for r in backend.history}
+    assert len(systems) == 1 and systems.pop().endswith("\n\nKeys open nothing here; take them.")
+    model, backend, _ = scripted(by_agent({"react": [reply(thought="east", action="go east"),
+                                                     reply(thought="take", action="take key")]}))
+    assert asyncio.run(react(model, GuidedTwoRooms())).won
+    assert all("Keys open nothing here" in r.messages[0].content for r in backend.history)
+    model, backend, _ = scripted(by_agent(winning_script()))
+    asyncio.run(MetaAgent(model).play(TwoRooms()))  # no guide: the team's prompt alone
+    assert {r.messages[0].content for r in backend.history} == {TEAM}
 
 
 def test_textworld_bench_plays_generated_games_resumably_with_success_per_type(tmp_path: Path) -> None:

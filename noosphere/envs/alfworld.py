@@ -20,13 +20,24 @@ TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_
               "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place")
 
 
+GUIDE = (
+    "How this world works: things lie in or on receptacles (tables, counters, shelves, drawers, cabinets, the "
+    "fridge, the microwave...). Go to a receptacle to see what is on it, and open a closed one to see inside. You "
+    "hold one thing at a time: take it from where it lies, carry it, then move it to where the task wants it. To "
+    "heat, cool or clean something, take it to a microwave, a fridge or a sinkbasin and heat, cool or clean it "
+    "with that. To look at something in the light, find it and use a desklamp or floorlamp where it is. Search "
+    "the likeliest places first, and do not search a place twice."
+)
+"""ALFWorld's affordances in our words: the six task types are made of these moves."""
+
+
 def alfworld_game(path: Path, *, max_steps: int = 50) -> TextGame:
     from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
 
     trial = path.parent
     name = f"{trial.parent.name}/{trial.name}"
     return TextGame(path, name=name, kind=trial.parent.name.split("-", 1)[0], max_steps=max_steps,
-                    wrappers=(AlfredDemangler(), AlfredInfos))
+                    wrappers=(AlfredDemangler(), AlfredInfos), guide=GUIDE)
 
 
 def walkthrough(path: Path) -> list[str]:

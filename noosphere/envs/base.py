@@ -16,6 +16,10 @@ class Reset:
     task: str
     observation: str
     admissible: tuple[str, ...]
+    guide: str = ""
+    """How this kind of world works (what the Episodex paper calls environmental affordances and put in
+    its planning prompt, raising GPT-4o's success from 82 to 94 %): the same for every game of a kind,
+    so agents keep it at the start of their prompts, where the model caches it."""
 
 
 @dataclass(frozen=True)

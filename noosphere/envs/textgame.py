@@ -40,8 +40,8 @@ class TextGame:
     """One compiled game (`.z8`, `.ulx` or ALFWorld's `.tw-pddl`), with a step budget."""
 
     def __init__(self, path: Path, *, name: str, kind: str, max_steps: int = 50, wrappers: tuple[Any, ...] = (),
-                 task_marker: str = "Your task is to:") -> None:
-        self.path, self.name, self.kind, self.max_steps = path, name, kind, max_steps
+                 task_marker: str = "Your task is to:", guide: str = "") -> None:
+        self.path, self.name, self.kind, self.max_steps, self.guide = path, name, kind, max_steps, guide
         self._wrappers, self._task_marker = wrappers, task_marker
         self._env: Any = None
 
@@ -61,7 +61,7 @@ class TextGame:
                 self._env = self._make()
             observation, info = self._env.reset()
         task = self._task(observation, info)
-        return Reset(task, readable(observation), tuple(info.get("admissible_commands") or ()))
+        return Reset(task, readable(observation), tuple(info.get("admissible_commands") or ()), self.guide)
 
     def _task(self, observation: str, info: dict[str, Any]) -> str:
         if self._task_marker in observation:

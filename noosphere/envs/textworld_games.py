@@ -66,9 +66,17 @@ def generate(challenge: str, tier: int, seed: int, folder: Path) -> Path:
         return Path(textworld.generator.compile_game(game, options))
 
 
+GUIDE = (
+    "How this world works: rooms connect through exits (go north, south, east or west); a closed door or "
+    "container must be opened first, and a locked one unlocked with its key. Take the things the task names, "
+    "examine things to learn more, and read the task for the order of the steps. Do not go back and forth "
+    "between the same rooms."
+)
+
+
 def textworld_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: int = 0,
                     challenges: tuple[str, ...] = CHALLENGES, max_steps: int = 50) -> list[TextGame]:
     """`per_challenge` games of each challenge, interleaved; the seeds are `seed`, `seed + 1`, ..."""
     return [TextGame(generate(challenge, tier, seed + i, folder), name=f"tier{tier}/{challenge}-{seed + i}",
-                     kind=challenge, max_steps=max_steps)
+                     kind=challenge, max_steps=max_steps, guide=GUIDE)
             for i in range(per_challenge) for challenge in challenges]

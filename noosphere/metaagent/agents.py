@@ -123,9 +123,14 @@ def _rule(state: EpisodeState, output: Any) -> str:
     return output.text.strip()
 
 
+def team(state: EpisodeState) -> Message:
+    """The system message every agent shares: the team's prompt and how the world works."""
+    return Message.system(f"{TEAM}\n\n{state.guide}" if state.guide else TEAM)
+
+
 def briefed(state: EpisodeState, node: str, question: str) -> list[Message]:
     """The messages for one agent's turn: the team's prompt, the shared context, then its role and question."""
-    return [Message.system(TEAM), Message.user(f"{state.context()}\n\n{ROLES[node]}\n{question}")]
+    return [team(state), Message.user(f"{state.context()}\n\n{ROLES[node]}\n{question}")]
 
 
 def _in_context(node: str, question: Callable[[EpisodeState], str]) -> Callable[[EpisodeState], list[Message]]:
@@ -146,7 +151,7 @@ def _focus_messages(state: EpisodeState) -> list[Message]:
     """The focus agent sees only the task, the last real observation and what can be done now: the rest
     may be what misled the team."""
     actions = ", ".join(state.admissible[:ADMISSIBLE_SHOWN])
-    return [Message.system(TEAM), Message.user(
+    return [team(state), Message.user(
         f"Task: {state.task}\nLast real observation: {state.last_valid_observation}\n"
         f"Admissible actions: {actions}\nActions taken: {state.t}.\n"
         f"Why the team lost track: {state.needs_focus or 'unclear'}.\n\n{ROLES['focus']}\n"

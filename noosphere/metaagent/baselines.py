@@ -24,13 +24,14 @@ REACT_ROLE = ("You play a text game to complete a task. At each step think brief
 async def react(model: Model, env: Environment, *, max_actions: int = 50, lessons: tuple[str, ...] = (),
                 system: str = "react") -> EpisodeResult:
     start = env.reset()
-    state = EpisodeState(start.task, start.observation, start.admissible)
+    state = EpisodeState(start.task, start.observation, start.admissible, start.guide)
+    role = f"{REACT_ROLE}\n\n{start.guide}" if start.guide else REACT_ROLE
     model.trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system=system))
     advice = "".join(f"- {lesson}\n" for lesson in lessons)
     advice = f"Lessons from your earlier attempts:\n{advice}\n" if lessons else ""
     while not state.done and state.t < max_actions:
         try:
-            completion = await model.complete([Message.system(REACT_ROLE),
+            completion = await model.complete([Message.system(role),
                                                Message.user(f"{advice}{state.percept(recent=10)}\n\nNext step:")],
                                               output=action_form("ReactStep", state.admissible, thought=True),
                                               agent=system)

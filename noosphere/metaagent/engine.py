@@ -66,7 +66,7 @@ class MetaAgent:
 
     async def play(self, env: Environment) -> EpisodeResult:
         start = env.reset()
-        state = EpisodeState(start.task, start.observation, start.admissible)
+        state = EpisodeState(start.task, start.observation, start.admissible, start.guide)
         trace = self.model.trace
         trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system="metaagent"))
         if self.memory is not None:

@@ -18,6 +18,8 @@ class EpisodeState:
     task: str
     observation: str
     admissible: tuple[str, ...]
+    guide: str = ""
+    """How the world works (`Reset.guide`), told to every agent with the team's prompt."""
     last_valid_observation: str = ""
     t: int = 0
     transitions: int = 0
