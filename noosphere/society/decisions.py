@@ -22,7 +22,8 @@ from noosphere.society.voting import Ballot, tally
 
 class Summary(BaseModel):
     summary: str = Field(max_length=1500, description="what the discussion established, wrong claims left out")
-    answer: str = Field(min_length=1, max_length=300, description="the answer the discussion supports best")
+    answer: str = Field(min_length=1, max_length=300,
+                        description="the answer to the task (not to a sub-question) the discussion supports best")
 
 
 
@@ -50,9 +51,12 @@ class GatherOpinions:
                 answer = picked(options, pick.choice)
                 session.say(name, self.name, round_, Statement(reasoning=pick.reasoning, answer=answer))
         if self.organizer is not None:
+            # the task again, next to the request: seen on GSM8K, an organizer whose conversation ended on a
+            # sub-question summarised towards that question ("3 sprints per day") instead of the task
             done = await session.each([self.organizer], self.name, round_, lambda m: follow(
-                session, m, "Summarise what the whole discussion established in a few sentences. Use your own "
-                "knowledge to leave out wrong or doubtful claims.", Summary))
+                session, m, "Summarise in a few sentences what the whole discussion established towards the "
+                f"task: {session.task}\nUse your own knowledge to leave out wrong or doubtful claims. Your answer "
+                "is the answer to that task, not to one of your questions.", Summary))
             if done:
                 session.summary = done[self.organizer.name].summary
                 session.summary_answer = done[self.organizer.name].answer
