@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import random
 from collections import Counter
 
@@ -17,8 +16,8 @@ from tests.helpers import by_agent, scripted
 
 
 def said(answer: str, reasoning: str = "because") -> dict[str, str]:
-    """A statement; in an organizer's round the same reply also answers the sub-question."""
-    return {"reasoning": reasoning, "question_answer": answer, "answer": answer}
+    """A statement; in an organizer's round the same fields make a reply to the sub-question."""
+    return {"reasoning": reasoning, "answer": answer}
 
 
 def members(model, names=("a", "b", "c")) -> list[Member]:
@@ -64,11 +63,10 @@ def test_monarchy_runs_the_four_phases_and_the_leader_decides() -> None:
     # Without the right to know, a member never sees another member's words.
     member_b_prompts = [m.content for r in backend.history if r.agent == "b" for m in r.messages]
     assert not any("Answer1" in text or "(answer: 13)" in text for text in member_b_prompts)
-    # A round's reply is kept apart from the task's answer, which the member holds unless it changes its mind.
+    # A round asks the organizer's question alone; the member's answer to the task stands from its first statement.
     round_one = next(r for r in backend.history if r.agent == "c" and "organizer asks" in r.messages[-1].content)
-    assert round_one.messages[-1].content.endswith("Your answer to the task so far is 13; keep it unless your reply "
-                                                   "shows it is wrong.")
-    assert round_one.json_schema is not None and "not to the question" in json.dumps(round_one.json_schema)
+    assert round_one.messages[-1].content == "The organizer asks: Did you add the tens?"
+    assert [e.answer for e in trace.of_kind("soc_message") if e.member == "c"] == ["13", "13", "13"]
     # The organizer is reminded of what it asked, so a second round asks about another step.
     asking = [r.messages[-1].content for r in backend.history if r.agent == "organizer"][:2]
     assert "You already asked" not in asking[0] and "You already asked:\n- Did you add the tens?" in asking[1]
@@ -268,15 +266,31 @@ def test_others_see_the_end_of_a_long_reasoning_where_the_working_is() -> None:
     assert excerpt("short") == "short"
 
 
-def test_a_round_reply_keeps_the_sub_questions_answer_apart_from_the_tasks() -> None:
-    round_reply = {"reasoning": "3 sprints, 3 times a week: 9 sprints", "question_answer": "9", "answer": "540"}
+def test_a_round_reply_answers_the_sub_question_and_the_task_answer_stands() -> None:
+    """Members answer the organizer's question only; what they answered to the task stays theirs."""
     model, backend, trace = scripted(by_agent({
-        "a": [said("540"), round_reply], "organizer": [{"question": "How many sprints a week?"},
-                                                      {"summary": "9 sprints of 60 m.", "answer": "540"}],
+        "a": [{"reasoning": "3 sprints a week, 60 m each: 180", "answer": "180"},
+              {"reasoning": "3 sprints, 3 times a week: 9 sprints", "answer": "9"}],
+        "organizer": [{"question": "How many sprints a week?"}, {"summary": "9 sprints of 60 m.", "answer": "540"}],
         "leader": [said("540")]}))
     society = monarchy(members(model, ("a",)), Member("organizer", model, "o"), Member("leader", model, "l"), rounds=1)
     result = society.run_sync("James runs 3 sprints of 60 m, 3 times a week. How many metres a week?")
-    spoken = [(e.phase, e.answer) for e in trace.of_kind("soc_message") if e.member == "a"]
-    assert spoken == [("mission", "540"), ("mindstorm", "540")] and result.answer == "540"
-    round_schema = backend.history[2].messages[0].content
-    assert "question_answer" in round_schema and "the whole task" in round_schema
+    spoken = [(e.phase, e.answer, e.text) for e in trace.of_kind("soc_message") if e.member == "a"]
+    assert spoken[1] == ("mindstorm", "180", "3 sprints, 3 times a week: 9 sprints (to the question: 9)")
+    assert backend.history[2].messages[-1].content == "The organizer asks: How many sprints a week?"
+    mission, round_one = (r.messages for r in backend.history if r.agent == "a")
+    assert round_one[:2] == mission  # one form for both turns: the round continues the member's cached conversation
+    leader = next(r for r in backend.history if r.agent == "leader").messages[-1].content
+    assert "(A) 180" in leader and "(B) 540" in leader and "(A) a\n(B) the organizer's summary" in leader
+    assert result.answer == "540"
+
+
+def test_a_member_without_a_first_answer_still_replies_but_holds_no_option() -> None:
+    model, _, trace = scripted(by_agent({
+        "a": [said("12")], "b": ["not json", "not json", "not json", {"reasoning": "7 + 5", "answer": "12"}],
+        "organizer": [{"question": "Sure?"}, {"summary": "12", "answer": "12"}], "leader": [said("12")]}))
+    result = democracy(members(model, ("a", "b")), Member("organizer", model, "o"), rights={"know", "execute"},
+                       rounds=1).run_sync("What is 7 + 5?")
+    b_said = [(e.phase, e.answer) for e in trace.of_kind("soc_message") if e.member == "b"]
+    assert b_said == [("mindstorm", "")]
+    assert [e.voter for e in trace.of_kind("soc_ballot")] == ["a"] and result.answer == "12"

@@ -90,7 +90,7 @@ class LeaderDecides:
             session.answer = named_option(decided[self.leader.name].answer, options)
             session.decided_by = self.leader.name
         else:  # the leader forfeited: the society's majority stands in
-            MembersVote.count(session, [Ballot(r.member, (r.answer,)) for r in session.latest().values()])
+            MembersVote.count(session, standing_ballots(session))
 
 
 def holders(session: Session, options: list[str]) -> str:
@@ -116,7 +116,7 @@ class MembersVote:
         session.phase(self.name)
         options = session.options()
         if len(options) <= 1:
-            MembersVote.count(session, [Ballot(r.member, (r.answer,)) for r in session.latest().values()])
+            MembersVote.count(session, standing_ballots(session))
             return
         context = f"Summary: {session.summary}\n\n" if session.summary else ""
         listed = lettered(options)
@@ -144,6 +144,11 @@ class MembersVote:
         keyed = [Ballot(b.voter, tuple(key(o) for o in b.ranking)) for b in ballots]
         session.answer = wording.get(hold_vote(session, keyed, list(wording)) or "")
         session.decided_by = "vote"
+
+
+def standing_ballots(session: Session) -> list[Ballot]:
+    """Each member's latest answer to the task as its vote, from the members who have one."""
+    return [Ballot(r.member, (r.answer,)) for r in session.latest().values() if r.answer.strip()]
 
 
 def hold_vote(session: Session, ballots: list[Ballot], options: list[str]) -> str | None:

@@ -20,11 +20,13 @@ T = TypeVar("T")
 
 
 class Statement(BaseModel):
-    """What a member says in a turn: its reasoning and its current answer to the task."""
+    """What a member says in a turn: its reasoning and its answer to what it was asked (the task, or in an
+    organizer's round the organizer's question). One form for both, so that a member's system message,
+    which carries the form, stays the same from turn to turn and its conversation stays a cached prefix."""
 
     reasoning: str = Field(max_length=2000, description="your working, step by step, with the facts and numbers "
                                                         "each step uses and what it gives")
-    answer: str = Field(min_length=1, max_length=300, description="your current answer to the task, short")
+    answer: str = Field(min_length=1, max_length=300, description="your answer to what you were asked, short")
 
 
 @dataclass(frozen=True)
@@ -72,10 +74,13 @@ class Session:
         self.trace.emit(PhaseStarted(phase=name, round=round))
 
     def say(self, member: str, phase: str, round: int, statement: Statement) -> Contribution:
-        contribution = Contribution(member, phase, round, statement.reasoning, statement.answer)
+        return self.record(member, phase, round, statement.reasoning, statement.answer)
+
+    def record(self, member: str, phase: str, round: int, text: str, answer: str) -> Contribution:
+        """Keep and trace one contribution; `answer` is the member's answer to the task ("": none yet)."""
+        contribution = Contribution(member, phase, round, text, answer)
         self.records.append(contribution)
-        self.trace.emit(MemberSpoke(phase=phase, round=round, member=member, text=statement.reasoning,
-                                    answer=statement.answer))
+        self.trace.emit(MemberSpoke(phase=phase, round=round, member=member, text=text, answer=answer))
         return contribution
 
     def latest(self, members: Sequence[Member] | None = None) -> dict[str, Contribution]:
@@ -91,8 +96,9 @@ class Session:
         """The distinct current answers of the members, first proposer's wording, in member order;
         then `also` (an answer from outside the members, such as the organizer's) unless one of them."""
         seen: dict[str, str] = {}
-        for answer in [r.answer for r in self.latest().values()] + ([also] if also.strip() else []):
-            seen.setdefault(self.answer_key(answer), answer)
+        for answer in [r.answer for r in self.latest().values()] + [also]:
+            if answer.strip():
+                seen.setdefault(self.answer_key(answer), answer)
         return list(seen.values())
 
     async def each(self, members: Sequence[Member], phase: str, round: int,
