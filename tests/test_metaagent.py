@@ -70,8 +70,10 @@ def kinds(trace, kind: str) -> list:
 
 
 def test_autopilot_loop_wins_and_every_transition_follows_the_graph() -> None:
-    model, _, trace = scripted(by_agent(winning_script()))
+    model, backend, trace = scripted(by_agent(winning_script()))
     result = asyncio.run(MetaAgent(model).play(TwoRooms()))
+    offered = next(r for r in backend.history if r.agent == "orchestrator").messages[-1].content
+    assert "Who acts next?\n- planning (the usual next step): " in offered  # the graph's default, first and marked
     assert result.won and result.actions == 2
     hops = [(t.source, t.target) for t in kinds(trace, "ma_transition")]
     assert hops[:4] == [("conscious", "planning"), ("planning", "motor"), ("motor", "external_perception"),

@@ -148,7 +148,12 @@ class MetaAgent:
         elif len(successors) == 1:
             target = successors[0]
         else:
-            described = "\n".join(f"- {name}: {DUTIES.get(name, name)}" for name in successors)
+            # the graph's default first and marked: on ALFWorld the 1.5B model, offered five equal lines,
+            # sent the team into the focus loop at timestep 0, before anything had gone wrong
+            usual = self.graph.default(node)
+            described = "\n".join(f"- {name}{' (the usual next step)' if name == usual else ''}: "
+                                  f"{DUTIES.get(name, name)}"
+                                  for name in sorted(successors, key=lambda name: name != usual))
             try:
                 completion = await self.model.complete(
                     briefed(state, "orchestrator", f"The {node} agent just acted. Who acts next?\n{described}"),
