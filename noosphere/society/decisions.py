@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from noosphere.society.ballots import choice_model, lettered, named_option, option_labels, picked, ranking_model
 from noosphere.society.events import BallotCast, Tallied
 from noosphere.society.member import Member
-from noosphere.society.phases import excerpt, follow
+from noosphere.society.phases import follow, said_line
 from noosphere.society.session import Session, Statement
 from noosphere.society.voting import Ballot, tally
 
@@ -80,7 +80,7 @@ class LeaderDecides:
         session.phase(self.name)
         latest = session.latest()
         options = session.options(also=session.summary_answer)  # the organizer's correction is a candidate
-        reasoning = "\n".join(f"{r.member}: {excerpt(r.text)} (answer: {r.answer})" for r in latest.values())
+        reasoning = "\n".join(said_line(r) for r in latest.values())
         summary = f"\n\nThe organizer's summary: {session.summary}" if session.summary else ""
         decided = await session.each([self.leader], self.name, session.rounds + 2, lambda m: m.ask(
             f"Task: {session.task}\n\nThe members' latest reasoning:\n{reasoning}{summary}\n\nAnswers proposed:\n"

@@ -42,7 +42,8 @@ class SubQuestion(BaseModel):
 
 
 
-def _said(record: Contribution) -> str:
+def said_line(record: Contribution) -> str:
+    """One contribution as others read it: who, the excerpt of its reasoning, its answer to the task."""
     return f"{record.member}: {excerpt(record.text)} (answer: {record.answer or 'none yet'})"
 
 
@@ -53,7 +54,7 @@ def transcript(session: Session, start: int = 0, end: int | None = None) -> str:
     for round_ in sorted({r.round for r in records}):
         if 0 < round_ <= len(session.questions):
             lines.append(f"Question {round_}: {session.questions[round_ - 1]}")
-        lines += [_said(r) for r in records if r.round == round_]
+        lines += [said_line(r) for r in records if r.round == round_]
     return "\n".join(lines) or "(nothing yet)"
 
 
@@ -150,7 +151,7 @@ class DebateRounds:
             latest = session.latest()
 
             async def turn(member: Member, latest: dict[str, Contribution] = latest) -> Statement:
-                others = "\n".join(_said(r) for name, r in latest.items() if name != member.name)
+                others = "\n".join(said_line(r) for name, r in latest.items() if name != member.name)
                 return await member.ask(
                     f"The others may have seen parts of the input you did not; trust them as far as their reasons "
                     f"hold.\n{others or '(no statements)'}\n\nSay where you agree or disagree and give your "
