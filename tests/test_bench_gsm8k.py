@@ -47,7 +47,7 @@ def test_planned_calls_bound_a_societys_calls_before_it_has_run() -> None:
 
 
 def said(answer: str) -> str:
-    return json.dumps({"reasoning": "add them up", "question_answer": answer, "answer": answer})
+    return json.dumps({"reasoning": "add them up", "answer": answer})
 
 
 def opener_for(script: Any) -> Any:

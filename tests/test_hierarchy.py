@@ -12,11 +12,11 @@ from tests.helpers import by_agent, scripted
 
 
 def said(answer: str) -> str:
-    return json.dumps({"reasoning": "r", "question_answer": answer, "answer": answer})
+    return json.dumps({"reasoning": "r", "answer": answer})
 
 
 def test_a_society_answers_as_one_member_of_a_larger_one_and_votes_through_its_own_decision() -> None:
-    model, _, trace = scripted(by_agent({
+    model, backend, trace = scripted(by_agent({
         "inner/a": [said("12")], "inner/o": [json.dumps({"summary": "they agree", "answer": "12"})],
         "inner/l": [said("12")],
         "solo": [said("13"), said("13"), json.dumps({"reasoning": "r", "choice": "B"})],
@@ -27,7 +27,10 @@ def test_a_society_answers_as_one_member_of_a_larger_one_and_votes_through_its_o
                       rights={"execute"}, rounds=1)
     result = outer.run_sync("5 + 7?")
     said_by_team = [e for e in trace.of_kind("soc_message") if e.member == "team"]
-    assert [e.answer for e in said_by_team] == ["12", "12"]  # mission and round 1, each a whole inner society
+    assert [e.answer for e in said_by_team] == ["12", "12"]  # mission and round 1 (the mission's answer stands)
+    # round 1 ran a whole inner society on the sub-question, put after the task it belongs to
+    inner_round = [r.messages[-1].content for r in backend.history if r.agent == "inner/a"][1]
+    assert inner_round.startswith("Task: Task: 5 + 7?\n\nThe organizer asks: Sure?")
     # the inner society ran three times: mission, round 1 and the ballot
     assert len([e for e in trace.of_kind("soc_started") if e.organisation == "monarchy"]) == 3
     assert not trace.of_kind("soc_forfeit")

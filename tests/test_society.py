@@ -294,3 +294,13 @@ def test_a_member_without_a_first_answer_still_replies_but_holds_no_option() -> 
     b_said = [(e.phase, e.answer) for e in trace.of_kind("soc_message") if e.member == "b"]
     assert b_said == [("mindstorm", "")]
     assert [e.voter for e in trace.of_kind("soc_ballot")] == ["a"] and result.answer == "12"
+
+
+def test_when_every_vote_forfeits_the_fallback_takes_an_answer_someone_gave() -> None:
+    model, _, _ = scripted(by_agent({
+        "a": ["not json", "not json", "not json", said("r1"), "no vote", "no vote", "no vote"],
+        "b": [said("12"), said("r1"), "no vote"], "c": [said("13"), said("r1"), "no vote"],
+        "organizer": [{"question": "Sure?"}, {"summary": "s", "answer": "12"}]}))
+    result = democracy(members(model), Member("organizer", model, "o"), rights={"execute"},
+                       rounds=1).run_sync("What is 7 + 5?")
+    assert (result.answer, result.decided_by) == ("12", "fallback")  # a, first in order, has none

@@ -2,7 +2,7 @@
 
 `SubSociety` stands where a `Member` would. Asked a question, it runs its own society on it, with
 the observation its own members perceive, and answers with that society's decision (its summary as
-the reasoning). Asked to choose among lettered options (a ballot, a change of answer), it runs its
+the reasoning); a later question (an organizer's sub-question) comes after the first one, the task. Asked to choose among lettered options (a ballot, a change of answer), it runs its
 society on the ballot and maps the decision to an option: by its letter, or by the option's text; a
 ranking gets that option alone. Any other form (a hiring decision) it cannot fill forfeits the turn.
 """
@@ -33,6 +33,9 @@ class SubSociety(Member):
     society: Society = field(default=None)  # type: ignore[assignment]
     _trace: Trace | None = None
     _observation: Observation | None = None
+    _first_prompt: str = ""
+    """What it was first asked in this run (the task): a member follows later prompts from its history,
+    a society starts afresh on each, so the organizer's bare sub-question would reach it without the task."""
 
     @classmethod
     def of(cls, name: str, society: Society, role: str = "") -> SubSociety:
@@ -43,6 +46,7 @@ class SubSociety(Member):
         self.history.clear()
         self._trace = trace
         self._observation = None
+        self._first_prompt = ""
 
     def perception(self, observation: Observation | None) -> tuple[str, tuple[MediaPart, ...]]:
         """Keep the observation for the inner society, whose members perceive it each in their own way."""
@@ -58,6 +62,10 @@ class SubSociety(Member):
         chooses = _choice_field(properties)
         if chooses is None and not {"reasoning", "answer"} <= properties.keys():
             raise UsageError(f"{self.name} is a society: it answers statements and ballots, not a {output.__name__}")
+        if not self._first_prompt:
+            self._first_prompt = prompt
+        elif chooses is None:
+            prompt = f"{self._first_prompt}\n\n{prompt}"
         with society_scope(self.name):  # its events carry its path, so interleaved societies stay apart
             result = await self.society.run(prompt, self._observation, trace=self._trace)
         reasoning = (result.summary or result.decided_by)[:800 if chooses else 2000]
@@ -67,12 +75,9 @@ class SubSociety(Member):
             if label is None:
                 raise UsageError(f"{self.name}'s society answered {result.answer!r}, which is none of the options")
             return output.model_validate({"reasoning": reasoning, name: [label] if is_list else label})
-        answer = result.answer or "(no answer)"
-        # the society's one answer fills every answer field (an organizer's round also asks for the sub-question's)
-        answers = {name: answer[:schema.get("maxLength", 300)]
-                   for name, schema in properties.items() if name != "reasoning"}
+        answer = (result.answer or "(no answer)")[:properties["answer"].get("maxLength", 300)]
         try:
-            return output.model_validate({"reasoning": reasoning, **answers})
+            return output.model_validate({"reasoning": reasoning, "answer": answer})
         except ValidationError as exc:
             raise UsageError(f"{self.name} could not put its society's answer in the form asked: {exc}") from exc
 

@@ -40,8 +40,6 @@ class SubQuestion(BaseModel):
     question: str = Field(min_length=3, max_length=400, description="one question for the members, ending in '?'")
 
 
-
-
 def said_line(record: Contribution) -> str:
     """One contribution as others read it: who, the excerpt of its reasoning, its answer to the task."""
     return f"{record.member}: {excerpt(record.text)} (answer: {record.answer or 'none yet'})"
@@ -100,7 +98,8 @@ class OrganizerRounds:
     every round as well, members put the sub-question's answer there (GSM8K: three members who had 260
     sheep right each answered "the relationship is ..."), and over 29 problems the rounds turned 12
     right answers wrong and 2 wrong ones right. The rounds reach the decision through the organizer's
-    summary, and under the right to change through the members' own choice. With the right to know, a
+    summary, and under the right to change through the members' own choice. A member whose first turn
+    forfeited has no answer to the task ("none yet") but still replies. With the right to know, a
     member also sees what every member answered in the previous round.
     """
 
@@ -135,7 +134,7 @@ class OrganizerRounds:
 
             for name, reply in (await session.each(session.members, self.name, round_, turn)).items():
                 standing = session.latest().get(name)
-                session.record(name, self.name, round_, f"{reply.reasoning} (to the question: {reply.answer})"[:2000],
+                session.record(name, self.name, round_, f"{reply.reasoning} (to the question: {reply.answer})",
                                standing.answer if standing else "")
 
 

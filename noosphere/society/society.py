@@ -71,8 +71,8 @@ class Society:
         for phase in self.phases:
             await phase.run(session)
         if session.answer is None:  # nobody decided (every turn forfeited): fall back to any answer on record
-            latest = list(session.latest().values())
-            session.answer, session.decided_by = (latest[0].answer, "fallback") if latest else ("", "none")
+            answers = [r.answer for r in session.latest().values() if r.answer.strip()]
+            session.answer, session.decided_by = (answers[0], "fallback") if answers else ("", "none")
         trace.emit(SocietyFinished(answer=session.answer, decided_by=session.decided_by))
         return SocietyResult(session.answer, session.decided_by, session.summary, tuple(session.records))
 
