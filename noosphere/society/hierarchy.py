@@ -2,8 +2,9 @@
 
 `SubSociety` stands where a `Member` would. Asked a question, it runs its own society on it, with
 the observation its own members perceive, and answers with that society's decision (its summary as
-the reasoning); a later question (an organizer's sub-question) comes after the first one, the task. Asked to choose among lettered options (a ballot, a change of answer), it runs its
-society on the ballot and maps the decision to an option: by its letter, or by the option's text; a
+the reasoning); a later question (an organizer's sub-question) comes after the first one, the task.
+Asked to choose among lettered options (a ballot, a change of answer), it runs its society on the
+ballot and maps the decision to an option: by its letter, or by the option's text; a
 ranking gets that option alone. Any other form (a hiring decision) it cannot fill forfeits the turn.
 """
 
