@@ -17,7 +17,6 @@ from pydantic import BaseModel, ValidationError
 
 from noosphere.errors import UsageError
 from noosphere.llm.messages import MediaPart
-from noosphere.llm.model import FormatPlace
 from noosphere.observation import Observation
 from noosphere.scope import society_scope
 from noosphere.society.ballots import label_in, listed_options
@@ -56,9 +55,7 @@ class SubSociety(Member):
         self._observation = observation
         return "", ()
 
-    async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = (),
-                  format_at: FormatPlace = "system") -> OutputT:
-        """The inner society answers the prompt; `format_at` does not apply (its members ask for their own forms)."""
+    async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = ()) -> OutputT:
         properties = output.model_json_schema().get("properties", {})
         chooses = _choice_field(properties)
         if chooses is None and not {"reasoning", "answer"} <= properties.keys():

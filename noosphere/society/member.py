@@ -9,7 +9,6 @@ from pydantic import BaseModel
 
 from noosphere.llm import Message, Model
 from noosphere.llm.messages import MediaPart
-from noosphere.llm.model import FormatPlace
 from noosphere.observation import Observation
 from noosphere.trace import Trace
 
@@ -52,15 +51,11 @@ class Member:
         self.history += [Message.user(prompt), Message.assistant(completion.text)]
         return completion.text, completion.usage.total_tokens
 
-    async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = (),
-                  format_at: FormatPlace = "system") -> OutputT:
-        """One turn: the role, this member's history, the new prompt; the reply joins the history.
-
-        `format_at="end"` is for a member asked for different forms in one conversation: with the form
-        in the system message, every change of form would change the conversation's first message."""
+    async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = ()) -> OutputT:
+        """One turn: the role, this member's history, the new prompt; the reply joins the history."""
         message = Message("user", prompt, media)
         completion = await self.model.complete([Message.system(self.role), *self.history, message], output=output,
-                                               agent=self.name, format_at=format_at)
+                                               agent=self.name)
         assert completion.output is not None
         # what the model read (a format instruction at the end included), without the media: kept once
         self.history += [replace(completion.prompt or message, media=()), Message.assistant(completion.text)]

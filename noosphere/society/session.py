@@ -20,13 +20,11 @@ T = TypeVar("T")
 
 
 class Statement(BaseModel):
-    """What a member says in a turn: its reasoning and its answer to what it was asked (the task, or in an
-    organizer's round the organizer's question). One form for both, so that a member's system message,
-    which carries the form, stays the same from turn to turn and its conversation stays a cached prefix."""
+    """What a member says in a turn: its reasoning and its current answer to the task."""
 
     reasoning: str = Field(max_length=2000, description="your working, step by step, with the facts and numbers "
                                                         "each step uses and what it gives")
-    answer: str = Field(min_length=1, max_length=300, description="your answer to what you were asked, short")
+    answer: str = Field(min_length=1, max_length=300, description="your current answer to the task, short")
 
 
 @dataclass(frozen=True)
