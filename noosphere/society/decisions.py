@@ -15,15 +15,14 @@ from pydantic import BaseModel, Field
 from noosphere.society.ballots import choice_model, lettered, named_option, option_labels, picked, ranking_model
 from noosphere.society.events import BallotCast, Tallied
 from noosphere.society.member import Member
-from noosphere.society.phases import follow, said_line
+from noosphere.society.phases import said_line, transcript
 from noosphere.society.session import Session, Statement
 from noosphere.society.voting import Ballot, tally
 
 
 class Summary(BaseModel):
     summary: str = Field(max_length=1500, description="what the discussion established, wrong claims left out")
-    answer: str = Field(min_length=1, max_length=300,
-                        description="the answer to the task (not to a sub-question) the discussion supports best")
+    answer: str = Field(min_length=1, max_length=300, description="the answer the discussion supports best")
 
 
 
@@ -51,12 +50,13 @@ class GatherOpinions:
                 answer = picked(options, pick.choice)
                 session.say(name, self.name, round_, Statement(reasoning=pick.reasoning, answer=answer))
         if self.organizer is not None:
-            # the task again, next to the request: seen on GSM8K, an organizer whose conversation ended on a
-            # sub-question summarised towards that question ("3 sprints per day") instead of the task
-            done = await session.each([self.organizer], self.name, round_, lambda m: follow(
-                session, m, "Summarise in a few sentences what the whole discussion established towards the "
-                f"task: {session.task}\nUse your own knowledge to leave out wrong or doubtful claims. Your answer "
-                "is the answer to that task, not to one of your questions.", Summary))
+            # a fresh brief with the whole discussion, not the next turn of the organizer's conversation: asked
+            # there, the summary followed the last sub-question (GSM8K: "3 sprints per day"; three members' 260
+            # sheep summarised to 140); the change of form re-reads the conversation anyway
+            done = await session.each([self.organizer], self.name, round_, lambda m: m.ask(
+                f"Task: {session.task}\n\nDiscussion:\n{transcript(session)}\n\nSummarise what the discussion "
+                "established in a few sentences. Use your own knowledge to leave out wrong or doubtful claims.",
+                Summary, alone=True))
             if done:
                 session.summary = done[self.organizer.name].summary
                 session.summary_answer = done[self.organizer.name].answer

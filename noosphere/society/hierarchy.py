@@ -55,7 +55,9 @@ class SubSociety(Member):
         self._observation = observation
         return "", ()
 
-    async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = ()) -> OutputT:
+    async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = (),
+                  alone: bool = False) -> OutputT:
+        """The inner society answers; `alone` changes nothing, as each question starts it afresh anyway."""
         properties = output.model_json_schema().get("properties", {})
         chooses = _choice_field(properties)
         if chooses is None and not {"reasoning", "answer"} <= properties.keys():

@@ -51,12 +51,19 @@ class Member:
         self.history += [Message.user(prompt), Message.assistant(completion.text)]
         return completion.text, completion.usage.total_tokens
 
-    async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = ()) -> OutputT:
-        """One turn: the role, this member's history, the new prompt; the reply joins the history."""
+    async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = (),
+                  alone: bool = False) -> OutputT:
+        """One turn: the role, this member's history, the new prompt; the reply joins the history.
+
+        `alone`: a judgement from a prompt that briefs the member fully (an organizer's summary of the
+        whole discussion); without its history, and it does not join it."""
         message = Message("user", prompt, media)
-        completion = await self.model.complete([Message.system(self.role), *self.history, message], output=output,
+        history = [] if alone else self.history
+        completion = await self.model.complete([Message.system(self.role), *history, message], output=output,
                                                agent=self.name)
         assert completion.output is not None
+        if alone:
+            return completion.output
         # what the model read (a format instruction at the end included), without the media: kept once
         self.history += [replace(completion.prompt or message, media=()), Message.assistant(completion.text)]
         return completion.output

@@ -71,11 +71,9 @@ async def follow(session: Session, member: Member, instruction: str, output: typ
     """Ask a member who follows the whole discussion (the organizer) as one conversation.
 
     Its first prompt has the task and the discussion so far; each later one only what was said since
-    its last turn. So its conversation stays one growing prefix that the model keeps cached while the
-    form stays the same (its questions; the summary's form changes the system message once): on GSM8K
-    the organizer re-read the whole discussion each turn and was half of a monarchy's prompt tokens,
-    6 % of them reused. The form stays in the system message: at the end of the prompt it cut
-    reasoning short on GSM8K (base accuracy 56 -> 44), and the summary decides most problems.
+    its last turn. So its conversation stays one growing prefix that the model keeps cached: on GSM8K
+    the organizer re-read the whole discussion for each question and was half of a monarchy's prompt
+    tokens, 6 % of them reused.
     """
     start, end = session.heard.get(member.name, 0), len(session.records)
     opening = f"Task: {session.task}\n\nDiscussion so far:" if start == 0 else "Said since your last turn:"
