@@ -80,6 +80,7 @@ def test_monarchy_runs_the_four_phases_and_the_leader_decides() -> None:
     summarise = organizer[2][-1].content
     assert summarise.startswith("Task: What is 5 + 7?") and "c: because (answer: 13)" in summarise
     assert "Question 1: Did you add the tens?" in summarise and "Question 2: And the units?" in summarise
+    assert len(society.staff[0].history) == 4  # the summary, asked alone, did not join the conversation
     # The leader weighs each member's reasoning and sees who holds each answer, not only the summary.
     leader = next(r for r in backend.history if r.agent == "leader").messages[-1].content
     assert "c: because" in leader and "(answer: 13)" in leader
