@@ -89,8 +89,7 @@ class Model:
             raise CapabilityError(self.id, ", ".join(missing))
         if output is None and not tools:
             reply, latency, cached = await self._call(request, agent, attempt=1)
-            return Completion(reply.text, None, reply.tool_calls, reply.usage, latency, self.id, cached=cached,
-                              prompt=request.messages[-1] if request.messages else None)
+            return Completion(reply.text, None, reply.tool_calls, reply.usage, latency, self.id, cached=cached)
         if output is not None:
             request = _with_instruction(request, schema_instruction(output), output.model_json_schema(), self,
                                         format_at)
@@ -110,7 +109,6 @@ class Model:
         started = time.perf_counter()
         usage = None
         last_text = ""
-        asked = request.messages[-1] if request.messages else None
         for attempt in range(1, request.settings.max_retries + 2):
             reply, _, cached = await self._call(request, agent, attempt)
             usage = reply.usage if usage is None else usage + reply.usage
@@ -122,7 +120,7 @@ class Model:
                                                repair="json_repaired", detail=repair))
             if error is None:
                 return Completion(reply.text, value, calls, usage, time.perf_counter() - started, self.id,
-                                  attempt, tuple(repairs), cached, asked)
+                                  attempt, tuple(repairs), cached)
             if reply.finish_reason == "length":
                 error = (f"the reply was cut off at the limit of {request.settings.max_tokens} tokens before it "
                          f"was complete ({error}); keep every text field short")

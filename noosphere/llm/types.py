@@ -144,8 +144,3 @@ class Completion(Generic[T]):
     attempts: int = 1
     repairs: tuple[Repair, ...] = ()
     cached: bool = False
-    prompt: Message | None = None
-    """The last message as the model received it, with any format instruction added to it: a caller
-    keeping a conversation stores this one, so that the next call's prefix is what the model saw. When
-    the messages did not end with a user message, a format instruction at the end is a message of its
-    own, and this is that message alone."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -64,6 +64,5 @@ class Member:
         assert completion.output is not None
         if alone:
             return completion.output
-        # what the model read (a format instruction at the end included), without the media: kept once
-        self.history += [replace(completion.prompt or message, media=()), Message.assistant(completion.text)]
+        self.history += [Message.user(prompt), Message.assistant(completion.text)]
         return completion.output
