@@ -3,14 +3,17 @@
 A suite is a list of named runs of one `noosphere bench` command. Each run writes its folder under
 `--out/<suite>/<name>/`; started again, the suite resumes every run where it stopped (the
 benchmarks append per item; a finished run only rewrites its report), so one command can be
-restarted after every kill until the whole table is there. Runs whose items must go in order (the meta-agent
-with memory, whose memory carries from game to game) are never given `--parallel`. With `--together` (the
+restarted after every kill until the whole table is there. The default `--out` is
+`benchmarks/results/`, kept in git without the traces (see `.gitignore`): a run's config, its per-item
+results and its report are what a table and a resume need, and machines here do not outlive a session.
+Runs whose items must go in order (the meta-agent with memory, whose memory carries from game to game)
+are never given `--parallel`. With `--together` (the
 game suites) every chosen run is played side by side instead, each game after game, in one `noosphere
 bench together` process whose calls are decoded together: eleven ALFWorld runs keep the batch engine's
 slots busy where one in-order run at a time would leave most of them idle.
 
     python benchmarks/suite.py SUITE [--only NAME ...] [--limit N] [--parallel P] [--model ID]
-                               [--together] [--out runs/suites] [--summary-only]
+                               [--together] [--out benchmarks/results] [--summary-only]
 
 Suites: mustard (issue 3: base and ctm on 200 items, the four ablations on the first 100), bfcl
 (issue 3: base and ctm, 10 items per category), gsm8k (issue 4: tables 3 and 4 of the societies
@@ -184,7 +187,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="run these configurations only (names as in the summary)")
     parser.add_argument("--limit", type=int, help="items per run instead of each run's own count")
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    parser.add_argument("--out", type=Path, default=Path("runs/suites"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--parallel", type=int, help="items scored at once (default: the suite's own)")
     parser.add_argument("--together", action="store_true",
                         help="game suites: play every chosen run side by side in one process")

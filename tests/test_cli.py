@@ -65,6 +65,18 @@ def test_unknown_system_is_one_line_with_suggestion(tmp_path: Path) -> None:
     assert "Traceback" not in err
 
 
+def test_unknown_option_is_a_usage_error_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = invoke(["bench", "gsm8k", "--limt", "3"])
+    shown = capsys.readouterr().err
+    assert code == 2
+    assert "No such option: --limt" in shown and "--limit" in shown
+
+
+def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = invoke(["aks", "q"])
+    assert code == 2 and "No such command 'aks'" in capsys.readouterr().err
+
+
 def test_unknown_model_is_one_line_with_suggestion(tmp_path: Path) -> None:
     from noosphere.llm import open_model
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-import click
 import typer
 from rich.console import Console
 
@@ -41,16 +40,20 @@ def run(app: typer.Typer, args: Sequence[str], *, stderr: Console | None = None)
     stderr = stderr or Console(stderr=True)
     try:
         returned = app(list(args), standalone_mode=False)
-        if isinstance(returned, int):  # click hands back the code of a `typer.Exit` instead of raising it
+        if isinstance(returned, int):  # typer hands back the code of a `typer.Exit` instead of raising it
             return returned
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         stderr.print("aborted")
         return 130
+    except typer.TyperException as exc:  # typer's parser: unknown option, missing argument, bad value
+        show = getattr(exc, "show", None)
+        if show is None:
+            stderr.print(f"[bold red]error:[/] {exc.format_message()}", highlight=False, soft_wrap=True)
+        else:
+            show()
+        return exc.exit_code
     except NoosphereError as exc:
         stderr.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         return 2 if isinstance(exc, UsageError) else 1
