@@ -25,7 +25,7 @@ from noosphere.metaagent.engine import MetaAgent
 
 async def play(system: str, model_id: str, games: int, actions: int) -> dict[str, float]:
     model = open_model(model_id)
-    chosen = load_alfworld(per_type=1)[:games]
+    chosen = load_alfworld(per_type=1, demo=True)[:games]  # as `bench alfworld` plays them
     started = time.perf_counter()
     if system == "react":
         results = await asyncio.gather(*(react(model, game, max_actions=actions) for game in chosen))

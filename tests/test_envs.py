@@ -95,3 +95,37 @@ def test_only_the_last_line_counts_as_the_interpreters_prompt() -> None:
     quoted = "The note reads:\n> Meet me at the dock.\nYou put it away."
     assert readable(quoted) == quoted
     assert readable("You won.\n\n>") == "You won."
+
+
+def test_a_demonstration_replays_the_expert_to_the_win(tmp_path: Path) -> None:
+    from noosphere.envs.demonstration import OBSERVATION_CHARS, demonstration, with_demonstration
+
+    [game, *_] = textworld_games(tmp_path, tier=1, per_challenge=1)
+    actions = game.expert_actions()
+    shown = demonstration(game)
+    lines = shown.splitlines()
+    assert lines[0] == game.reset().task and not lines[1].startswith("> ")  # the task, then the first look
+    assert [line.removeprefix("> ") for line in lines if line.startswith("> ")] == actions
+    assert all(len(line) <= OBSERVATION_CHARS for line in lines[1:] if not line.startswith("> "))  # observations
+    guide = with_demonstration("How the world works.", shown)
+    assert guide.startswith("How the world works.\n\nA solved game of the same kind") and guide.endswith(shown)
+    game.close()
+
+
+def test_with_a_demo_the_last_game_of_each_type_is_kept_back_and_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replaying six ALFWorld games takes a minute and a half; the replay itself is tested above."""
+    from noosphere.envs import alfworld
+
+    monkeypatch.setattr(alfworld, "_solved", lambda path: f"solved {path.parent.parent.name}")
+    try:
+        everything = load_alfworld()
+        shown = load_alfworld(demo=True)
+    except UsageError:
+        pytest.skip("../shared/data/alfworld is not here")
+    played = {game.path for game in shown}
+    kept_back = {game.path for game in everything} - played
+    assert len(kept_back) == len(TASK_TYPES) and played < {game.path for game in everything}
+    for game in shown:
+        [kept] = [path for path in kept_back if alfworld._kind(path) == game.kind]
+        assert game.guide.endswith(f"solved {kept.parent.parent.name}") and "desklamp" in game.guide
+    assert [g.path for g in load_alfworld(per_type=2, demo=True)] == [g.path for g in load_alfworld(per_type=2)]

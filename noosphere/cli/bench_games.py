@@ -41,7 +41,7 @@ def alfworld_games(saved: dict[str, Any]) -> list[Any]:
     from noosphere.envs import load_alfworld
 
     games = load_alfworld(Path(saved["data"]) if saved.get("data") else None, per_type=saved["per_type"],
-                          max_steps=saved["max_actions"])
+                          max_steps=saved["max_actions"], demo=saved.get("demo", False))
     return games[: saved["limit"]] if saved.get("limit") else games
 
 
@@ -115,6 +115,8 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         max_actions: MaxActionsOption = 50,
         graph: GraphOption = None,
         data: Annotated[Path | None, typer.Option(help="ALFWorld json_2.1.1 folder")] = None,
+        demo: Annotated[bool, typer.Option(
+            help="show every agent one solved game of the same task type (kept back from the games played)")] = True,
         model: ModelOption = DEFAULT_MODEL,
         seed: SeedOption = 0,
         out: OutOption = Path("runs"),
@@ -126,7 +128,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     ) -> None:
         """ALFWorld games: success per task type and actions per success."""
         config = {} if resume else {"benchmark": "alfworld", "per_type": per_type,
-                                    "data": str(data) if data else None,
+                                    "data": str(data) if data else None, "demo": demo,
                                     **game_options(system, memory, retrieve, k, max_actions, model, limit, seed, graph)}
         run_games(config, GAME_BENCHMARKS["alfworld"], out=out, resume=resume, no_cache=no_cache, quiet=quiet,
                   parallel=parallel, create_only=create_only)
