@@ -17,7 +17,6 @@ from noosphere.metaagent import (
     MemorySettings,
     MetaAgent,
     TransitionGraph,
-    close_to_admissible,
     off_task,
     react,
     reflexion,
@@ -54,12 +53,13 @@ def reply(**fields: object) -> str:
     return json.dumps(fields)
 
 
-def belief(text: str = "I need the key; it may be east.") -> str:
-    return reply(belief=text)
+def belief(text: str = "the key may be east", *, location: str = "the west room") -> str:
+    """A conscious agent's reply: the belief state in its four parts."""
+    return reply(location=location, progress="nothing yet", known=text, next="find the key")
 
 
 def winning_script(orchestrator: list[str] | None = None) -> dict[str, list[str]]:
-    return {"conscious": [belief()], "orchestrator": orchestrator or [reply(reason="act", next="planning")],
+    return {"conscious": [belief()], "orchestrator": orchestrator or [reply(next="planning")],
             "planning": [reply(reason="the key is east", action="go east"), reply(reason="grab it", action="take key")],
             "motor": [reply(action="go east"), reply(action="take key")],
             "learning": [reply(text="Search the neighbouring room before anything else when an item is missing.")]}
@@ -85,7 +85,7 @@ def test_autopilot_loop_wins_and_every_transition_follows_the_graph() -> None:
 
 
 def test_an_orchestrator_pick_outside_the_graph_falls_back_to_the_default_successor() -> None:
-    script = winning_script(orchestrator=[reply(reason="skip ahead", next="motor")])
+    script = winning_script(orchestrator=[reply(next="motor")])
     model, backend, trace = scripted(by_agent(script))
     result = asyncio.run(MetaAgent(model, max_actions=1).play(TwoRooms()))
     first = kinds(trace, "ma_transition")[0]
@@ -99,7 +99,7 @@ def test_actions_that_keep_doing_nothing_send_the_agent_round_the_focus_loop() -
     script["planning"] = [reply(reason="rest", action="wait"), reply(reason="rest", action="wait"),
                           reply(reason="the key is east", action="go east"), reply(reason="grab", action="take key")]
     script["motor"] = [reply(action="wait"), reply(action="wait"), reply(action="go east"), reply(action="take key")]
-    script["focus"] = [reply(text="The key is not here; go east and take it.")]
+    script["focus"] = [reply(situation="The key is not here.", action="go east")]
     model, _, trace = scripted(by_agent(script))
     result = asyncio.run(MetaAgent(model).play(TwoRooms()))
     assert result.won and result.focus_loops == 1 and result.focus_recoveries == 1
@@ -112,22 +112,48 @@ def test_actions_that_keep_doing_nothing_send_the_agent_round_the_focus_loop() -
     assert ("internal_perception", "conscious") in hops
 
 
-def test_a_plan_that_is_no_admissible_action_counts_as_a_hallucination() -> None:
+def test_an_action_repeated_to_the_same_result_counts_as_doing_nothing() -> None:
+    """ALFWorld answers every "look" in the middle of a room alike; the 1.5B team looked four times running,
+    and in another game went back and forth between two closed drawers."""
+    from noosphere.metaagent import EpisodeState
+    from noosphere.metaagent.state import REPEAT_WINDOW
+
+    state = EpisodeState("Your task is to: take the key.", "You are in the west room.", WEST)
+    streaks = []
+    for action, observation in (("look", "A room."), ("look", "A room."), ("look", "A room."),
+                                ("look", "A room, now lit."), ("go east", "A room, now lit."),
+                                ("go to drawer 1", "Drawer 1 is closed."), ("go to drawer 2", "Drawer 2 is closed."),
+                                ("go to drawer 1", "Drawer 1 is closed."), ("go to drawer 2", "Drawer 2 is closed.")):
+        state.record(action, observation, WEST, False, False)
+        streaks.append(state.invalid_streak)
+    assert streaks == [0, 1, 2, 0, 0, 0, 0, 1, 2]  # a new result, or a new action, is not a repeat
+    for t in range(REPEAT_WINDOW):
+        state.record(f"go to shelf {t}", "A shelf.", WEST, False, False)
+    state.record("go to drawer 1", "Drawer 1 is closed.", WEST, False, False)
+    assert state.invalid_streak == 0  # a place seen long ago may be worth a second visit
+
+
+def test_a_planner_that_proposes_no_admissible_action_forfeits_and_the_team_refocuses() -> None:
+    """The planner's form takes only admissible actions: a plan outside them is sent back, and a planner
+    that keeps proposing one forfeits its turn, which counts as a hallucination."""
     script = winning_script()
-    script["planning"] = [reply(reason="why not", action="fly to the moon"), reply(reason="east", action="go east"),
-                          reply(reason="grab", action="take key")]
+    script["planning"] = [reply(reason="why not", action="fly to the moon")] * 3 + [
+        reply(reason="east", action="go east"), reply(reason="grab", action="take key")]
     script["motor"] = [reply(action="look"), reply(action="go east"), reply(action="take key")]
-    script["focus"] = [reply(text="Go east for the key.")]
+    script["focus"] = [reply(situation="The key is east.", action="go east")]
     model, backend, trace = scripted(by_agent(script))
     result = asyncio.run(MetaAgent(model).play(TwoRooms()))
-    assert result.won and "'fly to the moon' is not an admissible action" in kinds(trace, "ma_focus")[0].reason
+    assert result.won and kinds(trace, "ma_focus")[0].reason == "planning gave no usable output (OutputParseError)"
+    [refused] = kinds(trace, "output_failed")
+    assert refused.agent == "planning" and refused.attempts == 3 and "should be 'go east'" in refused.errors[0]
     [focus_call] = [r for r in backend.history if r.agent == "focus"]  # told what failed and what can be done
-    assert "'fly to the moon'" in focus_call.messages[-1].content
+    assert "planning gave no usable output" in focus_call.messages[-1].content
     assert "Admissible actions: go east, look, wait" in focus_call.messages[-1].content
     after_focus = [r.messages[-1].content for r in backend.history if r.agent == "conscious"][2]
     assert "last real observation, replayed" in after_focus  # not "the result of the last action"
-    last_plan = [r.messages[-1].content for r in backend.history if r.agent == "planning"][-1]
-    assert "Go east for the key." not in last_plan  # the focus note went with the action it advised
+    *_, advised, last_plan = [r.messages[-1].content for r in backend.history if r.agent == "planning"]
+    assert "Focus: The key is east. Next action: go east." in advised
+    assert "The key is east. Next action: go east." not in last_plan  # the focus note went with the action it advised
 
 
 def test_a_steps_agents_share_one_prompt_prefix_and_differ_only_in_their_role_and_form() -> None:
@@ -352,7 +378,7 @@ def test_a_belief_that_gives_up_or_invents_objects_goes_round_the_focus_loop_onc
     script = winning_script()
     script["conscious"] = [belief("The key is nowhere; this task is unsolvable."),
                            belief("Stuck again: the task cannot be completed."), belief()]
-    script["focus"] = [reply(text="The key is east; go there and take it.")]
+    script["focus"] = [reply(situation="The key is east.", action="go east")]
     model, backend, trace = scripted(by_agent(script))
     result = asyncio.run(MetaAgent(model).play(TwoRooms()))
     assert result.won and result.focus_loops == 1  # the second give-up at the same timestep is not looped again
@@ -379,7 +405,7 @@ def test_off_task_text_is_judged_against_what_the_game_has_shown() -> None:
 def test_an_agent_that_keeps_failing_gets_one_focus_loop_per_timestep_then_the_team_acts() -> None:
     script = winning_script()
     script["conscious"] = ["not json at all"]  # every belief fails to parse: the conscious agent always forfeits
-    script["focus"] = [reply(text="Go east and take the key.")]
+    script["focus"] = [reply(situation="Still west.", action="go east")]
     model, _, trace = scripted(by_agent(script))
     result = asyncio.run(MetaAgent(model, max_actions=2).play(TwoRooms()))
     assert result.won and result.actions == 2
@@ -418,14 +444,6 @@ def test_a_graph_file_replaces_the_default_and_bad_agents_fail_before_the_run(tm
         TransitionGraph.from_data({"conscious": ["planning"]})
 
 
-def test_a_plan_close_in_wording_must_still_name_objects_that_are_there() -> None:
-    admissible = ("go to cabinet 1", "go to cabinet 2", "take apple 1 from countertop 1")
-    assert close_to_admissible("go to cabinet 2", admissible)
-    assert close_to_admissible("walk to cabinet 2", admissible)
-    assert not close_to_admissible("go to cabinet 13", admissible)
-    assert not close_to_admissible("take apple 1 from fridge 1", admissible)
-
-
 def test_textworld_bench_runs_the_metaagent_through_the_memory_loop_and_keeps_its_memory(tmp_path: Path) -> None:
     pytest.importorskip("textworld")
     from noosphere.envs import textworld_games
@@ -444,10 +462,10 @@ def test_textworld_bench_runs_the_metaagent_through_the_memory_loop_and_keeps_it
             offered = options["next"]["enum"]
             choice = next((a for a in ("retrieve_memory", "idea") if a in offered and a not in picked), "planning")
             picked.append(choice)
-            return reply(reason="r", next=choice if choice in offered else offered[0])
+            return reply(next=choice if choice in offered else offered[0])
         step = len([r for r in backend.history if r.agent == "motor"]) - 1
         action = expert[min(step, len(expert) - 1)]
-        return {"conscious": reply(belief="I follow the path."), "planning": reply(reason="r", action=action),
+        return {"conscious": belief("I follow the path"), "planning": reply(reason="r", action=action),
                 "motor": reply(action=action)}.get(request.agent or "", reply(text="Keep going along the path."))
 
     backend = ScriptedBackend(play)
@@ -487,6 +505,7 @@ def test_the_conscious_agent_reads_its_dated_belief_before_the_result_it_must_up
         belief("In the west room; the key may be east."), belief("In the east room with the key.")]}))
     asyncio.run(MetaAgent(model).play(TwoRooms()))
     second = [r for r in backend.history if r.agent == "conscious"][1].messages[1].content
-    dated, rest = second.split("Belief state at timestep 0: In the west room; the key may be east.", 1)
+    dated, rest = second.split("Belief state at timestep 0: At: the west room. Done: nothing yet. "
+                               "Known: In the west room; the key may be east. Next: find the key.", 1)
     assert "Your task is to: take the key." in dated and "Current observation: You are in the east room" in rest
     assert "Write the belief state for timestep 1" in rest and "result of the last action" in rest

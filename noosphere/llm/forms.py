@@ -17,7 +17,8 @@ LISTED = "listedInPrompt"
 
 
 def choice_form(name: str, field: str, options: Sequence[str], description: str, *, reason: str | None = None,
-                reason_chars: int = 400, listed: bool = False) -> type[BaseModel]:
+                reason_chars: int = 400, reason_description: str | None = None,
+                listed: bool = False) -> type[BaseModel]:
     """A form with an optional free-text `reason` field first, then `field`, one of `options`.
 
     `listed=True` says the prompt already lists the options: the format instruction then leaves the
@@ -26,5 +27,6 @@ def choice_form(name: str, field: str, options: Sequence[str], description: str,
     option = Literal[tuple(dict.fromkeys(options))]  # type: ignore[valid-type]
     chosen = (option, Field(description=description, json_schema_extra={LISTED: True} if listed else None))
     # the free-text field comes first, so that the model reasons before it commits
-    first: dict[str, Any] = {} if reason is None else {reason: (str, Field(max_length=reason_chars))}
+    first: dict[str, Any] = {} if reason is None else {
+        reason: (str, Field(max_length=reason_chars, description=reason_description))}
     return create_model(name, **first, **{field: chosen})

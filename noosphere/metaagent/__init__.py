@@ -4,10 +4,10 @@ from noosphere.metaagent.agents import CODE_AGENTS, DUTIES, LANGUAGE_AGENTS, ROL
 from noosphere.metaagent.baselines import react, reflexion
 from noosphere.metaagent.engine import EpisodeResult, MetaAgent
 from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, TransitionGraph
-from noosphere.metaagent.hallucination import close_to_admissible, off_task
+from noosphere.metaagent.hallucination import off_task
 from noosphere.metaagent.recollection import MemorySettings
 from noosphere.metaagent.state import EpisodeState
 
 __all__ = ["CODE_AGENTS", "DEFAULT_GRAPH", "DUTIES", "LANGUAGE_AGENTS", "MEMORY_AGENTS", "ROLES", "START",
-           "EpisodeResult", "EpisodeState", "MemorySettings", "MetaAgent", "TransitionGraph", "close_to_admissible",
+           "EpisodeResult", "EpisodeState", "MemorySettings", "MetaAgent", "TransitionGraph",
            "off_task", "react", "reflexion"]

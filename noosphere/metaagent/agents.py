@@ -1,11 +1,13 @@
 """The specialised agents: each a role, a structured output and what it changes in the episode state.
 
-Language-model agents: conscious (writes the belief state), planning (proposes the next action),
-motor (emits exactly one admissible action: its output is constrained to the admissible list),
-focus (restates what matters after a replay), idea, learning (a general rule) and reflection (a
-lesson after a failed episode, outside the graph). Code agents: external perception (acts in the
-environment and reports), internal perception (replays the last valid observation and the task),
-retrieve-memory and record-memory. Twelve with the orchestrator.
+Language-model agents: conscious (writes the belief state, in four parts), planning (proposes the
+next action, with its reason), motor (emits exactly one admissible action, carrying out the plan),
+focus (says where things stand after a replay, and what to do next), idea, learning (a general rule)
+and reflection (a lesson after a failed episode, outside the graph). Every action they name is
+constrained to the admissible list, so a small model cannot name a command the game does not take.
+Code agents: external perception (acts in the environment and reports), internal perception
+(replays the last valid observation and the task), retrieve-memory and record-memory. Twelve with
+the orchestrator.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ ROLES = {
     "motor": "You are the motor agent. Choose exactly one of the admissible actions: the one that carries out the "
              "plan.",
     "focus": "You are the focus agent. The team lost track. From the task, the last real observation and the "
-             "admissible actions, say in two sentences where things stand and which admissible action comes next.",
+             "admissible actions, say where things stand and choose the admissible action that comes next.",
     "idea": "You are the idea agent. Suggest one concrete idea the team has not tried that could solve the task.",
     "learning": "You are the learning agent. State one short general rule for this kind of task that would help "
                 "in other games (not specific object numbers).",
@@ -62,30 +64,55 @@ rest on these lines, not on bare agent names."""
 
 
 class Belief(BaseModel):
-    belief: str = Field(min_length=1, max_length=700, description="the belief state for this timestep")
+    # One field per part of the belief state: as one free text, the 1.5B model copied the observation
+    # and then its own role into it, step after step (ALFWorld, stop 16).
+    location: str = Field(min_length=1, max_length=120,
+                          description="where the team is now: where the last action led")
+    progress: str = Field(max_length=160, description="what of the task is done, and what is held")
+    known: str = Field(max_length=240, description="where the things the task needs are, and which places "
+                                                   "were searched and found empty")
+    next: str = Field(min_length=1, max_length=160, description="the next step towards the task: where to go or "
+                                                                 "what to do there")
 
-
-class Proposal(BaseModel):
-    reason: str = Field(max_length=300)
-    action: str = Field(min_length=1, max_length=120, description="the next action, as a game command")
+    def text(self) -> str:
+        parts = (("At", self.location), ("Done", self.progress), ("Known", self.known), ("Next", self.next))
+        return " ".join(f"{title}: {value.strip().rstrip('.')}." for title, value in parts if value.strip())
 
 
 class Note(BaseModel):
     text: str = Field(min_length=1, max_length=400)
 
 
-def action_form(name: str, admissible: tuple[str, ...], *, thought: bool = False) -> type[BaseModel]:
-    """A form whose `action` can only be one of this step's admissible actions (the motor's, ReAct's).
+def action_form(name: str, admissible: tuple[str, ...], *, description: str = "one admissible action",
+                reason: str | None = None, about: str | None = None) -> type[BaseModel]:
+    """A form whose `action` can only be one of this step's admissible actions, after an optional
+    free-text field `reason` (described by `about`) that the model writes first.
 
     The percept lists up to `ADMISSIBLE_SHOWN` actions; when it lists them all, the format instruction
     need not list them again."""
-    return choice_form(name, "action", admissible or ("look",), "one admissible action",
-                       reason="thought" if thought else None, reason_chars=300,
-                       listed=len(admissible) <= ADMISSIBLE_SHOWN)
+    return choice_form(name, "action", admissible or ("look",), description, reason=reason, reason_chars=200,
+                       reason_description=about, listed=len(admissible) <= ADMISSIBLE_SHOWN)
+
+
+def proposal_form(admissible: tuple[str, ...]) -> type[BaseModel]:
+    """The planner proposes one of the admissible actions, as the paper's planning prompt asks: free to
+    write any command, the 1.5B planner wrote the task itself ("look at alarmclock under the desklamp")
+    step after step, and the motor turned it into `look` (ALFWorld, stop 16)."""
+    return action_form("Proposal", admissible, description="the next action, one of the admissible ones",
+                       reason="reason", about="what the last observation showed, and why this action")
+
+
+def focus_form(admissible: tuple[str, ...]) -> type[BaseModel]:
+    """Where things stand, then an admissible action: asked for two sentences, the 1.5B focus agent
+    repeated the replayed observation until its length ran out (ALFWorld, stop 16)."""
+    return action_form("FocusNote", admissible, description="the admissible action that comes next",
+                       reason="situation", about="where things stand, in one sentence")
 
 
 def orchestrator_output(successors: tuple[str, ...]) -> type[BaseModel]:
-    return choice_form("NextAgent", "next", successors, "the agent to act next", reason="reason", reason_chars=200)
+    # no reason field: the 1.5B model's reason repeated the planner's last reason (ALFWorld, stop 16), and
+    # cost more tokens than the pick
+    return choice_form("NextAgent", "next", successors, "the agent to act next")
 
 
 @dataclass(frozen=True)
@@ -106,6 +133,16 @@ def _set(attribute: str, field_name: str) -> Callable[[EpisodeState, Any], str]:
         return value
 
     return apply
+
+
+def _refocus(state: EpisodeState, output: Any) -> str:
+    state.focus_note = f"{output.situation.strip()} Next action: {output.action}."
+    return state.focus_note
+
+
+def _believe(state: EpisodeState, output: Any) -> str:
+    state.belief = output.text()
+    return state.belief
 
 
 def _plan(state: EpisodeState, output: Any) -> str:
@@ -160,12 +197,12 @@ def _focus_messages(state: EpisodeState) -> list[Message]:
 
 LANGUAGE_AGENTS = {agent.name: agent for agent in (
     LanguageAgent("conscious", _in_context("conscious", _belief_question),
-                  lambda s: Belief, _set("belief", "belief")),
+                  lambda s: Belief, _believe),
     LanguageAgent("planning", _in_context("planning", lambda s: "Propose the next action."),
-                  lambda s: Proposal, _plan),
+                  lambda s: proposal_form(s.admissible), _plan),
     LanguageAgent("motor", _in_context("motor", lambda s: "Choose the action that carries out the plan."),
                   lambda s: action_form("MotorAction", s.admissible), _act),
-    LanguageAgent("focus", _focus_messages, lambda s: Note, _set("focus_note", "text")),
+    LanguageAgent("focus", _focus_messages, lambda s: focus_form(s.admissible), _refocus),
     LanguageAgent("idea", _in_context("idea", lambda s: "One new idea:"), lambda s: Note, _set("idea", "text")),
     LanguageAgent("learning", _in_context("learning", lambda s: "One general rule:"), lambda s: Note, _rule),
 )}

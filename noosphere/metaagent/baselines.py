@@ -21,6 +21,9 @@ REACT_ROLE = ("You play a text game to complete a task. At each step think brief
               "to do, then choose exactly one admissible action.")
 
 
+THOUGHT = "what the last observation showed and where the task leads next"
+
+
 async def react(model: Model, env: Environment, *, max_actions: int = 50, lessons: tuple[str, ...] = (),
                 system: str = "react") -> EpisodeResult:
     start = env.reset()
@@ -33,7 +36,8 @@ async def react(model: Model, env: Environment, *, max_actions: int = 50, lesson
         try:
             completion = await model.complete([Message.system(role),
                                                Message.user(f"{advice}{state.percept(recent=10)}\n\nNext step:")],
-                                              output=action_form("ReactStep", state.admissible, thought=True),
+                                              output=action_form("ReactStep", state.admissible, reason="thought",
+                                                                 about=THOUGHT),
                                               agent=system)
             action = completion.output.action  # type: ignore[union-attr]
         except BudgetExceededError:

@@ -3,8 +3,9 @@
 Each turn the current agent acts (a model call, or code for perception and memory); then the next
 agent is chosen among the graph's successors: directly when there is one, by the orchestrator model
 otherwise. An orchestrator pick that is not allowed is retried by the model layer and then replaced
-by the default successor. A hallucination (an agent that says nothing usable, a plan that is no
-admissible action, actions that keep doing nothing, a belief or idea that gives up, claims a success
+by the default successor. A hallucination (an agent that says nothing usable, such as a planner that
+keeps proposing no admissible action, actions that keep doing nothing or repeat to the same result,
+a belief or idea that gives up, claims a success
 the game has not granted, or names objects it never showed) sends the conscious agent into the focus loop,
 which replays the last real observation and the task. Memory is recalled when the game starts,
 consolidated ("sleep") first, and the episode is stored when it ends; its rules only if it was won.

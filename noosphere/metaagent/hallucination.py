@@ -56,25 +56,9 @@ def off_task(text: str, *, won: bool, seen: set[tuple[str, str]]) -> str | None:
     return None
 
 
-def close_to_admissible(action: str, admissible: tuple[str, ...]) -> bool:
-    """An exact admissible action, or one sharing most of its words with one and naming no object
-    ("cabinet 13") that no admissible action names: a near miss in wording, not in the world."""
-    words = set(action.lower().split())
-    if not words:
-        return False
-    if numbered_objects(action) - numbered_objects(" ".join(admissible)):
-        return False
-    return any(action.strip().lower() == option.lower() or
-               len(words & set(option.lower().split())) / len(words | set(option.lower().split())) >= 0.5
-               for option in admissible)
-
-
 def flag_hallucination(node: str, state: EpisodeState) -> None:
     """Flag what the agent `node` just did if it is one of the hallucinations the paper names, so
     that the conscious agent goes round the focus loop next."""
-    proposed = state.plan.split(" (because")[0]
-    if node == "planning" and state.plan and not close_to_admissible(proposed, state.admissible):
-        state.needs_focus = state.needs_focus or f"the plan {proposed!r} is not an admissible action"
     if node == "external_perception" and state.invalid_streak >= INVALID_STREAK_FOR_FOCUS:
         state.needs_focus = state.needs_focus or f"{state.invalid_streak} actions in a row did nothing"
     text = {"conscious": state.belief, "idea": state.idea}.get(node)

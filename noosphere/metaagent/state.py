@@ -9,6 +9,8 @@ from noosphere.metaagent.hallucination import numbered_objects
 
 INVALID_MARKERS = ("nothing happens", "not in the list of admissible actions", "i don't understand",
                    "you can't", "that's not a verb")
+REPEAT_WINDOW = 4
+"""An action is a repeat when one of the last this-many steps took it and saw the same result."""
 ADMISSIBLE_SHOWN = 60
 """Admissible actions listed in a prompt; ALFWorld rooms rarely have more."""
 
@@ -90,7 +92,10 @@ class EpisodeState:
 
     def record(self, action: str, observation: str, admissible: tuple[str, ...], done: bool, won: bool) -> None:
         self.t += 1
-        invalid = any(marker in observation.lower() for marker in INVALID_MARKERS)
+        # an action that brings what it brought a few steps ago did nothing either: "look" after "look", or
+        # two closed drawers visited in turn, as the 1.5B team did for whole games (ALFWorld, stop 16)
+        repeated = (action, observation) in {(step.action, step.observation) for step in self.steps[-REPEAT_WINDOW:]}
+        invalid = repeated or any(marker in observation.lower() for marker in INVALID_MARKERS)
         self.invalid_streak = self.invalid_streak + 1 if invalid else 0
         if not invalid:
             self.last_valid_observation = observation
