@@ -13,6 +13,7 @@ pytest.importorskip("textworld")
 pytest.importorskip("alfworld")
 
 from noosphere.envs import TASK_TYPES, load_alfworld, textworld_games, walkthrough
+from noosphere.envs.base import Reset, Step
 from noosphere.envs.textgame import readable
 
 
@@ -104,7 +105,9 @@ def test_a_demonstration_replays_the_expert_to_the_win(tmp_path: Path) -> None:
     actions = game.expert_actions()
     shown = demonstration(game)
     lines = shown.splitlines()
-    assert lines[0] == game.reset().task and not lines[1].startswith("> ")  # the task, then the first look
+    task = game.reset().task
+    assert lines[0] == f"Its task was: {task.split(':', 1)[-1].strip()}" != task  # not worded as the player's own
+    assert not lines[1].startswith("> ") and lines[-1].startswith("(the task was complete")
     assert [line.removeprefix("> ") for line in lines if line.startswith("> ")] == actions
     assert all(len(line) <= OBSERVATION_CHARS for line in lines[1:] if not line.startswith("> "))  # observations
     guide = with_demonstration("How the world works.", shown)
@@ -129,3 +132,51 @@ def test_with_a_demo_the_last_game_of_each_type_is_kept_back_and_shown(monkeypat
         [kept] = [path for path in kept_back if alfworld._kind(path) == game.kind]
         assert game.guide.endswith(f"solved {kept.parent.parent.name}") and "desklamp" in game.guide
     assert [g.path for g in load_alfworld(per_type=2, demo=True)] == [g.path for g in load_alfworld(per_type=2)]
+
+
+class _Unwinnable:
+    """A game whose expert falls short of the win, and that records being closed."""
+
+    closed = False
+
+    def expert_actions(self) -> list[str]:
+        return ["wait"]
+
+    def reset(self) -> Reset:
+        return Reset("Your task is to: open the door.", "A door.", ("wait",))
+
+    def step(self, action: str) -> Step:
+        return Step("Nothing happens.", 0.0, False, False, ("wait",))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_replay_that_does_not_win_is_no_demonstration_and_the_game_is_closed() -> None:
+    from noosphere.envs.demonstration import demonstration
+
+    game = _Unwinnable()
+    with pytest.raises(UsageError, match="did not win"):
+        demonstration(game)
+    assert game.closed
+
+
+def test_a_task_type_with_a_single_game_is_played_without_a_demonstration(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from noosphere.envs import alfworld
+
+    try:
+        everything = load_alfworld()
+    except UsageError:
+        pytest.skip("../shared/data/alfworld is not here")
+    lamp = [game.path for game in everything if game.kind == "look_at_obj_in_light"][:2]
+    cool = [game.path for game in everything if game.kind == "pick_cool_then_place_in_recep"][:1]
+    for path in (*lamp, *cool):  # a data folder with two games of one type and one of another
+        trial = tmp_path / path.parent.parent.name / path.parent.name
+        trial.mkdir(parents=True)
+        for part in path.parent.iterdir():
+            (trial / part.name).symlink_to(part)
+    monkeypatch.setattr(alfworld, "_solved", lambda path: f"solved {path.parent.parent.name}")
+    played = load_alfworld(tmp_path, demo=True)
+    assert [game.kind for game in played] == ["look_at_obj_in_light", "pick_cool_then_place_in_recep"]
+    assert played[0].guide.endswith(f"solved {lamp[1].parent.parent.name}") and played[1].guide == alfworld.GUIDE

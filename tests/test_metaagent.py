@@ -119,14 +119,18 @@ def test_an_action_repeated_to_the_same_result_counts_as_doing_nothing() -> None
     from noosphere.metaagent.state import REPEAT_WINDOW
 
     state = EpisodeState("Your task is to: take the key.", "You are in the west room.", WEST)
-    streaks = []
+    streaks, seen_last = [], []
     for action, observation in (("look", "A room."), ("look", "A room."), ("look", "A room."),
                                 ("look", "A room, now lit."), ("go east", "A room, now lit."),
                                 ("go to drawer 1", "Drawer 1 is closed."), ("go to drawer 2", "Drawer 2 is closed."),
                                 ("go to drawer 1", "Drawer 1 is closed."), ("go to drawer 2", "Drawer 2 is closed.")):
         state.record(action, observation, WEST, False, False)
         streaks.append(state.invalid_streak)
+        seen_last.append(state.last_valid_observation)
     assert streaks == [0, 1, 2, 0, 0, 0, 0, 1, 2]  # a new result, or a new action, is not a repeat
+    assert seen_last[-2] == "Drawer 1 is closed."  # a repeat still took the team there: what it sees is real
+    state.record("open drawer 3", "Nothing happens.", WEST, False, False)
+    assert state.invalid_streak == 3 and state.last_valid_observation == "Drawer 2 is closed."
     for t in range(REPEAT_WINDOW):
         state.record(f"go to shelf {t}", "A shelf.", WEST, False, False)
     state.record("go to drawer 1", "Drawer 1 is closed.", WEST, False, False)
@@ -154,6 +158,18 @@ def test_a_planner_that_proposes_no_admissible_action_forfeits_and_the_team_refo
     *_, advised, last_plan = [r.messages[-1].content for r in backend.history if r.agent == "planning"]
     assert "Focus: The key is east. Next action: go east." in advised
     assert "The key is east. Next action: go east." not in last_plan  # the focus note went with the action it advised
+
+
+def test_the_motor_never_reads_the_plan_of_a_planner_that_then_forfeited() -> None:
+    script = winning_script()
+    script["planning"] = [reply(reason="rest", action="wait"), *[reply(reason="?", action="fly")] * 3,
+                          reply(reason="east", action="go east"), reply(reason="grab", action="take key")]
+    script["motor"] = [reply(action="wait"), reply(action="go east"), reply(action="take key")]
+    script["focus"] = [reply(situation="The key is east.", action="go east")]
+    model, backend, _ = scripted(by_agent(script))
+    asyncio.run(MetaAgent(model).play(TwoRooms()))
+    after_forfeit = [r.messages[-1].content for r in backend.history if r.agent == "motor"][1]
+    assert "Plan: wait" not in after_forfeit
 
 
 def test_a_steps_agents_share_one_prompt_prefix_and_differ_only_in_their_role_and_form() -> None:
@@ -400,6 +416,11 @@ def test_off_task_text_is_judged_against_what_the_game_has_shown() -> None:
     assert "cannot be done" in off_task("I give up, the door is locked.", won=False, seen=seen)
     assert off_task("Don't give up: the key cannot be found until drawer 2 is open.", won=False, seen=seen) is None
     assert off_task("The task cannot be completed without the key.", won=False, seen=seen) is None
+    # the belief's "Done" part reports progress: half a task done is no claim of success
+    assert off_task("At: drawer 1. Done: the first part of the task is done, holding the key.", won=False,
+                    seen=seen) is None
+    assert off_task("At: drawer 1. Done: the task is done.", won=False, seen=seen) == (
+        "it claims a success the game has not granted")
 
 
 def test_an_agent_that_keeps_failing_gets_one_focus_loop_per_timestep_then_the_team_acts() -> None:

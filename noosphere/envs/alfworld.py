@@ -51,8 +51,9 @@ def load_alfworld(root: Path | None = None, *, split: str = "valid_seen", per_ty
     """Games in a fixed order: sorted by folder, then (with `per_type`) the first N of each task type,
     interleaved by type so that any prefix of the list is balanced.
 
-    With `demo`, the last game of each type is kept back and played by its walkthrough, and the
-    solved game is added to the guide of every game of that type (see `demonstration`)."""
+    With `demo`, the last game of each type (of two or more) is kept back and played by its walkthrough,
+    and the solved game is added to the guide of every game of that type (see `demonstration`). All
+    six are replayed on every load, including a resume: about 15 s."""
     base = shared_data("alfworld", "json_2.1.1", root)
     folder = base / split if (base / split).is_dir() else base
     files = sorted(folder.glob("*/trial_*/game.tw-pddl"))
@@ -67,8 +68,8 @@ def load_alfworld(root: Path | None = None, *, split: str = "valid_seen", per_ty
     guides = {kind: GUIDE for kind in by_type}
     if demo:
         for kind, paths in by_type.items():
-            kept_back = paths.pop()  # never played: a type with one game is left with none
-            guides[kind] = with_demonstration(GUIDE, _solved(kept_back))
+            if len(paths) > 1:  # a type's only game is played, without a demonstration
+                guides[kind] = with_demonstration(GUIDE, _solved(paths.pop()))  # the kept-back game is never played
     chosen = {kind: paths[:per_type] if per_type else paths for kind, paths in by_type.items()}
     interleaved = [paths[i] for i in range(max(map(len, chosen.values()), default=0))
                    for kind, paths in sorted(chosen.items()) if i < len(paths)]

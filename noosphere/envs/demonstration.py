@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from noosphere.envs.base import Reset, Step
+from noosphere.errors import UsageError
 
 OBSERVATION_CHARS = 240
 """A replayed observation is cut here: the first room listing is long, and the demo is about the moves."""
@@ -30,19 +31,25 @@ def _short(text: str) -> str:
 
 
 def demonstration(game: SolvableGame) -> str:
-    """The game's task, first observation and every expert action with what it brought, up to the win."""
-    actions = game.expert_actions()
-    start = game.reset()
-    lines = [start.task, _short(start.observation)]
+    """The game's task (told as another game's), first observation and every expert action with what
+    it brought, up to the win. A replay that does not win shows nothing worth copying: `UsageError`."""
     try:
+        actions = game.expert_actions()
+        start = game.reset()
+        # worded unlike the player's own "Your task is to: ...", so the demo's task is not taken for it
+        lines = [f"Its task was: {start.task.split(':', 1)[-1].strip()}", _short(start.observation)]
+        won = False
         for action in actions:
             step = game.step(action)
             lines.append(f"> {action}\n{_short(step.observation)}")
             if step.done:
+                won = step.won
                 break
     finally:
         game.close()
-    return "\n".join(lines)
+    if not won:
+        raise UsageError(f"the expert's {len(actions)} actions did not win the game kept back as a demonstration")
+    return "\n".join([*lines, "(the task was complete: the game was won)"])
 
 
 def with_demonstration(guide: str, demo: str) -> str:

@@ -3,8 +3,9 @@
 Language-model agents: conscious (writes the belief state, in four parts), planning (proposes the
 next action, with its reason), motor (emits exactly one admissible action, carrying out the plan),
 focus (says where things stand after a replay, and what to do next), idea, learning (a general rule)
-and reflection (a lesson after a failed episode, outside the graph). Every action they name is
-constrained to the admissible list, so a small model cannot name a command the game does not take.
+and reflection (a lesson after a failed episode, outside the graph). Every action the planner, motor
+and focus agent name is constrained to the admissible list, so a small model cannot name a command
+the game does not take.
 Code agents: external perception (acts in the environment and reports), internal perception
 (replays the last valid observation and the task), retrieve-memory and record-memory. Twelve with
 the orchestrator.
@@ -33,7 +34,8 @@ ROLES = {
     "conscious": "You are the conscious agent. You keep the team's belief state: "
                  "what the task needs, what has been done, what is known about where things are, what is next.",
     "planning": "You are the planning agent. Propose the single next action that makes progress on the task. "
-                "Prefer admissible actions; do not repeat actions that did nothing; search likely places first.",
+                "Choose one of the admissible actions; do not repeat actions that did nothing; search likely places "
+                "first.",
     "motor": "You are the motor agent. Choose exactly one of the admissible actions: the one that carries out the "
              "plan.",
     "focus": "You are the focus agent. The team lost track. From the task, the last real observation and the "
@@ -52,7 +54,7 @@ DUTIES = {
     "planning": "proposes the next action; then the motor agent acts",
     "motor": "chooses one admissible action and carries it out",
     "external_perception": "reports the new observation and the admissible actions",
-    "focus": "when the team has lost track: restates the task and where things stand",
+    "focus": "when the team has lost track: says where things stand and which action comes next",
     "internal_perception": "replays the last real observation and the task",
     "retrieve_memory": "looks up past episodes and learned rules that match the situation",
     "idea": "suggests something new to try, then planning turns it into an action",
@@ -67,8 +69,8 @@ class Belief(BaseModel):
     # One field per part of the belief state: as one free text, the 1.5B model copied the observation
     # and then its own role into it, step after step (ALFWorld, stop 16).
     location: str = Field(min_length=1, max_length=120,
-                          description="where the team is now: where the last action led")
-    progress: str = Field(max_length=160, description="what of the task is done, and what is held")
+                          description="where the team is now")
+    progress: str = Field(max_length=160, description="what has been achieved so far, and what is held")
     known: str = Field(max_length=240, description="where the things the task needs are, and which places "
                                                    "were searched and found empty")
     next: str = Field(min_length=1, max_length=160, description="the next step towards the task: where to go or "

@@ -129,6 +129,8 @@ class MetaAgent:
             raise
         except NoosphereError as exc:  # the agent forfeits its turn; saying nothing usable is a hallucination
             state.needs_focus = f"{node} gave no usable output ({type(exc).__name__})"
+            if node == "planning":
+                state.plan = ""  # the motor must not carry out the previous step's plan again
             return ""
         return agent.apply(state, completion.output)
 

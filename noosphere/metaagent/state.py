@@ -95,9 +95,9 @@ class EpisodeState:
         # an action that brings what it brought a few steps ago did nothing either: "look" after "look", or
         # two closed drawers visited in turn, as the 1.5B team did for whole games (ALFWorld, stop 16)
         repeated = (action, observation) in {(step.action, step.observation) for step in self.steps[-REPEAT_WINDOW:]}
-        invalid = repeated or any(marker in observation.lower() for marker in INVALID_MARKERS)
-        self.invalid_streak = self.invalid_streak + 1 if invalid else 0
-        if not invalid:
+        refused = any(marker in observation.lower() for marker in INVALID_MARKERS)
+        self.invalid_streak = self.invalid_streak + 1 if refused or repeated else 0
+        if not refused:  # a repeat still took the team somewhere: what it sees now is real
             self.last_valid_observation = observation
         self.steps.append(EpisodeStep(self.t, action, observation))
         self._see(observation, admissible)
