@@ -137,7 +137,7 @@ def test_with_a_demo_the_last_game_of_each_type_is_kept_back_and_shown(monkeypat
 class _Unwinnable:
     """A game whose expert falls short of the win, and that records being closed."""
 
-    closed = False
+    name, kind, closed = "unwinnable", "door", False
 
     def expert_actions(self) -> list[str]:
         return ["wait"]

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from noosphere.envs.base import Reset, Step
+from noosphere.envs.base import Environment
 from noosphere.errors import UsageError
 
 OBSERVATION_CHARS = 240
 """A replayed observation is cut here: the first room listing is long, and the demo is about the moves."""
 
 
-class SolvableGame(Protocol):
-    def reset(self) -> Reset: ...
-    def step(self, action: str) -> Step: ...
+class SolvableGame(Environment, Protocol):
+    """An environment that knows its own solution (ALFWorld's walkthrough, TextWorld's policy)."""
+
     def expert_actions(self) -> list[str]: ...
-    def close(self) -> None: ...
 
 
 def _short(text: str) -> str:
