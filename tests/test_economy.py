@@ -107,6 +107,16 @@ def test_an_economy_society_hires_under_an_arbiter_pays_rent_votes_and_rewards()
     assert ledger.balances == pytest.approx({"a": 8.0, "b": 18.0})
 
 
+def test_a_society_whose_members_all_went_bankrupt_still_answers_with_what_they_said() -> None:
+    model, _, trace = scripted(by_agent({"a": [said("12"), json.dumps({"hire": False}), said("12")],
+                                         "b": [said("13"), json.dumps({"hire": False}), said("11")]}))
+    society = economy_of_minds([Member("a", model, "ra"), Member("b", model, "rb")], Member("arbiter", model, "rz"),
+                               rounds=1, start=0.5, rent=1.0)
+    result = society.run_sync("5 + 7?")
+    assert {e.agent for e in trace.of_kind("econ_departure")} == {"a", "b"} and society.members == []
+    assert (result.answer, result.decided_by) == ("11", "fallback")  # the last answer given before they left
+
+
 def test_a_rich_member_spawns_a_variant_that_joins_the_next_rounds() -> None:
     model, _, trace = scripted(by_agent({
         "a": [said("1"), json.dumps({"hire": False}), said("1")],

@@ -30,7 +30,8 @@ def test_a_society_answers_as_one_member_of_a_larger_one_and_votes_through_its_o
     assert [e.answer for e in said_by_team] == ["12", "12"]  # mission and round 1 (the mission's answer stands)
     # round 1 ran a whole inner society on the sub-question, put after the task it belongs to
     inner_round = [r.messages[-1].content for r in backend.history if r.agent == "inner/a"][1]
-    assert inner_round.startswith("Task: Task: 5 + 7?\n\nThe organizer asks: Sure?")
+    assert inner_round.startswith("Task: 5 + 7?\n\nThe organizer asks: Sure?")
+    assert not [r for r in backend.history if "Task: Task:" in r.messages[-1].content]
     # the inner society ran three times: mission, round 1 and the ballot
     assert len([e for e in trace.of_kind("soc_started") if e.organisation == "monarchy"]) == 3
     assert not trace.of_kind("soc_forfeit")

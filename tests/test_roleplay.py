@@ -41,7 +41,12 @@ def test_the_message_cap_and_the_token_budget_stop_a_conversation_that_never_end
     capped = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), max_messages=5), "t")
     assert capped.stopped_by == "message_cap" and len(capped.transcript) == 5
     budgeted = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), token_budget=1), "t")
-    assert budgeted.stopped_by == "token_budget" and len(budgeted.transcript) == 2
+    assert budgeted.stopped_by == "token_budget" and [s for s, _ in budgeted.transcript] == ["user"]
+    one_turn = budgeted.tokens
+    roomier = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"),
+                            token_budget=one_turn * 3), "t")
+    assert roomier.stopped_by == "token_budget" and len(roomier.transcript) == 3
+    assert roomier.tokens < one_turn * 4  # past the budget by one turn at most
 
 
 def test_a_failing_turn_ends_the_conversation_as_a_forfeit() -> None:
@@ -50,9 +55,22 @@ def test_a_failing_turn_ends_the_conversation_as_a_forfeit() -> None:
     assert result.stopped_by == "forfeit" and trace.of_kind("soc_forfeit")
 
 
-def test_the_program_is_every_code_block_in_order() -> None:
-    program = program_from([BROKEN, GOOD])
-    assert program.index("return []") < program.index("FizzBuzz")
+def test_the_program_keeps_the_last_version_of_each_definition() -> None:
+    program = program_from([GOOD, BROKEN])
+    assert "return []" in program and "FizzBuzz" not in program
+    assert "FizzBuzz" in program_from([BROKEN, GOOD])
+
+
+def test_the_program_leaves_out_code_that_runs_and_blocks_that_are_not_python() -> None:
+    from noosphere.tools.sandbox import run_python_program
+
+    usage = "Try it:\n```python\nfor line in fizzbuzz(15):\n    print(line)\nassert fizzbuzz(1) == [1]\n```"
+    helper = "```python\nimport math\nLIMIT: int = 3\n\ndef half(x):\n    return math.floor(x / 2)\n```"
+    shell = "Run it with:\n```\n$ python fizz.py --n 15\n```"
+    program = program_from([usage, GOOD, helper, shell])
+    assert "print" not in program and "$ python" not in program
+    assert "import math" in program and "LIMIT: int = 3" in program
+    assert run_python_program(f"{program}\nassert fizzbuzz(3)[-1] == 'Fizz' and half(5) == 2").passed
 
 
 def test_roleplay_bench_runs_hidden_tests_in_the_sandbox(tmp_path: Path) -> None:

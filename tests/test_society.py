@@ -188,6 +188,23 @@ def test_debaters_see_only_their_part_of_the_input_then_each_others_statements()
     assert trace.of_kind("soc_tally")[0].scores == {"cat": 2}
 
 
+def test_a_debates_editor_reads_every_statement_and_decides_among_the_options() -> None:
+    model, backend, trace = scripted(by_agent({
+        "left": [said("cat", "I saw whiskers"), said("cat", "whiskers still say cat")],
+        "right": [said("dog", "I heard a bark"), said("dog", "a bark is no meow")],
+        "editor": [said("B", "a bark outweighs whiskers")]}))
+    debaters = [Member("left", model, "l", sees=("first",)), Member("right", model, "r", sees=("second",))]
+    observation = Observation.of({"first": "whiskers in the frame", "second": "a bark on the track"})
+    result = debate(debaters, Member("editor", model, "e"), rounds=1).run_sync("Which animal is it?", observation)
+    assert (result.answer, result.decided_by) == ("dog", "editor")  # the letter names the second option
+    [editor_request] = [r for r in backend.history if r.agent == "editor"]
+    brief = editor_request.messages[-1].content
+    assert "whiskers still say cat" in brief and "a bark is no meow" in brief
+    assert not trace.of_kind("soc_tally")
+    [decision] = [e for e in trace.of_kind("soc_message") if e.member == "editor"]
+    assert (decision.text, decision.answer) == ("a bark outweighs whiskers", "dog")
+
+
 def test_a_large_democracy_labels_more_than_26_options_and_votes_on_them() -> None:
     names = [f"m{i}" for i in range(30)]
     script: dict[str, list[object]] = {name: [said(str(i)), said(str(i)), {"reasoning": "r", "choice": "AB"}]

@@ -44,6 +44,24 @@ def test_a_toml_error_names_the_field_and_a_line(tmp_path: Path) -> None:
     assert error.value.field == "rounds" and error.value.line == 2
 
 
+def test_a_missing_member_society_file_is_located_in_the_file_that_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "outer.yaml"
+    path.write_text("organisation: monarchy\nmembers:\n  - name: panel\n    role: r\n    society: gone.yaml\n"
+                    "organizer: {name: o, role: r}\nleader: {name: l, role: r}\n")
+    with pytest.raises(ConfigError, match=r"gone\.yaml") as error:
+        load_society_spec(path)
+    assert error.value.field == "members.0.society" and error.value.line == 5
+    assert "outer.yaml:5" in str(error.value)
+
+
+def test_a_painter_saves_into_the_folder_it_is_given(tmp_path: Path) -> None:
+    spec = load_society_spec(EXAMPLES / "artist-critic.yaml").model_copy(update={"painter": "openai/dall-e-3"})
+    society = build_society(spec, lambda model_id: Model(ScriptedBackend([])), "scripted",
+                            paintings=tmp_path / "paintings")
+    [painter] = [p.painter for p in society.phases if getattr(p, "painter", None) is not None]
+    assert painter.folder == tmp_path / "paintings"
+
+
 def test_an_organisation_without_its_staff_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "monarchy.yaml"
     path.write_text("organisation: monarchy\nmembers: [{name: a, role: r}]\norganizer: {name: o, role: r}\n")

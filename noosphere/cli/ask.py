@@ -106,7 +106,8 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
             with console.status(f"loading {model}"):
                 if system == "society":
                     built = build_society(spec, lambda model_id: opener(
-                        model_id, trace=run.trace, ledger=run.ledger, cache=cache, settings=settings), model)
+                        model_id, trace=run.trace, ledger=run.ledger, cache=cache, settings=settings), model,
+                        paintings=run.directory / "paintings")
                     answer_with = partial(ask_society, built)
                 else:
                     llm = opener(model, trace=run.trace, ledger=run.ledger, cache=cache, settings=settings)

@@ -73,13 +73,14 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     def gsm8k(
         system: Annotated[str, typer.Option(help="base, best-of-n or society")] = "society",
         society: Annotated[Path | None, typer.Option(
-            help="society file (society; and for best-of-n, the society whose call count sets N)")] = None,
+            help="society file (society; and for best-of-n, the society whose planned calls set N)")] = None,
         rounds: Annotated[int | None, typer.Option(min=0, max=50,
                                                    help="mindstorm rounds R, overriding the society file")] = None,
         rights: Annotated[str | None, typer.Option(
             help="democracy rights, comma-separated (know,change,execute), overriding the society file")] = None,
         n: Annotated[int | None, typer.Option(
-            min=1, help="best-of-n: samples per problem (default: the society's calls)")] = None,
+            min=1, help="best-of-n: samples per problem (default: --match-run's measured calls, else the society "
+                        "file's planned calls, an upper bound: members who agree call less)")] = None,
         match_run: Annotated[Path | None, typer.Option(
             help="best-of-n: a society run folder; N is its mean calls per problem, measured")] = None,
         model: ModelOption = DEFAULT_MODEL,

@@ -94,7 +94,11 @@ def load_society_spec(path: Path, *, depth: int = 0) -> SocietySpec:
             if depth >= MAX_NESTING:
                 raise ConfigError(f"societies nest at most {MAX_NESTING} deep", source=str(path),
                                   field=f"members.{index}.society", line=line_of("members", index, "society"))
-            inner = load_society_spec(path.parent / member["society"], depth=depth + 1)
+            inner_path = path.parent / member["society"]
+            if not inner_path.is_file():
+                raise ConfigError(f"no society file at {inner_path}", source=str(path),
+                                  field=f"members.{index}.society", line=line_of("members", index, "society"))
+            inner = load_society_spec(inner_path, depth=depth + 1)
             data["members"][index] = {**member, "society": inner.model_dump()}
     try:
         spec = SocietySpec.model_validate(data)
@@ -106,14 +110,16 @@ def load_society_spec(path: Path, *, depth: int = 0) -> SocietySpec:
     return spec.check_staff(str(path), line_of)
 
 
-def build_society(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str) -> Society:
-    """Members that name the same model share one loaded `Model`."""
-    society = _organise(spec, open_model, default_model)
+def build_society(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str, *,
+                  paintings: Path = Path("paintings")) -> Society:
+    """Members that name the same model share one loaded `Model`; a painter saves its images in `paintings`
+    (the run folder's, from the CLI)."""
+    society = _organise(spec, open_model, default_model, paintings)
     society.max_concurrency = spec.max_concurrency
     return society
 
 
-def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str) -> Society:
+def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str, paintings: Path) -> Society:
     spec.check_staff()
     models: dict[str, Model] = {}
 
@@ -126,7 +132,8 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
     def member(entry: MemberSpec, seat: int) -> Member:
         if entry.society is not None:
             inner = entry.society.model_copy(update={"model": entry.society.model or entry.model or spec.model})
-            return SubSociety.of(entry.name, build_society(inner, open_model, default_model), role=entry.role)
+            return SubSociety.of(entry.name, build_society(inner, open_model, default_model, paintings=paintings),
+                                 role=entry.role)
         model = model_for(entry.model)
         if entry.temperature is not None:  # its own seed too, or members at one temperature sample alike
             model = model.bind(settings=model.settings.with_(temperature=entry.temperature,
@@ -149,7 +156,7 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
         return role_play(crowd[0], crowd[1], specifier=staff.get("specifier"), max_messages=spec.max_messages,
                          token_budget=spec.token_budget, seed=spec.seed)
     if spec.organisation == "artist-critic":
-        painter = LiteLLMPainter(spec.painter, Path("paintings")) if spec.painter else None
+        painter = LiteLLMPainter(spec.painter, paintings) if spec.painter else None
         return artist_critic(model_for(None), spec.styles, spec.professions, rounds=spec.rounds, painter=painter,
                              seed=spec.seed)
     return debate(crowd, staff.get("editor"), rounds=spec.rounds, voting_rule=spec.voting, seed=spec.seed)

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from noosphere.society.ballots import choice_model, lettered, named_option, option_labels, picked, ranking_model
-from noosphere.society.events import BallotCast, Tallied
+from noosphere.society.events import BallotCast, MemberSpoke, Tallied
 from noosphere.society.member import Member
 from noosphere.society.phases import said_line, transcript
 from noosphere.society.session import Session, Statement
@@ -29,7 +29,11 @@ class Summary(BaseModel):
 @dataclass(frozen=True)
 class GatherOpinions:
     """Opinion gathering: under the right to change, each member keeps its answer or adopts another's;
-    then the organizer (if any) summarises the discussion, leaving out what it judges wrong."""
+    then the organizer (if any) summarises the discussion, leaving out what it judges wrong.
+
+    In the paper the change is offered per sub-question, because its VQA agents only ever answered
+    sub-questions. Here members hold an answer to the task from the mission on, so the change is
+    offered on that answer: it is what reaches the summary, the leader and the vote."""
 
     organizer: Member | None = None
     right_to_change: bool = False
@@ -87,8 +91,11 @@ class LeaderDecides:
             f"{lettered(options)}\n\nWho holds each:\n{holders(session, options)}\n\nDecide the final answer: check "
             "the reasoning behind each, and trust sound reasoning over the number who hold it.", Statement))
         if decided:
-            session.answer = named_option(decided[self.leader.name].answer, options)
+            decision = decided[self.leader.name]
+            session.answer = named_option(decision.answer, options)
             session.decided_by = self.leader.name
+            session.trace.emit(MemberSpoke(phase=self.name, round=session.rounds + 2, member=self.leader.name,
+                                           text=decision.reasoning, answer=session.answer))
         else:  # the leader forfeited: the society's majority stands in
             MembersVote.count(session, standing_ballots(session))
 

@@ -62,8 +62,8 @@ class SubSociety(Member):
         chooses = _choice_field(properties)
         if chooses is None and not {"reasoning", "answer"} <= properties.keys():
             raise UsageError(f"{self.name} is a society: it answers statements and ballots, not a {output.__name__}")
-        if not self._first_prompt:
-            self._first_prompt = prompt
+        if not self._first_prompt:  # the task as the outer society put it; the inner one says "Task:" itself
+            self._first_prompt = prompt = prompt.removeprefix("Task: ")
         elif chooses is None:
             prompt = f"{self._first_prompt}\n\n{prompt}"
         with society_scope(self.name):  # its events carry its path, so interleaved societies stay apart

@@ -69,7 +69,7 @@ class RolePlay:
         turn = 0
         while len(transcript) < self.max_messages:
             turn += 1
-            if self.token_budget is not None and tokens >= self.token_budget:
+            if self._spent(tokens):
                 stopped_by = "token_budget"
                 break
             said = await _turn(self.user, prompt, trace, turn)
@@ -84,6 +84,9 @@ class RolePlay:
                 break
             if len(transcript) >= self.max_messages:
                 break
+            if self._spent(tokens):  # checked before each turn, so one turn overshoots the budget at most
+                stopped_by = "token_budget"
+                break
             said = await _turn(self.assistant, f"The user working with you on this task ({task}) says:\n"
                                                 f"{instruction}\nCarry it out.", trace, turn)
             if said is None:
@@ -96,6 +99,9 @@ class RolePlay:
         if report_end:
             trace.emit(SocietyFinished(answer=transcript[-1][1] if transcript else "", decided_by=stopped_by))
         return RolePlayResult(task, tuple(transcript), stopped_by, tokens)
+
+    def _spent(self, tokens: int) -> bool:
+        return self.token_budget is not None and tokens >= self.token_budget
 
 
 @dataclass(frozen=True)

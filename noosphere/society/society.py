@@ -70,8 +70,9 @@ class Society:
                                   members={m.name: m.role for m in [*self.members, *self.staff]}))
         for phase in self.phases:
             await phase.run(session)
-        if session.answer is None:  # nobody decided (every turn forfeited): fall back to any answer on record
-            answers = [r.answer for r in session.latest().values() if r.answer.strip()]
+        if session.answer is None:  # nobody decided (every turn forfeited, or everyone left): any answer given
+            answers = ([r.answer for r in session.latest().values() if r.answer.strip()]
+                       or [r.answer for r in reversed(session.records) if r.answer.strip()])
             session.answer, session.decided_by = (answers[0], "fallback") if answers else ("", "none")
         trace.emit(SocietyFinished(answer=session.answer, decided_by=session.decided_by))
         return SocietyResult(session.answer, session.decided_by, session.summary, tuple(session.records))
