@@ -165,20 +165,37 @@ def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.
     subprocess.run([sys.executable, "-m", "noosphere", "bench", "together", *folders], check=False)
 
 
+def against(items: dict[str, dict], reference: dict[str, dict]) -> str:
+    """Item by item against the reference run, on the items both scored: how many this run got right
+    that the reference missed (+), and the reverse (-); a partial run is compared on its items so far."""
+    shared = items.keys() & reference.keys()
+    gained = sum(1 for i in shared if items[i].get("correct") and not reference[i].get("correct"))
+    lost = sum(1 for i in shared if reference[i].get("correct") and not items[i].get("correct"))
+    return f"+{gained} / -{lost} of {len(shared)}"
+
+
 def summary(suite: Suite, out: Path) -> None:
     costs = ("calls_per_item", "tokens_per_item", "prompt_tokens_per_item", "reused_prompt_tokens_per_item",
              "seconds_per_item", "wall_seconds_per_item")
-    print(f"| run | n | {' | '.join(suite.metrics)} | {' | '.join(costs)} |")
-    print("|---" * (2 + len(suite.metrics) + len(costs)) + "|")
+    reference_name = suite.configs[0].name
+    print(f"| run | n | {' | '.join(suite.metrics)} | vs {reference_name} | {' | '.join(costs)} |")
+    print("|---" * (3 + len(suite.metrics) + len(costs)) + "|")
+    reference: dict[str, dict] | None = None
     for config in suite.configs:
         folders = run_folders(out / config.name)
         if not folders or not (folders[-1] / "report.json").exists():
             continue
         report = json.loads((folders[-1] / "report.json").read_text())
         metrics, spent = report["metrics"], report.get("costs", {})
-        done = len(load_done(folders[-1] / "items.jsonl"))
-        cells = [str(metrics.get(key, "-")) for key in suite.metrics] + [str(spent.get(key, "-")) for key in costs]
-        print(f"| {config.name} | {done} | {' | '.join(cells)} |")
+        items = load_done(folders[-1] / "items.jsonl")
+        if config.name == reference_name:
+            reference = items
+        versus = against(items, reference) if reference is not None and config.name != reference_name else "-"
+        cells = [str(metrics.get(key, "-")) for key in suite.metrics] + [versus] + [
+            str(spent.get(key, "-")) for key in costs]
+        scored = f"{len(items)}" if metrics.get("n", len(items)) == len(items) else (
+            f"{len(items)} (report: {metrics['n']})")  # a run in progress rewrites its report when it stops
+        print(f"| {config.name} | {scored} | {' | '.join(cells)} |")
 
 
 def main() -> None:
