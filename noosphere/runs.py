@@ -6,6 +6,7 @@ nothing is lost. The run owns the trace and the usage ledger that its models rep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import time
@@ -35,6 +36,8 @@ class Run:
         self.ledger = UsageLedger(budget)
         self.started = time.time()
         self.result: dict[str, Any] | None = None
+        self.earlier: dict[str, Any] = {}
+        """What the folder's earlier sessions spent (a resumed run): the result adds this session to it."""
         self._write("config.json", {"run_id": self.run_id, "command": command, **config})
         self.trace.emit(RunStarted(run_id=self.run_id, command=command, config=config))
 
@@ -44,7 +47,10 @@ class Run:
         directory = Path(directory)
         saved = cls.saved_config(directory)
         config = {k: v for k, v in saved.items() if k not in ("run_id", "command")}
-        return cls(directory, command=saved.get("command", "?"), config=config, budget=budget)
+        run = cls(directory, command=saved.get("command", "?"), config=config, budget=budget)
+        with contextlib.suppress(OSError, ValueError):  # killed before any result: nothing earlier to add
+            run.earlier = dict(json.loads((directory / "result.json").read_text()))
+        return run
 
     @staticmethod
     def saved_config(directory: Path | str) -> dict[str, Any]:
@@ -64,10 +70,16 @@ class Run:
         (self.directory / name).write_text(self.redactor(text) + "\n", encoding="utf-8")
 
     def finish(self, result: dict[str, Any], *, status: str = "ok", error: str | None = None) -> None:
+        """Write `result.json`; for a resumed run, seconds and usage are those of every session so far."""
         seconds = time.time() - self.started
         self.result = result
+        usage = self.ledger.summary()
+        if self.earlier:
+            seconds += float(self.earlier.get("seconds") or 0.0)
+            usage = added_usage(self.earlier.get("usage") or {}, usage)
+        sessions = int(self.earlier.get("sessions", 1)) + 1 if self.earlier else 1
         self._write("result.json", {"status": status, "error": error, "seconds": round(seconds, 3),
-                                    "usage": self.ledger.summary(), **result})
+                                    "sessions": sessions, "usage": usage, **result})
         self.trace.emit(RunFinished(run_id=self.run_id, seconds=seconds, status=status, error=error))
         self.trace.close()
 
@@ -79,3 +91,16 @@ class Run:
         if self.result is None:
             status = "ok" if exc is None else "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             self.finish({}, status=status, error=None if exc is None else f"{type(exc).__name__}: {exc}")
+
+
+def added_usage(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """Two usage summaries (`UsageLedger.summary`) as one, row by row and agent by agent."""
+    def add(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        row = {key: (a.get(key) or 0) + (b.get(key) or 0) for key in {*a, *b} if key != "cost_usd"}
+        costs = [c for c in (a.get("cost_usd"), b.get("cost_usd")) if c is not None]
+        return {**dict(sorted(row.items())), "cost_usd": sum(costs) if costs else None}
+
+    agents = {**earlier.get("by_agent", {}), **now.get("by_agent", {})}
+    return {"total": add(earlier.get("total", {}), now.get("total", {})),
+            "by_agent": {name: add(earlier.get("by_agent", {}).get(name, {}), now.get("by_agent", {}).get(name, {}))
+                         for name in sorted(agents)}}

@@ -26,6 +26,25 @@ async def test_run_folder_has_trace_config_and_result(tmp_path: Path) -> None:
     assert isinstance(events[1], ModelCall) and events[1].response == "an answer"
 
 
+async def test_a_resumed_run_reports_what_every_session_spent(tmp_path: Path) -> None:
+    with Run.create(tmp_path, command="bench", config={"benchmark": "toy"}) as first:
+        model = Model(ScriptedBackend(["one", "two"]), trace=first.trace, ledger=first.ledger)
+        await model.complete("q", agent="a")
+        await model.complete("q", agent="b")
+    before = json.loads((first.directory / "result.json").read_text())
+    with Run.resume(first.directory) as again:
+        await Model(ScriptedBackend(["three"]), trace=again.trace, ledger=again.ledger).complete("q", agent="a")
+    after = json.loads((first.directory / "result.json").read_text())
+    assert after["sessions"] == 2 and after["seconds"] >= before["seconds"]
+    assert after["usage"]["total"]["calls"] == 3
+    assert {name: row["calls"] for name, row in after["usage"]["by_agent"].items()} == {"a": 2, "b": 1}
+    tokens = after["usage"]["total"]["prompt_tokens"]
+    assert tokens > before["usage"]["total"]["prompt_tokens"] and after["usage"]["total"]["cost_usd"] is None
+    with Run.resume(first.directory):  # a finished run resumed with nothing left to do loses nothing
+        pass
+    assert json.loads((first.directory / "result.json").read_text())["usage"]["total"]["calls"] == 3
+
+
 def test_failed_run_still_writes_its_result(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError), Run.create(tmp_path, command="ask") as run:
         raise RuntimeError("boom")
