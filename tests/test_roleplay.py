@@ -42,11 +42,11 @@ def test_the_message_cap_and_the_token_budget_stop_a_conversation_that_never_end
     assert capped.stopped_by == "message_cap" and len(capped.transcript) == 5
     budgeted = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), token_budget=1), "t")
     assert budgeted.stopped_by == "token_budget" and [s for s, _ in budgeted.transcript] == ["user"]
-    one_turn = budgeted.tokens
-    roomier = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"),
-                            token_budget=one_turn * 3), "t")
-    assert roomier.stopped_by == "token_budget" and len(roomier.transcript) == 3
-    assert roomier.tokens < one_turn * 4  # past the budget by one turn at most
+    two, three = (_run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), max_messages=cap),
+                       "t").tokens for cap in (2, 3))
+    roomier = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), token_budget=two + 1), "t")
+    # the budget is checked before each turn, the assistant's too: the third turn overshoots it, no fourth
+    assert roomier.stopped_by == "token_budget" and len(roomier.transcript) == 3 and roomier.tokens == three
 
 
 def test_a_failing_turn_ends_the_conversation_as_a_forfeit() -> None:

@@ -18,6 +18,13 @@ from noosphere.society.society import Society
 from noosphere.trace import Trace
 
 DONE = "<TASK_DONE>"
+USER_DUTY = ("You are the user in this collaboration: you give instructions and an assistant carries them out. "
+             "Never do the work yourself and never ask the assistant for instructions. Give one instruction at a "
+             f"time; when the assistant's work completes the whole task, reply with {DONE} alone.")
+"""Told to the user agent with the task. Measured on the role-play benchmark (1.5B model): asked "give me
+one instruction at a time", the user agent took the assistant's part in all 10 tasks ("Understood. Please
+provide the first instruction.") and later echoed the assistant's code back; the assistant worked from
+the task alone."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +70,8 @@ class RolePlay:
                                                     f"keeping its intent: {task}")
             tokens += used
             record(self.specifier, "specifier", task, 0)
-        prompt = (f"Our task: {task}\nGive me one instruction at a time. When the task is fully solved, reply "
-                  f"with {DONE} and nothing else.")
+        prompt = (f"Task: {task}\n\n{USER_DUTY}\nWrite your first instruction now, starting with "
+                  f"\"Instruction:\".")
         stopped_by = "message_cap"
         turn = 0
         while len(transcript) < self.max_messages:
@@ -95,7 +102,9 @@ class RolePlay:
             solution, used = said
             tokens += used
             record(self.assistant, "assistant", solution, turn)
-            prompt = f"The assistant replied:\n{solution}\nGive the next instruction, or {DONE} if the task is done."
+            prompt = (f"The assistant's reply:\n{solution}\n\nCheck the reply against the task. If it completes the "
+                      f"whole task, reply with {DONE} and nothing else; otherwise write your next instruction, "
+                      f"starting with \"Instruction:\".")
         if report_end:
             trace.emit(SocietyFinished(answer=transcript[-1][1] if transcript else "", decided_by=stopped_by))
         return RolePlayResult(task, tuple(transcript), stopped_by, tokens)
