@@ -96,9 +96,9 @@ class Run:
 def added_usage(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
     """Two usage summaries (`UsageLedger.summary`) as one, row by row and agent by agent."""
     def add(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-        row = {key: (a.get(key) or 0) + (b.get(key) or 0) for key in {*a, *b} if key != "cost_usd"}
+        row = {key: (a.get(key) or 0) + (b.get(key) or 0) for key in dict.fromkeys([*b, *a]) if key != "cost_usd"}
         costs = [c for c in (a.get("cost_usd"), b.get("cost_usd")) if c is not None]
-        return {**dict(sorted(row.items())), "cost_usd": sum(costs) if costs else None}
+        return {**row, "cost_usd": sum(costs) if costs else None}
 
     agents = {**earlier.get("by_agent", {}), **now.get("by_agent", {})}
     return {"total": add(earlier.get("total", {}), now.get("total", {})),
