@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import time
 from pathlib import Path
@@ -66,8 +67,12 @@ class Run:
         return cls(Path(out) / _new_run_id(), command=command, config=config or {}, budget=budget)
 
     def _write(self, name: str, data: dict[str, Any]) -> None:
+        """Written whole or not at all: `result.json` holds every session's totals, and a kill mid-write
+        must not leave it torn."""
         text = json.dumps(data, indent=2, default=str)
-        (self.directory / name).write_text(self.redactor(text) + "\n", encoding="utf-8")
+        partial = self.directory / f".{name}.partial"
+        partial.write_text(self.redactor(text) + "\n", encoding="utf-8")
+        os.replace(partial, self.directory / name)
 
     def finish(self, result: dict[str, Any], *, status: str = "ok", error: str | None = None) -> None:
         """Write `result.json`; for a resumed run, seconds and usage are those of every session so far."""
@@ -77,7 +82,9 @@ class Run:
         if self.earlier:
             seconds += float(self.earlier.get("seconds") or 0.0)
             usage = added_usage(self.earlier.get("usage") or {}, usage)
-        sessions = int(self.earlier.get("sessions", 1)) + 1 if self.earlier else 1
+        # a folder made by `--create-only` has a result but no session behind it
+        created = not self.earlier or self.earlier.get("status") == "created"
+        sessions = (0 if created else int(self.earlier.get("sessions", 1))) + 1
         self._write("result.json", {"status": status, "error": error, "seconds": round(seconds, 3),
                                     "sessions": sessions, "usage": usage, **result})
         self.trace.emit(RunFinished(run_id=self.run_id, seconds=seconds, status=status, error=error))

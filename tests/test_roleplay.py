@@ -8,7 +8,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from noosphere.bench.roleplay import program_from
 from noosphere.errors import ModelError
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.society import Member
@@ -53,24 +52,6 @@ def test_a_failing_turn_ends_the_conversation_as_a_forfeit() -> None:
     model, _, trace = scripted(by_agent({"user": ["Write it."], "assistant": [ModelError("scripted", "boom")]}))
     result = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a")), "t")
     assert result.stopped_by == "forfeit" and trace.of_kind("soc_forfeit")
-
-
-def test_the_program_keeps_the_last_version_of_each_definition() -> None:
-    program = program_from([GOOD, BROKEN])
-    assert "return []" in program and "FizzBuzz" not in program
-    assert "FizzBuzz" in program_from([BROKEN, GOOD])
-
-
-def test_the_program_leaves_out_code_that_runs_and_blocks_that_are_not_python() -> None:
-    from noosphere.tools.sandbox import run_python_program
-
-    usage = "Try it:\n```python\nfor line in fizzbuzz(15):\n    print(line)\nassert fizzbuzz(1) == [1]\n```"
-    helper = "```python\nimport math\nLIMIT: int = 3\n\ndef half(x):\n    return math.floor(x / 2)\n```"
-    shell = "Run it with:\n```\n$ python fizz.py --n 15\n```"
-    program = program_from([usage, GOOD, helper, shell])
-    assert "print" not in program and "$ python" not in program
-    assert "import math" in program and "LIMIT: int = 3" in program
-    assert run_python_program(f"{program}\nassert fizzbuzz(3)[-1] == 'Fizz' and half(5) == 2").passed
 
 
 def test_roleplay_bench_runs_hidden_tests_in_the_sandbox(tmp_path: Path) -> None:

@@ -32,10 +32,13 @@ async def test_a_resumed_run_reports_what_every_session_spent(tmp_path: Path) ->
         await model.complete("q", agent="a")
         await model.complete("q", agent="b")
     before = json.loads((first.directory / "result.json").read_text())
+    before["seconds"] = 1000.0  # as if the first session had run long
+    (first.directory / "result.json").write_text(json.dumps(before))
     with Run.resume(first.directory) as again:
         await Model(ScriptedBackend(["three"]), trace=again.trace, ledger=again.ledger).complete("q", agent="a")
     after = json.loads((first.directory / "result.json").read_text())
-    assert after["sessions"] == 2 and after["seconds"] >= before["seconds"]
+    assert after["sessions"] == 2 and 1000.0 <= after["seconds"] < 1100.0
+    assert [p.name for p in first.directory.iterdir() if p.name.startswith(".")] == []  # no partial file left
     assert after["usage"]["total"]["calls"] == 3
     assert {name: row["calls"] for name, row in after["usage"]["by_agent"].items()} == {"a": 2, "b": 1}
     tokens = after["usage"]["total"]["prompt_tokens"]
@@ -43,6 +46,14 @@ async def test_a_resumed_run_reports_what_every_session_spent(tmp_path: Path) ->
     with Run.resume(first.directory):  # a finished run resumed with nothing left to do loses nothing
         pass
     assert json.loads((first.directory / "result.json").read_text())["usage"]["total"]["calls"] == 3
+
+
+def test_a_created_run_has_had_no_session_yet(tmp_path: Path) -> None:
+    Run.create(tmp_path, command="bench", config={"benchmark": "toy"}).finish({}, status="created")
+    [folder] = list(tmp_path.iterdir())
+    with Run.resume(folder):
+        pass
+    assert json.loads((folder / "result.json").read_text())["sessions"] == 1
 
 
 def test_failed_run_still_writes_its_result(tmp_path: Path) -> None:
