@@ -51,6 +51,7 @@ class Run:
         run = cls(directory, command=saved.get("command", "?"), config=config, budget=budget)
         with contextlib.suppress(OSError, ValueError):  # killed before any result: nothing earlier to add
             run.earlier = dict(json.loads((directory / "result.json").read_text()))
+        run.ledger.carry_over((run.earlier.get("usage") or {}).get("total") or {})
         return run
 
     @staticmethod

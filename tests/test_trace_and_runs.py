@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from noosphere.llm import Model, ScriptedBackend
+from noosphere.errors import BudgetExceededError
+from noosphere.llm import Budget, Model, ScriptedBackend
 from noosphere.runs import Run
 from noosphere.trace import REDACTED, Event, ModelCall, Redactor, Trace, read_trace
 
@@ -45,6 +46,20 @@ async def test_a_resumed_run_reports_what_every_session_spent(tmp_path: Path) ->
     assert tokens > before["usage"]["total"]["prompt_tokens"] and after["usage"]["total"]["cost_usd"] is None
     with Run.resume(first.directory):  # a finished run resumed with nothing left to do loses nothing
         pass
+    assert json.loads((first.directory / "result.json").read_text())["usage"]["total"]["calls"] == 3
+
+
+async def test_a_budget_bounds_a_resumed_run_across_its_sessions(tmp_path: Path) -> None:
+    with Run.create(tmp_path, command="bench", config={}, budget=Budget(max_calls=3)) as first:
+        model = Model(ScriptedBackend(["one", "two"]), trace=first.trace, ledger=first.ledger)
+        await model.complete("q", agent="a")
+        await model.complete("q", agent="a")
+    with Run.resume(first.directory, budget=Budget(max_calls=3)) as again:
+        model = Model(ScriptedBackend(["three", "four"]), trace=again.trace, ledger=again.ledger)
+        await model.complete("q", agent="a")  # the third call of the run
+        with pytest.raises(BudgetExceededError) as raised:
+            await model.complete("q", agent="a")
+    assert (raised.value.limit, raised.value.used) == (3, 3)
     assert json.loads((first.directory / "result.json").read_text())["usage"]["total"]["calls"] == 3
 
 

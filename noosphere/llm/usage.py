@@ -32,11 +32,23 @@ class UsageLedger:
         self.budget = budget or Budget()
         self._by_agent: dict[str, _Tally] = defaultdict(_Tally)
         self._total = _Tally()
+        self._spent_before = _Tally()
+        """What earlier sessions of a resumed run spent: it counts against the budget, not in `summary`."""
+
+    def carry_over(self, earlier_total: dict[str, Any]) -> None:
+        """Count a resumed run's earlier sessions (a `summary()["total"]` row) against the budget, so a
+        budget bounds the whole run, however many times it was killed and resumed."""
+        self._spent_before = _Tally(
+            calls=int(earlier_total.get("calls") or 0),
+            usage=Usage(prompt_tokens=int(earlier_total.get("prompt_tokens") or 0),
+                        completion_tokens=int(earlier_total.get("completion_tokens") or 0),
+                        cost_usd=earlier_total.get("cost_usd")))
 
     def check(self) -> None:
-        limits = (("calls", self.budget.max_calls, self._total.calls),
-                  ("tokens", self.budget.max_tokens, self._total.usage.total_tokens),
-                  ("cost_usd", self.budget.max_cost_usd, self._total.usage.cost_usd or 0.0))
+        before, now = self._spent_before, self._total
+        limits = (("calls", self.budget.max_calls, before.calls + now.calls),
+                  ("tokens", self.budget.max_tokens, before.usage.total_tokens + now.usage.total_tokens),
+                  ("cost_usd", self.budget.max_cost_usd, (before.usage.cost_usd or 0.0) + (now.usage.cost_usd or 0.0)))
         for name, limit, used in limits:
             if limit is not None and used >= limit:
                 raise BudgetExceededError(name, limit, used)
