@@ -34,7 +34,8 @@ from pathlib import Path
 from noosphere.bench.runner import load_done
 
 SOCIETIES = Path(__file__).resolve().parent.parent / "examples" / "societies"
-MONARCHY, DEMOCRACY, DEBATE = (str(SOCIETIES / name) for name in ("monarchy.yaml", "democracy.yaml", "debate.toml"))
+MONARCHY, DEMOCRACY, DEBATE = (str(SOCIETIES / name)
+                               for name in ("monarchy.yaml", "democracy.yaml", "debate-solvers.toml"))
 
 
 @dataclass(frozen=True)

@@ -188,6 +188,15 @@ def test_debaters_see_only_their_part_of_the_input_then_each_others_statements()
     assert trace.of_kind("soc_tally")[0].scores == {"cat": 2}
 
 
+def test_debaters_who_read_the_same_problem_are_not_told_the_others_saw_more() -> None:
+    model, backend, _ = scripted(by_agent({
+        "a": [said("6", "3 x 2"), said("6", "still 6")], "b": [said("5", "3 + 2"), said("6", "a slip: 6")]}))
+    result = debate([Member("a", model, "a"), Member("b", model, "b")], rounds=1).run_sync("What is 3 x 2?")
+    round_one = [r for r in backend.history if r.agent == "b"][1].messages[-1].content
+    assert "3 x 2" in round_one and "same task" in round_one and "parts of the input" not in round_one
+    assert result.answer == "6"
+
+
 def test_a_debates_editor_reads_every_statement_and_decides_among_the_options() -> None:
     model, backend, trace = scripted(by_agent({
         "left": [said("cat", "I saw whiskers"), said("cat", "whiskers still say cat")],

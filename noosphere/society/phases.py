@@ -150,11 +150,17 @@ class OrganizerRounds:
 
 @dataclass(frozen=True)
 class DebateRounds:
-    """R rounds: each member reads the others' latest statements (they saw other parts) and answers again."""
+    """R rounds: each member reads the others' latest statements and answers again.
+
+    Members who perceive different views of the input are told the others may know what they do not;
+    members who all read the same problem (a GSM8K debate) are asked to check the others' reasoning."""
 
     name: str = "debate"
 
     async def run(self, session: Session) -> None:
+        split = session.observation is not None and any(m.sees is not None for m in session.members)
+        lead = ("The others may have seen parts of the input you did not; trust them as far as their reasons hold."
+                if split else "The others worked on the same task; check their reasoning as you check your own.")
         for round_ in range(1, session.rounds + 1):
             session.phase(self.name, round_)
             latest = session.latest()
@@ -162,8 +168,7 @@ class DebateRounds:
             async def turn(member: Member, latest: dict[str, Contribution] = latest) -> Statement:
                 others = "\n".join(said_line(r) for name, r in latest.items() if name != member.name)
                 return await member.ask(
-                    f"The others may have seen parts of the input you did not; trust them as far as their reasons "
-                    f"hold.\n{others or '(no statements)'}\n\nSay where you agree or disagree and give your "
+                    f"{lead}\n{others or '(no statements)'}\n\nSay where you agree or disagree and give your "
                     f"answer to the task again: {session.task}", Statement)
 
             for name, statement in (await session.each(session.members, self.name, round_, turn)).items():
