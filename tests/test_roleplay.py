@@ -35,8 +35,23 @@ def test_the_user_stops_the_conversation_with_the_done_signal() -> None:
     assert trace.of_kind("soc_finished")[0].decided_by == "done"
 
 
+def test_the_done_signal_is_recognised_without_its_brackets() -> None:
+    model, _, _ = scripted(by_agent({"user": ["Write the function.", "TASK_DONE"], "assistant": [GOOD]}))
+    result = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a")), "fizzbuzz")
+    assert result.stopped_by == "done" and len(result.transcript) == 3
+
+
+def test_an_exchange_repeated_word_for_word_ends_the_conversation() -> None:
+    """Measured on the 1.5B model: a user who repeated its instruction got the same code back until the cap."""
+    model, _, trace = scripted(by_agent({"user": ["Fix the nesting.", "Fix the nesting."], "assistant": [GOOD]}))
+    result = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a")), "fizzbuzz")
+    assert result.stopped_by == "repeated" and len(result.transcript) == 4
+    assert trace.of_kind("soc_finished")[0].decided_by == "repeated"
+
+
 def test_the_message_cap_and_the_token_budget_stop_a_conversation_that_never_ends() -> None:
-    model, _, _ = scripted(by_agent({"user": ["Another tweak, please."], "assistant": ["Done that."]}))
+    tweaks = [f"Tweak number {i}, please." for i in range(100)]  # never the same exchange twice
+    model, _, _ = scripted(by_agent({"user": tweaks, "assistant": ["Done that."]}))
     capped = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), max_messages=5), "t")
     assert capped.stopped_by == "message_cap" and len(capped.transcript) == 5
     budgeted = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), token_budget=1), "t")
@@ -90,7 +105,8 @@ def test_the_sandbox_passes_only_a_program_that_runs_its_tests_to_the_end() -> N
 
 
 def test_a_long_conversation_drops_its_oldest_turns_instead_of_failing() -> None:
-    model, backend, trace = scripted(by_agent({"user": ["Another tweak to the code, please, and keep going."],
+    model, backend, trace = scripted(by_agent({"user": [f"Tweak {i} to the code, please, and keep going."
+                                                        for i in range(30)],
                                                "assistant": ["Here is the whole code again with that tweak."]}))
     backend.context_window = 300 + 60  # the default reply budget (300 tokens here) plus about 60 words of prompt
     model.settings = replace(model.settings, max_tokens=300)

@@ -2,12 +2,14 @@
 
 An optional task specifier first turns a short task into a precise one. The user agent gives one
 instruction at a time and says the done signal when the task is complete; the assistant answers
-each instruction with its solution. The conversation stops on the done signal, on a message cap
-(the paper's 50) or when the conversation has used its token budget.
+each instruction with its solution. The conversation stops on the done signal, when an exchange
+repeats the one before it word for word (nothing can change after that), on a message cap (the
+paper's 50) or when the conversation has used its token budget.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from noosphere.errors import BudgetExceededError, NoosphereError
@@ -18,6 +20,10 @@ from noosphere.society.society import Society
 from noosphere.trace import Trace
 
 DONE = "<TASK_DONE>"
+SAID_DONE = re.compile(r"\bTASK[_ ]DONE\b", re.IGNORECASE)
+"""How the done signal is recognised: a 1.5B user agent told to say `<TASK_DONE>` wrote `TASK_DONE` without
+the brackets in 10 of its 12 signals (role-play benchmark), and a conversation that misses it runs to the
+message cap."""
 USER_DUTY = ("You are the user in this collaboration: you give instructions and an assistant carries them out. "
              "Never do the work yourself and never ask the assistant for instructions. Give one instruction at a "
              f"time; when the assistant's work completes the whole task, reply with {DONE} alone.")
@@ -32,7 +38,7 @@ class RolePlayResult:
     task: str
     transcript: tuple[tuple[str, str], ...]
     """(speaker, text) in order, the specifier's task first when there is one."""
-    stopped_by: str  # "done", "message_cap", "token_budget" or "forfeit"
+    stopped_by: str  # "done", "repeated", "message_cap", "token_budget" or "forfeit"
     tokens: int
 
     @property
@@ -86,7 +92,7 @@ class RolePlay:
             instruction, used = said
             tokens += used
             record(self.user, "user", instruction, turn)
-            if DONE in instruction:
+            if SAID_DONE.search(instruction):
                 stopped_by = "done"
                 break
             if len(transcript) >= self.max_messages:
@@ -102,6 +108,9 @@ class RolePlay:
             solution, used = said
             tokens += used
             record(self.assistant, "assistant", solution, turn)
+            if transcript[-4:-2] == transcript[-2:]:  # the same instruction got the same reply: a loop
+                stopped_by = "repeated"
+                break
             prompt = (f"The assistant's reply:\n{solution}\n\nCheck the reply against the task. If it completes the "
                       f"whole task, reply with {DONE} and nothing else; otherwise write your next instruction, "
                       f"starting with \"Instruction:\".")
