@@ -69,6 +69,15 @@ def test_a_failing_turn_ends_the_conversation_as_a_forfeit() -> None:
     assert result.stopped_by == "forfeit" and trace.of_kind("soc_forfeit")
 
 
+def test_a_failing_specifier_leaves_the_task_as_given() -> None:
+    model, _, trace = scripted(by_agent({"spec": [ModelError("scripted", "boom")], "user": ["Write it.", DONE],
+                                         "assistant": [GOOD]}))
+    result = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"),
+                           specifier=Member("spec", model, "s")), "fizzbuzz")
+    assert (result.task, result.stopped_by) == ("fizzbuzz", "done")
+    assert [e.member for e in trace.of_kind("soc_forfeit")] == ["spec"]
+
+
 def test_roleplay_bench_runs_hidden_tests_in_the_sandbox(tmp_path: Path) -> None:
     backend = ScriptedBackend(by_agent({"user": ["Write fizzbuzz.", DONE, "Write it.", DONE],
                                         "assistant": [GOOD, BROKEN]}))
@@ -82,15 +91,28 @@ def test_roleplay_bench_runs_hidden_tests_in_the_sandbox(tmp_path: Path) -> None
         return row
 
     code, _, err = invoke(["bench", "roleplay", "--limit", "1", "--out", str(tmp_path / "ok"), "--no-cache",
-                           "--quiet"], opener)
+                           "--quiet", "--no-specify"], opener)
     assert code == 0, err
     row = only_row(tmp_path / "ok")
     assert row["correct"] and row["stopped_by"] == "done"
     code, _, err = invoke(["bench", "roleplay", "--limit", "1", "--out", str(tmp_path / "bad"), "--no-cache",
-                           "--quiet"], opener)
+                           "--quiet", "--no-specify"], opener)
     assert code == 0, err
     row = only_row(tmp_path / "bad")
     assert not row["correct"] and "AssertionError" in row["test_output"]
+
+
+def test_roleplay_bench_specifies_each_task_before_the_user_instructs(tmp_path: Path) -> None:
+    backend = ScriptedBackend(by_agent({"specifier": ["fizzbuzz(n) returns strings 1..n; n = 0 gives []."],
+                                        "user": ["Write fizzbuzz.", DONE], "assistant": [GOOD]}))
+    code, _, err = invoke(["bench", "roleplay", "--limit", "1", "--out", str(tmp_path), "--no-cache", "--quiet"],
+                          lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 0, err
+    [run_dir] = list(tmp_path.iterdir())
+    [row] = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    assert row["correct"] and row["messages"] == 4  # the specified task, an instruction, the code, the signal
+    first_instruction = next(r for r in backend.history if r.agent == "user").messages[-1].content
+    assert "n = 0 gives []" in first_instruction
 
 
 def test_the_sandbox_passes_only_a_program_that_runs_its_tests_to_the_end() -> None:

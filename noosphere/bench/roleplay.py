@@ -16,16 +16,19 @@ from noosphere.tools.sandbox import run_python_program
 
 USER_ROLE = ("You are a product owner who needs a piece of Python code. You instruct a programmer one step at a "
              "time, check what they wrote against the task, and ask for fixes until it is right.")
+SPECIFIER_ROLE = ("You turn a short programming request into a precise specification: the inputs to expect, "
+                  "the edge cases to handle and the exact result, keeping every name and signature it gives.")
 ASSISTANT_ROLE = ("You are an expert Python programmer. You carry out each instruction and always reply with the "
                   "complete, current code in one ```python block.")
 
 
-def pair(model: Model) -> RolePlay:
-    return RolePlay(Member("user", model, USER_ROLE), Member("assistant", model, ASSISTANT_ROLE))
+def pair(model: Model, *, specify: bool = False) -> RolePlay:
+    specifier = Member("specifier", model, SPECIFIER_ROLE) if specify else None
+    return RolePlay(Member("user", model, USER_ROLE), Member("assistant", model, ASSISTANT_ROLE), specifier)
 
 
-async def solve(model: Model, max_messages: int, task: CodingTask) -> Scored:
-    roleplay = pair(model)
+async def solve(model: Model, max_messages: int, task: CodingTask, *, specify: bool = False) -> Scored:
+    roleplay = pair(model, specify=specify)
     roleplay.max_messages = max_messages
     result = await roleplay.run(task.task)
     code = program_from(result.solutions)

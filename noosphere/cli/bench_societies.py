@@ -129,6 +129,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     def roleplay(
         model: ModelOption = DEFAULT_MODEL,
         max_messages: Annotated[int, typer.Option(min=2, help="message cap of each conversation")] = 12,
+        specify: Annotated[bool, typer.Option(help="a task specifier first makes each task concrete (CAMEL)")] = True,
         limit: Annotated[int | None, typer.Option(help=f"first N of the {len(CODING_TASKS)} tasks")] = None,
         seed: SeedOption = 0,
         out: OutOption = Path("runs"),
@@ -139,11 +140,12 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     ) -> None:
         """CAMEL-style user/assistant pairs write code; hidden unit tests run in the sandbox."""
         config = {"benchmark": "roleplay", "system": "roleplay", "model": model, "limit": limit,
-                  "max_messages": max_messages, "seed": seed}
+                  "max_messages": max_messages, "specify": specify, "seed": seed}
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             tasks = CODING_TASKS[: saved["limit"]] if saved["limit"] else CODING_TASKS
-            return [(t.id, t, "pass") for t in tasks], partial(roleplay_bench.solve, llm, saved["max_messages"])
+            return [(t.id, t, "pass") for t in tasks], partial(roleplay_bench.solve, llm, saved["max_messages"],
+                                                                   specify=saved.get("specify", False))
 
         def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
             return {"pass_rate": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows)}

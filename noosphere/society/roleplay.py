@@ -71,11 +71,13 @@ class RolePlay:
             trace.emit(MemberSpoke(phase="roleplay", round=turn, member=speaker.name, text=text))
 
         trace.emit(PhaseStarted(phase="roleplay"))
-        if self.specifier is not None:
-            task, used = await self.specifier.reply(f"Make this task specific and concrete in a few sentences, "
-                                                    f"keeping its intent: {task}")
-            tokens += used
-            record(self.specifier, "specifier", task, 0)
+        if self.specifier is not None:  # a specifier that fails leaves the task as it was given
+            said = await _turn(self.specifier, f"Make this task specific and concrete in a few sentences, keeping "
+                                               f"its intent: {task}", trace, 0)
+            if said is not None:
+                task, used = said
+                tokens += used
+                record(self.specifier, "specifier", task, 0)
         prompt = (f"Task: {task}\n\n{USER_DUTY}\nWrite your first instruction now, starting with "
                   f"\"Instruction:\".")
         stopped_by = "message_cap"
