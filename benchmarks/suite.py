@@ -2,7 +2,7 @@
 
 A suite is a list of named runs of one `noosphere bench` command. Each run writes its folder under
 `--out/<suite>/<name>/`; started again, the suite resumes every run where it stopped (the
-benchmarks append per item; a finished run only rewrites its report), so one command can be
+benchmarks append per item; a finished run is left alone), so one command can be
 restarted after every kill until the whole table is there. The default `--out` is
 `benchmarks/results/`, kept in git without the traces (see `.gitignore`): a run's config, its per-item
 results and its report are what a table and a resume need, and machines here do not outlive a session.
@@ -125,11 +125,23 @@ def run_folders(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*") if (p / "config.json").exists()) if folder.exists() else []
 
 
+def finished(folder: Path) -> bool:
+    """Every item was scored (an item that failed is scored as an error): resuming would only load the model
+    to rewrite the report."""
+    try:
+        return json.loads((folder / "result.json").read_text()).get("status") == "ok"
+    except (OSError, ValueError):
+        return False
+
+
 def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> None:
     folder = out / config.name
     parallel = 1 if config.in_order else args.parallel or suite.parallel
     command = [sys.executable, "-m", "noosphere", "bench", suite.benchmark, "--quiet", "--parallel", str(parallel)]
     existing = run_folders(folder)
+    if existing and finished(existing[-1]):
+        print(f"== {config.name}: finished ({existing[-1]})", flush=True)
+        return
     if existing:
         command += ["--resume", str(existing[-1])]
     else:

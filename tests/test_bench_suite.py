@@ -50,6 +50,20 @@ def test_a_new_run_gets_its_configuration_and_an_existing_one_is_resumed(suite: 
     assert resumed[-2:] == ["--resume", str(folder)] and "--ablation" not in resumed
 
 
+def test_a_finished_run_is_not_started_again(suite: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "base" / "20260101-000000-abcdef"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "result.json").write_text(json.dumps({"status": "interrupted"}))
+    assert commands(suite, monkeypatch, "gsm8k", "base", tmp_path)[-2:] == ["--resume", str(folder)]
+    (folder / "result.json").write_text(json.dumps({"status": "ok"}))
+    ran: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "run", lambda command, check: ran.append(command))
+    [base] = [c for c in suite.SUITES["gsm8k"].configs if c.name == "base"]
+    suite.run(suite.SUITES["gsm8k"], base, tmp_path, argparse.Namespace(limit=None, model="local:m", parallel=None))
+    assert ran == []
+
+
 def test_runs_whose_games_share_a_memory_are_never_parallel(suite: Any, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     memory = commands(suite, monkeypatch, "alfworld", "metaagent-k20", tmp_path, parallel=8)
