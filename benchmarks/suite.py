@@ -171,6 +171,9 @@ def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.
         if not run_folders(folder):
             print(f"== {config.name}: skipped (its run folder could not be created)", flush=True)
             continue
+        if finished(run_folders(folder)[-1]):
+            print(f"== {config.name}: finished ({run_folders(folder)[-1]})", flush=True)
+            continue
         folders.append(str(run_folders(folder)[-1]))
     if not folders:
         return

@@ -64,6 +64,22 @@ def test_a_finished_run_is_not_started_again(suite: Any, tmp_path: Path, monkeyp
     assert ran == []
 
 
+def test_runs_played_together_leave_the_finished_ones_out(suite: Any, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, status in (("react", "ok"), ("reflexion", "interrupted")):
+        folder = tmp_path / name / "20260101-000000-abcdef"
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+        (folder / "result.json").write_text(json.dumps({"status": status}))
+    ran: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "run", lambda command, **_: ran.append(command))
+    configs = [c for c in suite.SUITES["alfworld"].configs if c.name in ("react", "reflexion")]
+    suite.run_together(suite.SUITES["alfworld"], configs, tmp_path,
+                       argparse.Namespace(limit=None, model="local:m", parallel=None))
+    [command] = ran
+    assert command[3:] == ["bench", "together", str(tmp_path / "reflexion" / "20260101-000000-abcdef")]
+
+
 def test_runs_whose_games_share_a_memory_are_never_parallel(suite: Any, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     memory = commands(suite, monkeypatch, "alfworld", "metaagent-k20", tmp_path, parallel=8)

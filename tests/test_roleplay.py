@@ -35,8 +35,9 @@ def test_the_user_stops_the_conversation_with_the_done_signal() -> None:
     assert trace.of_kind("soc_finished")[0].decided_by == "done"
 
 
-def test_the_done_signal_is_recognised_without_its_brackets() -> None:
-    model, _, _ = scripted(by_agent({"user": ["Write the function.", "TASK_DONE"], "assistant": [GOOD]}))
+def test_the_done_signal_is_recognised_without_its_brackets_but_not_in_plain_words() -> None:
+    model, _, _ = scripted(by_agent({"user": ["Let's get the task done: write the function.", "TASK_DONE"],
+                                     "assistant": [GOOD]}))
     result = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a")), "fizzbuzz")
     assert result.stopped_by == "done" and len(result.transcript) == 3
 
@@ -51,9 +52,13 @@ def test_an_exchange_repeated_word_for_word_ends_the_conversation() -> None:
 
 def test_the_message_cap_and_the_token_budget_stop_a_conversation_that_never_ends() -> None:
     tweaks = [f"Tweak number {i}, please." for i in range(100)]  # never the same exchange twice
-    model, _, _ = scripted(by_agent({"user": tweaks, "assistant": ["Done that."]}))
+    model, _, _ = scripted(by_agent({"user": tweaks, "assistant": ["Done that."], "spec": ["A precise task."]}))
     capped = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), max_messages=5), "t")
     assert capped.stopped_by == "message_cap" and len(capped.transcript) == 5
+    specified = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"),
+                              specifier=Member("spec", model, "s"), max_messages=5), "t")
+    assert [speaker for speaker, _ in specified.transcript].count("specifier") == 1
+    assert specified.stopped_by == "message_cap" and len(specified.transcript) == 1 + 5  # the cap counts the talk
     budgeted = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), token_budget=1), "t")
     assert budgeted.stopped_by == "token_budget" and [s for s, _ in budgeted.transcript] == ["user"]
     two, three = (_run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), max_messages=cap),

@@ -139,7 +139,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         parallel: ParallelOption = 1,
     ) -> None:
         """CAMEL-style user/assistant pairs write code; hidden unit tests run in the sandbox."""
-        config = {"benchmark": "roleplay", "system": "roleplay", "model": model, "limit": limit,
+        # the system names the specifier, so the reports of runs with and without it tell themselves apart
+        config = {"benchmark": "roleplay", "system": "specifier+roleplay" if specify else "roleplay",
+                  "model": model, "limit": limit,
                   "max_messages": max_messages, "specify": specify, "seed": seed}
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:

@@ -3,8 +3,8 @@
 An optional task specifier first turns a short task into a precise one. The user agent gives one
 instruction at a time and says the done signal when the task is complete; the assistant answers
 each instruction with its solution. The conversation stops on the done signal, when an exchange
-repeats the one before it word for word (nothing can change after that), on a message cap (the
-paper's 50) or when the conversation has used its token budget.
+repeats the one before it word for word (a loop), on a message cap (the paper's 50, counting the
+user's and the assistant's messages) or when the conversation has used its token budget.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from noosphere.society.society import Society
 from noosphere.trace import Trace
 
 DONE = "<TASK_DONE>"
-SAID_DONE = re.compile(r"\bTASK[_ ]DONE\b", re.IGNORECASE)
+SAID_DONE = re.compile(r"<?\bTASK_DONE\b>?")
 """How the done signal is recognised: a 1.5B user agent told to say `<TASK_DONE>` wrote `TASK_DONE` without
 the brackets in 10 of its 12 signals (role-play benchmark), and a conversation that misses it runs to the
-message cap."""
+message cap. Case-sensitive, so that an instruction to "get the task done" does not end the conversation."""
 USER_DUTY = ("You are the user in this collaboration: you give instructions and an assistant carries them out. "
              "Never do the work yourself and never ask the assistant for instructions. Give one instruction at a "
              f"time; when the assistant's work completes the whole task, reply with {DONE} alone.")
@@ -82,7 +82,8 @@ class RolePlay:
                   f"\"Instruction:\".")
         stopped_by = "message_cap"
         turn = 0
-        while len(transcript) < self.max_messages:
+        specified = len(transcript)  # the specifier's task is not a message of the conversation the cap bounds
+        while len(transcript) - specified < self.max_messages:
             turn += 1
             if self._spent(tokens):
                 stopped_by = "token_budget"
@@ -97,7 +98,7 @@ class RolePlay:
             if SAID_DONE.search(instruction):
                 stopped_by = "done"
                 break
-            if len(transcript) >= self.max_messages:
+            if len(transcript) - specified >= self.max_messages:
                 break
             if self._spent(tokens):  # checked before each turn, so one turn overshoots the budget at most
                 stopped_by = "token_budget"
