@@ -102,14 +102,20 @@ def test_view_command_prints_the_url_and_stops_on_ctrl_c() -> None:
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "noosphere", "view", str(RUNS / "metaagent"), "--port",
                                 str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "COLUMNS": "200"})
+                               env={**os.environ, "COLUMNS": "200", "PYTHONFAULTHANDLER": "1"})
     try:
         line = process.stdout.readline() if process.stdout else ""
         assert f"http://127.0.0.1:{port}/" in line, line + (process.stderr.read() if process.poll() is not None else "")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as reply:
             assert '"name":"metaagent"' in reply.read().decode()
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=10) == 0
+        try:
+            code = process.wait(timeout=30)
+        except subprocess.TimeoutExpired as hung:  # say where the server hung: faulthandler dumps its threads
+            process.send_signal(signal.SIGABRT)
+            stderr = process.communicate(timeout=30)[1]
+            raise AssertionError(f"still serving 30 s after Ctrl-C; its threads:\n{stderr[-4000:]}") from hung
+        assert code == 0
     finally:
         if process.poll() is None:
             process.kill()
