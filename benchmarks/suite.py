@@ -168,13 +168,13 @@ def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.
         if not run_folders(folder):
             create = [sys.executable, "-m", "noosphere", "bench", suite.benchmark, *_new_run(config, folder, args)]
             subprocess.run([*create, "--create-only"], check=False, stdout=subprocess.DEVNULL)
-        if not run_folders(folder):
+        existing = run_folders(folder)
+        if not existing:
             print(f"== {config.name}: skipped (its run folder could not be created)", flush=True)
-            continue
-        if finished(run_folders(folder)[-1]):
-            print(f"== {config.name}: finished ({run_folders(folder)[-1]})", flush=True)
-            continue
-        folders.append(str(run_folders(folder)[-1]))
+        elif finished(existing[-1]):
+            print(f"== {config.name}: finished ({existing[-1]})", flush=True)
+        else:
+            folders.append(str(existing[-1]))
     if not folders:
         return
     print(f"== together: {', '.join(Path(folder).parent.name for folder in folders)}", flush=True)

@@ -20,7 +20,7 @@ from noosphere.society.society import Society
 from noosphere.trace import Trace
 
 DONE = "<TASK_DONE>"
-SAID_DONE = re.compile(r"<?\bTASK_DONE\b>?")
+SAID_DONE = re.compile(r"\bTASK_DONE\b")
 """How the done signal is recognised: a 1.5B user agent told to say `<TASK_DONE>` wrote `TASK_DONE` without
 the brackets in 10 of its 12 signals (role-play benchmark), and a conversation that misses it runs to the
 message cap. Case-sensitive, so that an instruction to "get the task done" does not end the conversation."""
