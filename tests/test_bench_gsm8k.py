@@ -10,7 +10,8 @@ import pytest
 
 from noosphere.bench.gsm8k import load_gsm8k, normalise_number, planned_calls
 from noosphere.llm import Model, ScriptedBackend
-from noosphere.society.config import load_society_spec
+from noosphere.observation import Observation
+from noosphere.society.config import build_society, load_society_spec
 from tests.helpers import by_agent
 from tests.test_cli import invoke
 
@@ -44,6 +45,34 @@ def test_planned_calls_bound_a_societys_calls_before_it_has_run() -> None:
     assert planned_calls(monarchy) == 3 + 2 * (1 + 3) + 1 + 1
     democracy = load_society_spec(EXAMPLES / "democracy.yaml")
     assert planned_calls(democracy) == 3 + 2 * (1 + 3) + 1 + 3 + 3
+
+
+def _any_form(request: Any) -> dict[str, Any]:
+    """A reply to whatever form is asked, each agent with its own answer (so that members disagree)."""
+    properties = (request.json_schema or {}).get("properties", {})
+    fields = set(properties)
+    if "question" in fields:
+        return {"question": "Which step is weakest?"}
+    if "choice" in fields:
+        return {"reasoning": "r", "choice": properties["choice"].get("enum", ["A"])[0]}
+    if "ranking" in fields:
+        return {"reasoning": "r", "ranking": ["A"]}
+    reply = {"reasoning": "r", "answer": str(len(request.agent or ""))}
+    return {**reply, "summary": "s"} if "summary" in fields else reply
+
+
+@pytest.mark.parametrize("name", ["hierarchy.yaml", "artist-critic.yaml", "monarchy.yaml", "debate.toml"])
+def test_planned_calls_bound_what_the_society_spends_when_sub_societies_speak(name: str) -> None:
+    spec = load_society_spec(EXAMPLES / name)
+    backend = ScriptedBackend(_any_form)
+    society = build_society(spec, lambda model_id: Model(backend), "scripted")
+    views = Observation.of({"first": "5 apples", "second": "7 pears"}) if name == "debate.toml" else None
+    society.run_sync("How many fruits?", views)
+    assert 0.6 * planned_calls(spec) <= len(backend.history) <= planned_calls(spec)
+
+
+def test_planned_calls_of_a_role_play_is_its_message_cap() -> None:
+    assert planned_calls(load_society_spec(EXAMPLES / "roleplay.yaml")) == 20 + 1  # the specifier speaks first
 
 
 def said(answer: str) -> str:

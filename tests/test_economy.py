@@ -16,9 +16,12 @@ from tests.helpers import by_agent, scripted
 
 
 def random_run(seed: int) -> Economy:
+    """Random trading, rewards, spawning and rent, with the money the test expects kept apart from the
+    ledger's own counters, so that a bug that moves a balance and its counter together still shows."""
     rng = random.Random(seed)
     economy = Economy({f"m{i}": rng.uniform(0, 20) for i in range(rng.randint(2, 6))}, Trace(None),
                       rent=rng.uniform(0, 3), brigade_share=rng.random())
+    expected = sum(economy.balances.values())
     spawned = 0
     for round_ in range(1, 15):
         for _ in range(rng.randint(0, 6)):
@@ -33,12 +36,16 @@ def random_run(seed: int) -> Economy:
             else:
                 economy.reject(contract, "checked")
         if economy.balances and rng.random() < 0.4:
-            economy.reward(rng.uniform(0, 30), rng.sample(list(economy.balances), k=1))
+            amount = rng.uniform(0, 30)
+            economy.reward(amount, rng.sample(list(economy.balances), k=1))
+            expected += amount  # one present earner takes all of it, whatever it then passes back
         rich = [n for n, b in economy.balances.items() if b > 15]
         if rich:
             spawned += 1
             economy.spawn(rich[0], f"child{spawned}", economy.balances[rich[0]] / 2)
+        expected -= sum(min(economy.rent, b) for b in economy.balances.values())  # who cannot pay pays all it has
         economy.charge_rent(round_)
+        assert economy.total == pytest.approx(expected, abs=1e-6), f"seed {seed}, round {round_}"
         assert economy.conserved(), f"seed {seed}, round {round_}"
         assert all(b > 0 for b in economy.balances.values())
     return economy
@@ -166,6 +173,13 @@ def test_a_contract_with_a_later_deadline_waits_for_a_busy_provider() -> None:
     assert society.economy is not None and society.economy.conserved()
 
 
+def environment_net(trace: Trace) -> float:
+    """Money in from the environment (rewards) less money out to it (rent), as the trace shows the payments."""
+    payments = trace.of_kind("econ_payment")
+    return (sum(p.amount for p in payments if p.payer == "environment")
+            - sum(p.amount for p in payments if p.payee == "environment"))
+
+
 def test_scripted_economies_conserve_money_through_hiring_spawning_departures_and_rewards() -> None:
     seen: Counter[str] = Counter()
     for seed in range(25):
@@ -189,9 +203,26 @@ def test_scripted_economies_conserve_money_through_hiring_spawning_departures_an
         society = economy_of_minds([Member(n, model, "r") for n in names], Member("arbiter", model, "rz"),
                                    rounds=3, start=rng.uniform(2, 12), rent=rng.uniform(0.5, 3),
                                    spawn_above=rng.uniform(6, 15))
+        start = society.economy.total if society.economy is not None else 0.0
         for _ in range(4):  # the ledger carries over from task to task
             society.run_sync("1 + 1?", reward=lambda answer: 6.0 if answer == "2" else 0.0)
             assert society.economy is not None and society.economy.conserved(), seed
+            assert society.economy.total == pytest.approx(start + environment_net(trace), abs=1e-6), seed
         seen.update(e.kind if e.kind != "econ_contract" else e.status for e in trace.events)
     # the random runs did go through every way money moves
     assert all(seen[kind] >= 5 for kind in ("delivered", "rejected", "econ_spawn", "econ_departure"))
+
+
+def test_a_contract_the_arbiter_refuses_moves_no_money() -> None:
+    hire = json.dumps({"hire": True, "provider": "b", "service": "write my answer for me", "price": 3.0})
+    no_hire = json.dumps({"hire": False})
+    model, _, trace = scripted(by_agent({
+        "a": [said("12"), hire, said("12")], "b": [said("12"), no_hire, said("12")],
+        "arbiter": [json.dumps({"reason": "that is not a service, it is the task", "valid": False})]}))
+    society = economy_of_minds([Member("a", model, "ra"), Member("b", model, "rb")], Member("arbiter", model, "rz"),
+                               rounds=1, start=10.0, rent=1.0, spawn_above=100.0)
+    society.run_sync("5 + 7?")
+    assert [e.status for e in trace.of_kind("econ_contract")] == ["proposed", "rejected"]
+    assert "arbiter refused" in trace.of_kind("econ_contract")[-1].note
+    assert not [p for p in trace.of_kind("econ_payment") if p.reason != "rent"]
+    assert society.economy is not None and society.economy.balances == pytest.approx({"a": 9.0, "b": 9.0})

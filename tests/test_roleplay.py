@@ -68,6 +68,19 @@ def test_the_message_cap_and_the_token_budget_stop_a_conversation_that_never_end
     assert roomier.stopped_by == "token_budget" and len(roomier.transcript) == 3 and roomier.tokens == three
 
 
+def test_by_default_a_conversation_stops_at_fifty_messages_and_a_society_takes_a_token_budget() -> None:
+    from noosphere.society.roleplay import role_play
+
+    tweaks = [f"Tweak number {i}, please." for i in range(100)]
+    model, _, _ = scripted(by_agent({"user": tweaks, "assistant": [f"Done tweak {i}." for i in range(100)]}))
+    endless = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a")), "t")
+    assert endless.stopped_by == "message_cap" and len(endless.transcript) == 50
+    model, _, _ = scripted(by_agent({"user": tweaks, "assistant": ["Done that."] * 100}))
+    two = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a"), max_messages=2), "t").tokens
+    society = role_play(Member("user", model, "u"), Member("assistant", model, "a"), token_budget=two)
+    assert society.run_sync("t").decided_by == "assistant (token_budget)"  # spent after one exchange
+
+
 def test_a_failing_turn_ends_the_conversation_as_a_forfeit() -> None:
     model, _, trace = scripted(by_agent({"user": ["Write it."], "assistant": [ModelError("scripted", "boom")]}))
     result = _run(RolePlay(Member("user", model, "u"), Member("assistant", model, "a")), "t")
@@ -100,6 +113,9 @@ def test_roleplay_bench_runs_hidden_tests_in_the_sandbox(tmp_path: Path) -> None
     assert code == 0, err
     row = only_row(tmp_path / "ok")
     assert row["correct"] and row["stopped_by"] == "done"
+    [run_dir] = list((tmp_path / "ok").iterdir())
+    metrics = json.loads((run_dir / "report.json").read_text())["metrics"]
+    assert (metrics["message_cap"], metrics["stopped_by_cap"]) == (12, 0)  # the cap a reader of the table needs
     code, _, err = invoke(["bench", "roleplay", "--limit", "1", "--out", str(tmp_path / "bad"), "--no-cache",
                            "--quiet", "--no-specify"], opener)
     assert code == 0, err

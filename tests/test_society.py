@@ -322,11 +322,72 @@ def test_a_member_without_a_first_answer_still_replies_but_holds_no_option() -> 
     assert [e.voter for e in trace.of_kind("soc_ballot")] == ["a"] and result.answer == "12"
 
 
-def test_when_every_vote_forfeits_the_fallback_takes_an_answer_someone_gave() -> None:
-    model, _, _ = scripted(by_agent({
-        "a": ["not json", "not json", "not json", said("r1"), "no vote", "no vote", "no vote"],
+def test_when_every_vote_forfeits_the_members_standing_answers_are_counted() -> None:
+    model, _, trace = scripted(by_agent({
+        "a": [said("13"), said("r1"), "no vote", "no vote", "no vote"],
         "b": [said("12"), said("r1"), "no vote"], "c": [said("13"), said("r1"), "no vote"],
         "organizer": [{"question": "Sure?"}, {"summary": "s", "answer": "12"}]}))
     result = democracy(members(model), Member("organizer", model, "o"), rights={"execute"},
                        rounds=1).run_sync("What is 7 + 5?")
-    assert (result.answer, result.decided_by) == ("12", "fallback")  # a, first in order, has none
+    assert (result.answer, result.decided_by) == ("13", "vote")  # two of the three still stand by 13
+    assert [(b.voter, b.ranking) for b in trace.of_kind("soc_ballot")] == [("a", ["13"]), ("b", ["12"]), ("c", ["13"])]
+
+
+def test_a_borda_count_scores_over_every_option_even_one_nobody_ranked() -> None:
+    model, _, trace = scripted(by_agent({
+        "a": [said("12"), said("12"), {"reasoning": "r", "ranking": ["A"]}],
+        "b": [said("13"), said("13"), {"reasoning": "r", "ranking": ["B", "A"]}],
+        "c": [said("14"), said("14"), "no vote", "no vote", "no vote"],
+        "organizer": [{"question": "Sure?"}, {"summary": "s", "answer": "13"}]}))
+    result = democracy(members(model), Member("organizer", model, "o"), rights={"execute"}, rounds=1,
+                       voting_rule="borda").run_sync("Which?")
+    [tallied] = trace.of_kind("soc_tally")
+    # a field of three: 2 points for a first place, 1 for a second; counted over the two named options
+    # alone, 12 and 13 would have tied at 1
+    assert tallied.scores == {"12": 3, "13": 2, "14": 0} and tallied.tied == ["12"] and result.answer == "12"
+
+
+def test_a_phase_can_be_swapped_and_an_undecided_society_counts_its_members_answers() -> None:
+    from dataclasses import dataclass, replace
+
+    from noosphere.society.session import Session
+
+    @dataclass(frozen=True)
+    class Abstain:
+        """An execution phase that decides nothing."""
+        name: str = "execution"
+
+        async def run(self, session: Session) -> None:
+            session.phase(self.name)
+
+    model, _, trace = scripted(by_agent({
+        "a": [said("12"), said("r1")], "b": [said("13"), said("r1")], "c": [said("12"), said("r1")],
+        "organizer": [{"question": "Sure?"}, {"summary": "s", "answer": "13"}]}))
+    society = democracy(members(model), Member("organizer", model, "o"), rights={"execute"}, rounds=1)
+    swapped = replace(society, phases=[*society.phases[:-1], Abstain()])
+    result = swapped.run_sync("What is 7 + 5?")
+    assert (result.answer, result.decided_by) == ("12", "fallback")
+    assert [e.phase for e in trace.of_kind("soc_phase")][-1] == "execution"
+    assert [t.scores for t in trace.of_kind("soc_tally")] == [{"12": 2, "13": 1}]
+
+
+def test_a_spent_budget_stops_the_society_as_itself_and_other_failures_forfeit_a_turn() -> None:
+    from noosphere.errors import BudgetExceededError
+    from noosphere.llm.usage import Budget, UsageLedger
+
+    model, _, _ = scripted(by_agent({name: [said("12")] * 3 for name in ("a", "b", "c")}))
+    budgeted = model.bind(ledger=UsageLedger(Budget(max_calls=2)))
+    with pytest.raises(BudgetExceededError):  # not an ExceptionGroup, which no caller catches
+        democracy(members(budgeted), Member("organizer", budgeted, "o"), rights={"execute"},
+                  rounds=1).run_sync("What is 7 + 5?")
+
+    def broken(request):
+        if request.agent == "a":
+            raise KeyError("a bug in a's own code")
+        return said("12") if request.agent != "organizer" else {"question": "Sure?"}
+
+    model, _, trace = scripted(broken)
+    result = democracy(members(model), Member("organizer", model, "o"), rights={"execute"},
+                       rounds=0).run_sync("What is 7 + 5?")
+    [forfeit] = [e for e in trace.of_kind("soc_forfeit") if e.phase == "mission"]
+    assert forfeit.member == "a" and forfeit.error.startswith("KeyError") and result.answer == "12"

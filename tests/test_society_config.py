@@ -84,6 +84,38 @@ def test_an_unknown_voting_rule_and_a_toml_table_array_entry_are_located(tmp_pat
     assert error.value.field == "members.1.sees" and error.value.line == 9
 
 
+def test_an_inline_sub_society_is_checked_at_load_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "outer.yaml"
+    path.write_text("organisation: debate\nmembers:\n  - name: panel\n    society:\n      organisation: monarchy\n"
+                    "      members: [{name: a, role: r}]\n      organizer: {name: o, role: r}\n"
+                    "  - name: b\n    role: r\n")
+    with pytest.raises(ConfigError, match="a monarchy needs: leader") as error:
+        load_society_spec(path)
+    assert error.value.field == "members.0.society.leader" and error.value.line == 4  # its `society:` key
+    assert "outer.yaml:4" in str(error.value)
+
+
+@pytest.mark.parametrize(("text", "field", "line"), [
+    ("organisation: roleplay\nmembers:\n  - {name: a, role: r}\n  - {name: a, role: s}\n", "members.1.name", 4),
+    ("organisation: monarchy\nmembers: [{name: a, role: r}]\norganizer: {name: o, role: r}\n"
+     "leader: {name: a, role: r}\n", "leader.name", 4),
+], ids=["two members", "a member and the leader"])
+def test_a_repeated_member_name_is_located_at_its_second_use(tmp_path: Path, text: str, field: str, line: int) -> None:
+    path = tmp_path / "twice.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="'a' is used twice") as error:
+        load_society_spec(path)
+    assert error.value.field == field and error.value.line == line
+
+
+def test_members_that_are_not_a_list_get_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "five.yaml"
+    path.write_text("organisation: debate\nmembers: 5\n")
+    with pytest.raises(ConfigError, match="valid list") as error:
+        load_society_spec(path)
+    assert error.value.field == "members" and error.value.line == 2
+
+
 def test_ask_with_a_society_file_runs_the_society_and_traces_it(tmp_path: Path) -> None:
     vote = {"reasoning": "r", "choice": "A"}
     backend = ScriptedBackend(by_agent({

@@ -120,14 +120,20 @@ async def solve_in_new_society(build: Callable[[], Society], item: GsmItem) -> S
 
 def planned_calls(spec: SocietySpec) -> int:
     """Model calls one problem costs this society at most, when nobody retries and the members disagree:
-    the N of a best-of-N baseline planned before the society has run (`--match-run` measures it instead)."""
-    k, rounds = len(spec.members), spec.rounds
+    the N of a best-of-N baseline planned before the society has run (`--match-run` measures it instead).
+    A member that is a society costs a whole run of that society each time it speaks."""
+    rounds = spec.rounds
+    if spec.organisation == "roleplay":  # every message of the conversation, the specified task first
+        return spec.max_messages + (spec.specifier is not None)
+    if spec.organisation == "artist-critic":  # each artist a one-answerer monarchy; every critic votes; a collector
+        return len(spec.styles) * (3 + 2 * rounds) + len(spec.professions) + 1
+    turn = sum(planned_calls(m.society) if m.society is not None else 1 for m in spec.members)
     if spec.organisation == "economy":  # at most: a decision, a verdict, a service and an answer per member
-        return k + rounds * 4 * k + k
+        return turn + rounds * 4 * turn + turn
     if spec.organisation == "debate":
-        return k + rounds * k + (1 if spec.editor is not None else k)
-    calls = k + rounds * (1 + k) + 1  # mission, rounds of question and answers, the organizer's summary
+        return turn + rounds * turn + (1 if spec.editor is not None else turn)
+    calls = turn + rounds * (1 + turn) + 1  # mission, rounds of question and answers, the organizer's summary
     rights = set(spec.rights) if spec.organisation == "democracy" else set()
-    calls += k if "change" in rights else 0
-    calls += k if "execute" in rights else 1
+    calls += turn if "change" in rights else 0
+    calls += turn if "execute" in rights else 1
     return calls

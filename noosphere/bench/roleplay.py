@@ -6,6 +6,8 @@ The program is what the assistant's Python code blocks define, each definition i
 
 from __future__ import annotations
 
+import asyncio
+
 from noosphere.bench.program import program_from
 from noosphere.bench.roleplay_tasks import CodingTask
 from noosphere.bench.runner import Scored
@@ -32,7 +34,8 @@ async def solve(model: Model, max_messages: int, task: CodingTask, *, specify: b
     roleplay.max_messages = max_messages
     result = await roleplay.run(task.task)
     code = program_from(result.solutions)
-    outcome = run_python_program(f"{code}\n\n{task.tests}\n") if code else None
+    # the tests run in a subprocess for up to seconds: off the event loop, so other tasks' calls go on meanwhile
+    outcome = await asyncio.to_thread(run_python_program, f"{code}\n\n{task.tests}\n") if code else None
     passed = bool(outcome and outcome.passed)
     return Scored("pass" if passed else "fail", passed, {
         "stopped_by": result.stopped_by, "messages": len(result.transcript), "code_chars": len(code),

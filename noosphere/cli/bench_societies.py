@@ -128,7 +128,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     @bench_app.command("roleplay")
     def roleplay(
         model: ModelOption = DEFAULT_MODEL,
-        max_messages: Annotated[int, typer.Option(min=2, help="message cap of each conversation")] = 12,
+        max_messages: Annotated[int, typer.Option(
+            min=2, help="message cap of each conversation (a role-play society's own default is 50; these tasks "
+                        "take a few exchanges, and a pair that loops should not hold a CPU for minutes)")] = 12,
         specify: Annotated[bool, typer.Option(help="a task specifier first makes each task concrete (CAMEL)")] = True,
         limit: Annotated[int | None, typer.Option(help=f"first N of the {len(CODING_TASKS)} tasks")] = None,
         seed: SeedOption = 0,
@@ -150,7 +152,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                                                                    specify=saved.get("specify", False))
 
         def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
-            return {"pass_rate": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows)}
+            return {"pass_rate": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows),
+                    "message_cap": saved["max_messages"],
+                    "stopped_by_cap": sum(r.get("stopped_by") == "message_cap" for r in rows)}
 
         run_benchmark(opener, "Role-play coding (hidden tests)", config, out=out, resume=resume, no_cache=no_cache,
                       quiet=quiet, max_tokens=700, prepare=prepare, summarise=summarise, parallel=parallel)

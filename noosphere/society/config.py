@@ -89,7 +89,8 @@ def load_society_spec(path: Path, *, depth: int = 0) -> SocietySpec:
     def line_of(*where: Any) -> int | None:
         return _toml_line(text, where) if is_toml else _yaml_line(text, where)
 
-    for index, member in enumerate(data.get("members") or []):
+    members = data.get("members")
+    for index, member in enumerate(members if isinstance(members, list) else []):  # pydantic reports a non-list
         if isinstance(member, dict) and isinstance(member.get("society"), str):  # a sub-society's file
             if depth >= MAX_NESTING:
                 raise ConfigError(f"societies nest at most {MAX_NESTING} deep", source=str(path),

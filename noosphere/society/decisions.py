@@ -137,20 +137,27 @@ class MembersVote:
             return await member.ask(f"{context}{ask} to the task ({session.task}):\n{listed}", form)
 
         votes = await session.each(session.members, self.name, session.rounds + 2, turn)
+        if not votes:  # every vote forfeited: the members' standing answers are their votes
+            MembersVote.count(session, standing_ballots(session))
+            return
         MembersVote.count(session, [Ballot(name, tuple(picked(options, label)
                                                        for label in getattr(v, "ranking", None) or [v.choice]))
-                                    for name, v in votes.items()])
+                                    for name, v in votes.items()], options)
 
     @staticmethod
-    def count(session: Session, ballots: list[Ballot]) -> None:
+    def count(session: Session, ballots: list[Ballot], options: list[str] | None = None, *,
+              decided_by: str = "vote") -> None:
+        """Count over every option on the ballot paper, not only those some ballot names: a Borda score
+        depends on how many options there are, and an option nobody chose still belongs in the tally."""
+        if not ballots:
+            return  # nothing to count: the answer stays undecided
         key = session.answer_key
         wording: dict[str, str] = {}
-        for ballot in ballots:
-            for option in ballot.ranking:
-                wording.setdefault(key(option), option)
+        for option in [*(options or []), *(o for ballot in ballots for o in ballot.ranking)]:
+            wording.setdefault(key(option), option)
         keyed = [Ballot(b.voter, tuple(key(o) for o in b.ranking)) for b in ballots]
         session.answer = wording.get(hold_vote(session, keyed, list(wording)) or "")
-        session.decided_by = "vote"
+        session.decided_by = decided_by
 
 
 def standing_ballots(session: Session) -> list[Ballot]:

@@ -89,8 +89,9 @@ class MarketRounds:
 
     async def _arbitrate(self, session: Session, round_: int, contract: Contract) -> str | None:
         verdict = await session.each([self.arbiter], "arbiter", round_, lambda arbiter: arbiter.ask(
-            f"{contract.client} offers {contract.provider} {contract.price:.1f} for this service: {contract.service}\n"
-            "Is it a genuine, lawful service that can be delivered this round at a fair price?", ContractVerdict))
+            f"{contract.client} offers {contract.provider} {contract.price:.1f} for this service, due "
+            f"{_due(contract.deadline - round_ + 1)}: {contract.service}\n"
+            "Is it a genuine, lawful service that can be delivered in that time at a fair price?", ContractVerdict))
         judged = verdict.get(self.arbiter.name)
         if judged is None:
             return "the arbiter could not judge the contract"
@@ -163,3 +164,7 @@ class PayReward:
                    if session.answer_key(r.answer) == session.answer_key(session.answer)]
         self.economy.reward(amount, winners)
         self.economy.report(session.rounds + 1)
+
+
+def _due(rounds: int) -> str:
+    return "this round" if rounds <= 1 else f"within {rounds} rounds"

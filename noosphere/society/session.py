@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
-from noosphere.errors import BudgetExceededError, NoosphereError
+from noosphere.errors import BudgetExceededError
 from noosphere.observation import Observation
 from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted
 from noosphere.society.member import Member
@@ -108,11 +108,16 @@ class Session:
                     return await turn(member)
                 except BudgetExceededError:
                     raise
-                except NoosphereError as exc:
-                    self.trace.emit(MemberForfeited(phase=phase, round=round, member=member.name, error=str(exc)))
+                except Exception as exc:  # whatever fails in one member (its model, a sub-society's phase,
+                    # a user's code) costs that member its turn, never the society its run
+                    self.trace.emit(MemberForfeited(phase=phase, round=round, member=member.name,
+                                                    error=f"{type(exc).__name__}: {exc}"))
                     return None
 
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(guarded(member)) for member in members]
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(guarded(member)) for member in members]
+        except BaseExceptionGroup as failed:  # a spent budget, raised as itself for the caller to catch
+            raise failed.exceptions[0] from None
         results = {member.name: task.result() for member, task in zip(members, tasks, strict=True)}
         return {name: value for name, value in results.items() if value is not None}

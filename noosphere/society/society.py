@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.observation import Observation
+from noosphere.society.decisions import MembersVote, standing_ballots
 from noosphere.society.economy import Economy
 from noosphere.society.events import SocietyFinished, SocietyStarted
 from noosphere.society.member import Member
@@ -70,10 +71,11 @@ class Society:
                                   members={m.name: m.role for m in [*self.members, *self.staff]}))
         for phase in self.phases:
             await phase.run(session)
-        if session.answer is None:  # nobody decided (every turn forfeited, or everyone left): any answer given
-            answers = ([r.answer for r in session.latest().values() if r.answer.strip()]
-                       or [r.answer for r in reversed(session.records) if r.answer.strip()])
-            session.answer, session.decided_by = (answers[0], "fallback") if answers else ("", "none")
+        if session.answer is None:  # nobody decided (every turn forfeited, or everyone left)
+            MembersVote.count(session, standing_ballots(session), decided_by="fallback")
+        if session.answer is None:  # no member stands by an answer: the last one anybody gave
+            given = next((r.answer for r in reversed(session.records) if r.answer.strip()), None)
+            session.answer, session.decided_by = (given, "fallback") if given is not None else ("", "none")
         trace.emit(SocietyFinished(answer=session.answer, decided_by=session.decided_by))
         return SocietyResult(session.answer, session.decided_by, session.summary, tuple(session.records))
 

@@ -74,27 +74,52 @@ class SocietySpec(BaseModel):
     """Members answering at once (the rest wait their turn)."""
     seed: int = 0
 
-    def problem(self) -> tuple[str, str] | None:
-        """(field, what is wrong) for settings this organisation needs and the file leaves out."""
+    def problem(self) -> tuple[tuple[str | int, ...], str] | None:
+        """(path of the field, what is wrong) for the first thing this society, or a society inline in it,
+        needs and the file leaves out or gets wrong."""
+        own = self._own_problem() or self._repeated_name()
+        if own is not None:
+            return own
+        for index, member in enumerate(self.members):
+            inner = member.society.problem() if member.society is not None else None
+            if inner is not None:
+                return ("members", index, "society", *inner[0]), inner[1]
+        return None
+
+    def _own_problem(self) -> tuple[tuple[str | int, ...], str] | None:
         needs = {"monarchy": ("organizer", "leader"), "democracy": ("organizer",), "economy": ("arbiter",)}
         missing = [name for name in needs.get(self.organisation, ()) if getattr(self, name) is None]
         if self.organisation == "democracy" and "execute" not in self.rights and self.leader is None:
             missing.append("leader")
         if missing:
-            return missing[0], f"a {self.organisation} needs: {', '.join(missing)}"
+            return (missing[0],), f"a {self.organisation} needs: {', '.join(missing)}"
         if self.organisation == "artist-critic":
             empty = [name for name in ("styles", "professions") if not getattr(self, name)]
-            return (empty[0], "an artist-critic society needs styles (artists) and professions (critics)") \
+            return ((empty[0],), "an artist-critic society needs styles (artists) and professions (critics)") \
                 if empty else None
         if self.organisation == "roleplay" and len(self.members) != 2:
-            return "members", "a role-play has two members: the user who instructs, then the assistant who solves"
-        return None if self.members else ("members", f"a {self.organisation} needs at least one member")
+            return ("members",), "a role-play has two members: the user who instructs, then the assistant who solves"
+        return None if self.members else (("members",), f"a {self.organisation} needs at least one member")
 
-    def check_staff(self, source: str | None = None, line_of: Callable[[str], int | None] | None = None,
+    def _repeated_name(self) -> tuple[tuple[str | int, ...], str] | None:
+        """Names address members in prompts, ballots and the trace, so two members may not share one."""
+        seats: list[tuple[tuple[str | int, ...], str]] = [(("members", i, "name"), m.name)
+                                                          for i, m in enumerate(self.members)]
+        seats += [((name, "name"), getattr(self, name).name) for name in STAFF if getattr(self, name) is not None]
+        seen: set[str] = set()
+        for where, name in seats:
+            if name in seen:
+                return where, f"member names must be unique; {name!r} is used twice"
+            seen.add(name)
+        return None
+
+    def check_staff(self, source: str | None = None, line_of: Callable[..., int | None] | None = None,
                     ) -> SocietySpec:
         wrong = self.problem()
         if wrong is not None:
-            raise ConfigError(wrong[1], source=source, field=wrong[0], line=line_of(wrong[0]) if line_of else None)
+            where, message = wrong
+            raise ConfigError(message, source=source, field=".".join(str(step) for step in where),
+                              line=line_of(*where) if line_of else None)
         return self
 
 
