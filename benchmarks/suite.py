@@ -28,9 +28,11 @@ import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from noosphere.bench.answer_spread import answer_spread
 from noosphere.bench.runner import load_done
 
 SOCIETIES = Path(__file__).resolve().parent.parent / "examples" / "societies"
@@ -56,6 +58,9 @@ class Suite:
     metrics: tuple[str, ...]
     """The report's metrics shown in the summary, besides the costs."""
     parallel: int
+    diagnose: Callable[[list[dict]], dict] | None = None
+    """Figures computed from a run's items for a second table (how the decisions compare with the answers
+    they chose among); runs whose items do not record what it needs are left out of it."""
 
 
 def _ctm(*extra: str) -> tuple[str, ...]:
@@ -115,7 +120,8 @@ SUITES: dict[str, Suite] = {
         Config("debate", ("--system", "society", "--society", DEBATE), 50),
         *(Config(f"monarchy-r{rounds}", ("--system", "society", "--society", MONARCHY, "--rounds", str(rounds)), 50)
           for rounds in (1, 3, 5)),
-    ), ("accuracy",), parallel=3),  # a society problem keeps 5 conversations; 3 problems fill the 16 caches
+    ), ("accuracy",), parallel=3, diagnose=answer_spread),  # a society problem keeps 5 conversations; 3 problems
+    # fill the 16 caches
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4),
     "textworld": Suite("textworld", _textworld(), GAME_METRICS, parallel=4),
 }
@@ -197,6 +203,7 @@ def summary(suite: Suite, out: Path) -> None:
     print(f"| run | n | {' | '.join(suite.metrics)} | vs {reference_name} | {' | '.join(costs)} |")
     print("|---" * (3 + len(suite.metrics) + len(costs)) + "|")
     reference: dict[str, dict] | None = None
+    diagnosed: dict[str, dict] = {}
     for config in suite.configs:
         folders = run_folders(out / config.name)
         if not folders or not (folders[-1] / "report.json").exists():
@@ -212,6 +219,13 @@ def summary(suite: Suite, out: Path) -> None:
         scored = f"{len(items)}" if metrics.get("n", len(items)) == len(items) else (
             f"{len(items)} (report: {metrics['n']})")  # a run in progress rewrites its report when it stops
         print(f"| {config.name} | {scored} | {' | '.join(cells)} |")
+        if suite.diagnose is not None and (found := suite.diagnose(list(items.values()))):
+            diagnosed[config.name] = found
+    if diagnosed:
+        keys = list(next(iter(diagnosed.values())))
+        print(f"\n| run | {' | '.join(keys)} |\n" + "|---" * (1 + len(keys)) + "|")
+        for name, found in diagnosed.items():
+            print(f"| {name} | {' | '.join(str(found[key]) for key in keys)} |")
 
 
 def main() -> None:

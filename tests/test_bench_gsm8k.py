@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from noosphere.bench.answer_spread import answer_spread
 from noosphere.bench.gsm8k import load_gsm8k, normalise_number, planned_calls
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.observation import Observation
@@ -38,6 +40,27 @@ def test_loader_keeps_file_order_and_reads_the_gold_number(data: Path) -> None:
     items = load_gsm8k(data)
     assert [i.gold for i in items] == ["7", "600"] and items[0].id == "gsm8k-0000"
     assert len(load_gsm8k(data, limit=1)) == 1
+
+
+def standing_answers_script() -> Any:
+    spec = importlib.util.spec_from_file_location("standing_answers", EXAMPLES.parent.parent / "benchmarks" /
+                                                  "standing_answers.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_answer_spread_shows_where_a_decision_lost() -> None:
+    rows = [{"gold": "7", "correct": False, "standing": {"a": "7", "b": "7", "c": "8"}},  # overruled a right majority
+            {"gold": "7", "correct": True, "standing": {"a": "7", "b": "8", "c": None}},  # right out of a tie
+            {"gold": "7", "correct": False, "standing": {"a": "9", "b": "8", "c": "8"}},  # nobody had it
+            {"gold": "5", "correct": True, "votes": {"5": 3, "6": 1}},  # best-of-N's samples count the same way
+            {"gold": "5", "correct": True}]  # records no answers: left out
+    spread = answer_spread(rows)  # an answer without a number is a wrong one: 6 of 13 answers right
+    assert spread == {"answer_accuracy": 46.15, "gold_among_answers": 75.0, "plurality_accuracy": 50.0,
+                      "decided_against_right_plurality": 1, "right_without_plurality": 1, "answers_n": 4}
+    assert answer_spread([{"gold": "1", "correct": True}]) == {}
 
 
 def test_planned_calls_bound_a_societys_calls_before_it_has_run() -> None:
@@ -128,6 +151,13 @@ def test_society_system_runs_the_declared_society_and_resumes(data: Path, tmp_pa
     # The checker changes to the majority's 7 under the right to change, so one option is left and no
     # ballots need to be asked for: mission 3, one round 1 + 3, changes 3, summary 1.
     assert row["correct"] and row["decided_by"] == "vote" and row["calls"] == 3 + (1 + 3) + 3 + 1
+    assert row["standing"] == {"planner": "7", "calculator": "7", "checker": "7"}  # the checker changed to 7
+    report = json.loads((run_dir / "report.json").read_text())["metrics"]
+    assert (report["answer_accuracy"], report["gold_among_answers"], report["answers_n"]) == (100.0, 100.0, 1)
+    # a row scored before rows recorded it gets the same standing answers back from the run's trace
+    items = run_dir / "items.jsonl"
+    items.write_text(json.dumps({k: v for k, v in row.items() if k != "standing"}) + "\n")
+    assert standing_answers_script().backfill(run_dir) == 1 and rows(run_dir) == [row]
     config = json.loads((run_dir / "config.json").read_text())
     assert config["society"]["rounds"] == 1
     code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--quiet", "--no-cache"], opener_for([]))

@@ -88,22 +88,27 @@ def test_runs_whose_games_share_a_memory_are_never_parallel(suite: Any, tmp_path
     assert baseline[baseline.index("--parallel") + 1] == "8"
 
 
-def reported(folder: Path, correct: dict[str, bool], accuracy: float) -> None:
+def reported(folder: Path, correct: dict[str, bool], accuracy: float, **detail: Any) -> None:
     folder.mkdir(parents=True)
     (folder / "config.json").write_text("{}")
-    (folder / "items.jsonl").write_text("".join(json.dumps({"id": i, "correct": c}) + "\n" for i, c in correct.items()))
+    (folder / "items.jsonl").write_text("".join(json.dumps({"id": i, "correct": c, "gold": "7", **detail}) + "\n"
+                                                for i, c in correct.items()))
     (folder / "report.json").write_text(json.dumps({"metrics": {"accuracy": accuracy},
                                                     "costs": {"calls_per_item": 1.0}}))
 
 
 def test_the_summary_has_a_row_per_reported_run(suite: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     reported(tmp_path / "base" / "20260101-000000-abcdef", {"1": True, "2": False, "3": True}, 66.7)
-    reported(tmp_path / "debate" / "20260101-000000-abcdef", {"1": False, "2": True}, 50.0)  # partial
+    reported(tmp_path / "debate" / "20260101-000000-abcdef", {"1": False, "2": True}, 50.0,  # partial
+             standing={"a": "7", "b": "8"})
     suite.summary(suite.SUITES["gsm8k"], tmp_path)
     rows = capsys.readouterr().out.splitlines()
     assert rows[0].startswith("| run | n | accuracy | vs base |")
     assert rows[2].startswith("| base | 3 | 66.7 | - | 1.0 |")
-    assert rows[3].startswith("| debate | 2 | 50.0 | +1 / -1 of 2 | 1.0 |") and len(rows) == 4
+    assert rows[3].startswith("| debate | 2 | 50.0 | +1 / -1 of 2 | 1.0 |")
+    # the second table: only the run whose rows record the members' answers
+    assert rows[5].startswith("| run | answer_accuracy | gold_among_answers |")
+    assert rows[7:] == ["| debate | 50.0 | 100.0 | 0.0 | 0 | 1 | 2 |"]
 
 
 def test_best_of_n_matches_the_calls_of_the_society_run_once_there_is_one(suite: Any, tmp_path: Path,

@@ -107,7 +107,10 @@ async def solve_society(society: Society, item: GsmItem) -> Scored:
         return REWARD if normalise_number(answer) == item.gold else 0.0
 
     result = await society.run(item.question, answer_key=answer_key, reward=reward)
-    detail: dict[str, object] = {"decided_by": result.decided_by}
+    staff = {m.name for m in society.staff}
+    standing = {r.member: normalise_number(r.answer) for r in result.records if r.member not in staff}
+    # each member's last number, what the decision chose among (see `answer_spread`)
+    detail: dict[str, object] = {"decided_by": result.decided_by, "standing": standing}
     if society.economy is not None:  # the ledger lives across problems: record how it stands after each
         detail["balances"] = {name: round(v, 2) for name, v in society.economy.balances.items()}
     return _scored(item, result.answer, **detail)

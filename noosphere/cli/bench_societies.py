@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from noosphere.bench import gsm8k as gsm8k_bench
 from noosphere.bench import roleplay as roleplay_bench
+from noosphere.bench.answer_spread import answer_spread
 from noosphere.bench.roleplay_tasks import TASKS as CODING_TASKS
 from noosphere.bench.runner import Solve, load_done
 from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
@@ -120,7 +121,8 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             return [(i.id, i, i.gold) for i in items], solve
 
         def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
-            return {"accuracy": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows)}
+            return {"accuracy": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows),
+                    **answer_spread(rows)}
 
         run_benchmark(opener, "GSM8K (exact match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
                       max_tokens=800, prepare=prepare, summarise=summarise, parallel=parallel)
