@@ -2,9 +2,11 @@
 
 `noosphere bench gsm8k --system society` now writes `standing` (member -> last number) into every
 row, which `answer_spread` turns into the second table of `suite.py gsm8k --summary-only`. Rows
-scored earlier lack it; the run's own trace has it: the members' messages to the top society on
-that item, from the item's last start (a resumed item started again), staff and paid services left
-out. Rows that already have it, or whose item the trace does not show, stay as they are.
+scored earlier lack it; the run's own trace has it: the messages to the top society on that item
+from its last start (a resumed item started again), by members who were not staff and had not left
+(an economy's bankrupt members), paid services left out. Rows that already have it, or whose item
+the trace does not show, stay as they are. Run it on a run that is not being scored: the rows file
+is rewritten whole (through a temporary file, so a kill leaves the old one).
 
     python benchmarks/standing_answers.py RUN_DIR [RUN_DIR ...]
 """
@@ -14,33 +16,34 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 from noosphere.bench.gsm8k import normalise_number
+from noosphere.bench.runner import load_done
+from noosphere.trace import read_trace
 
 
 def standing_from_trace(trace: Path) -> dict[str, dict[str, str | None]]:
     """item id -> member -> the number of its last answer, for the items the trace shows a society on."""
-    members: dict[str, set[str]] = {}
+    staff: dict[str, set[str]] = {}
     standing: dict[str, dict[str, str | None]] = {}
-    with trace.open(encoding="utf-8") as lines:
-        for line in lines:
-            event: dict[str, Any] = json.loads(line)
-            item, kind = event.get("item_id"), event.get("kind")
-            if item is None or event.get("society") is not None:
-                continue
-            if kind == "soc_started":  # this item's society starts (again): what came before is void
-                members[item] = set(event["members"]) - set(event.get("staff", ()))
-                standing[item] = {}
-            elif kind == "soc_message" and event["member"] in members.get(item, ()) and event["phase"] != "service":
-                standing[item][event["member"]] = normalise_number(event.get("answer") or "")
+    for event in read_trace(trace):
+        item = getattr(event, "item_id", None)
+        if item is None or getattr(event, "society", None) is not None:
+            continue
+        if event.kind == "soc_started":  # this item's society starts (again): what came before is void
+            staff[item], standing[item] = set(event.staff), {}
+        elif event.kind == "econ_departure" and item in standing:
+            standing[item].pop(event.agent, None)
+        elif (event.kind == "soc_message" and item in standing and event.member not in staff[item]
+              and event.phase != "service"):
+            standing[item][event.member] = normalise_number(event.answer or "")
     return standing
 
 
 def backfill(run: Path) -> int:
     """Rewrite the run's items.jsonl with `standing` where it was missing; returns how many rows gained it."""
     items = run / "items.jsonl"
-    rows = [json.loads(line) for line in items.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = list(load_done(items).values())
     found = standing_from_trace(run / "trace.jsonl")
     added = 0
     for row in rows:
@@ -48,7 +51,9 @@ def backfill(run: Path) -> int:
             row["standing"] = found[row["id"]]
             added += 1
     if added:
-        items.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        fresh = items.with_suffix(".jsonl.new")
+        fresh.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        fresh.replace(items)
     return added
 
 

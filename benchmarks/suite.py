@@ -120,8 +120,8 @@ SUITES: dict[str, Suite] = {
         Config("debate", ("--system", "society", "--society", DEBATE), 50),
         *(Config(f"monarchy-r{rounds}", ("--system", "society", "--society", MONARCHY, "--rounds", str(rounds)), 50)
           for rounds in (1, 3, 5)),
-    ), ("accuracy",), parallel=3, diagnose=answer_spread),  # a society problem keeps 5 conversations; 3 problems
-    # fill the 16 caches
+    # a society problem keeps 5 conversations; 3 problems fill the 16 caches
+    ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4),
     "textworld": Suite("textworld", _textworld(), GAME_METRICS, parallel=4),
 }

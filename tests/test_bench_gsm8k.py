@@ -55,11 +55,11 @@ def test_the_answer_spread_shows_where_a_decision_lost() -> None:
     rows = [{"gold": "7", "correct": False, "standing": {"a": "7", "b": "7", "c": "8"}},  # overruled a right majority
             {"gold": "7", "correct": True, "standing": {"a": "7", "b": "8", "c": None}},  # right out of a tie
             {"gold": "7", "correct": False, "standing": {"a": "9", "b": "8", "c": "8"}},  # nobody had it
-            {"gold": "5", "correct": True, "votes": {"5": 3, "6": 1}},  # best-of-N's samples count the same way
+            {"gold": "5", "correct": True, "votes": {"5": 3, "6": 1}, "no_number": 1},  # best-of-N's samples alike
             {"gold": "5", "correct": True}]  # records no answers: left out
-    spread = answer_spread(rows)  # an answer without a number is a wrong one: 6 of 13 answers right
-    assert spread == {"answer_accuracy": 46.15, "gold_among_answers": 75.0, "plurality_accuracy": 50.0,
-                      "decided_against_right_plurality": 1, "right_without_plurality": 1, "answers_n": 4}
+    spread = answer_spread(rows)  # an answer without a number is a wrong one: 6 of 14 answers right
+    assert spread == {"answer_accuracy": 42.86, "gold_among_answers": 75.0, "plurality_accuracy": 50.0,
+                      "decided_against_right_plurality": 1, "right_without_plurality": 1, "rows_with_answers": 4}
     assert answer_spread([{"gold": "1", "correct": True}]) == {}
 
 
@@ -153,7 +153,7 @@ def test_society_system_runs_the_declared_society_and_resumes(data: Path, tmp_pa
     assert row["correct"] and row["decided_by"] == "vote" and row["calls"] == 3 + (1 + 3) + 3 + 1
     assert row["standing"] == {"planner": "7", "calculator": "7", "checker": "7"}  # the checker changed to 7
     report = json.loads((run_dir / "report.json").read_text())["metrics"]
-    assert (report["answer_accuracy"], report["gold_among_answers"], report["answers_n"]) == (100.0, 100.0, 1)
+    assert (report["answer_accuracy"], report["gold_among_answers"], report["rows_with_answers"]) == (100.0, 100.0, 1)
     # a row scored before rows recorded it gets the same standing answers back from the run's trace
     items = run_dir / "items.jsonl"
     items.write_text(json.dumps({k: v for k, v in row.items() if k != "standing"}) + "\n")

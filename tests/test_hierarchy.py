@@ -114,3 +114,19 @@ def test_the_inner_society_perceives_the_observation_through_its_own_members() -
     outer.run_sync("What colour is the cat?", Observation.of({"first": "The cat is red.", "second": "A blue sky."}))
     [first_ask] = [r for r in backend.history if r.agent == "inner/a"][:1]
     assert "The cat is red." in first_ask.messages[-1].content and "blue sky" not in first_ask.messages[-1].content
+
+
+def test_a_sub_society_that_reaches_no_answer_forfeits_its_turn_instead_of_offering_a_placeholder() -> None:
+    model, _, trace = scripted(by_agent({
+        "inner/a": ["not json"] * 3, "inner/o": [json.dumps({"summary": "nothing to go on", "answer": ""})],
+        "inner/l": ["not json"] * 3,
+        "solo": [said("13")],
+        "outer/o": [json.dumps({"summary": "only solo answered", "answer": "13"})]}))
+    inner = monarchy([Member("inner/a", model, "a")], Member("inner/o", model, "o"), Member("inner/l", model, "l"),
+                     rounds=0)
+    outer = democracy([SubSociety.of("team", inner), Member("solo", model, "s")], Member("outer/o", model, "o"),
+                      rights={"execute"}, rounds=0)
+    result = outer.run_sync("5 + 7?")
+    forfeits = [e for e in trace.of_kind("soc_forfeit") if getattr(e, "society", None) is None]
+    assert [(e.member, e.error.split(":")[0]) for e in forfeits] == [("team", "RuntimeFault")]
+    assert result.answer == "13" and not [e for e in trace.of_kind("soc_message") if e.member == "team"]

@@ -3,10 +3,12 @@
 
 A society's accuracy alone does not say where it lost: its members may rarely have had the right
 number, or had it and been overruled. Over the rows that record their answers (`standing`: member ->
-number; `votes`: number -> count) this gives the accuracy of one answer on its own, how often the
-right number was among the answers (what a perfect judge could reach), how often it was the strict
-plurality (what counting alone would reach), and how often the decision went against a right
-plurality or was right without one.
+number; `votes`: number -> count, with `failed` and `no_number` samples) this gives the accuracy of
+one answer on its own (an answer without a number is a wrong one), how often the right number was
+among the answers (what a perfect judge could reach), how often it was the strict plurality (what
+counting alone would reach), and how often the decision went against a right plurality or was right
+without one. A monarchy's leader may also pick the organizer's summary answer, which is not counted
+among the members' answers.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ def answers_of(row: dict[str, Any]) -> Counter[str | None] | None:
     """The answers a row's decision chose among, counted; None when the row does not record them."""
     if isinstance(row.get("standing"), dict):
         return Counter(row["standing"].values())
-    if isinstance(row.get("votes"), dict):
-        return Counter({number: int(count) for number, count in row["votes"].items()})
+    if isinstance(row.get("votes"), dict):  # rows from before `no_number` was recorded count only failures
+        answers: Counter[str | None] = Counter({number: int(count) for number, count in row["votes"].items()})
+        answers[None] += int(row.get("failed", 0)) + int(row.get("no_number", 0))
+        return answers
     return None
 
 
@@ -34,7 +38,8 @@ def plurality_of(answers: Counter[str | None]) -> str | None:
 
 
 def answer_spread(rows: Iterable[dict[str, Any]]) -> dict[str, float | int]:
-    """Percentages over the rows that record their answers (`answers_n` of them); {} if none does."""
+    """Percentages (and two counts of rows) over the rows that record their answers (`rows_with_answers`
+    of them); {} if none does."""
     counted = [(answers, row) for row in rows if (answers := answers_of(row)) is not None]
     if not counted:
         return {}
@@ -48,4 +53,4 @@ def answer_spread(rows: Iterable[dict[str, Any]]) -> dict[str, float | int]:
             "plurality_accuracy": round(100 * sum(p for p, _ in by_plurality) / n, 2),
             "decided_against_right_plurality": sum(p and not decided for p, decided in by_plurality),
             "right_without_plurality": sum(decided and not p for p, decided in by_plurality),
-            "answers_n": n}
+            "rows_with_answers": n}

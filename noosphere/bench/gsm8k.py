@@ -95,7 +95,8 @@ async def solve_best_of_n(model: Model, n: int, item: GsmItem) -> Scored:
     numbers = [r for r in results if isinstance(r, str)]
     votes = Counter(numbers)
     best = max(votes, key=lambda number: (votes[number], -numbers.index(number))) if votes else None
-    return _scored(item, best, votes=dict(votes), failed=sum(1 for r in results if isinstance(r, BaseException)))
+    return _scored(item, best, votes=dict(votes), failed=sum(1 for r in results if isinstance(r, BaseException)),
+                   no_number=sum(1 for r in results if r is None))
 
 
 REWARD = 20.0
@@ -107,9 +108,9 @@ async def solve_society(society: Society, item: GsmItem) -> Scored:
         return REWARD if normalise_number(answer) == item.gold else 0.0
 
     result = await society.run(item.question, answer_key=answer_key, reward=reward)
-    staff = {m.name for m in society.staff}
-    standing = {r.member: normalise_number(r.answer) for r in result.records if r.member not in staff}
-    # each member's last number, what the decision chose among (see `answer_spread`)
+    present = {m.name for m in society.members}  # an economy's bankrupt members left: their answers count no more
+    standing = {r.member: normalise_number(r.answer) for r in result.records if r.member in present}
+    # each member's last number, the answers the decision chose among (see `answer_spread`)
     detail: dict[str, object] = {"decided_by": result.decided_by, "standing": standing}
     if society.economy is not None:  # the ledger lives across problems: record how it stands after each
         detail["balances"] = {name: round(v, 2) for name, v in society.economy.balances.items()}
@@ -130,13 +131,13 @@ def planned_calls(spec: SocietySpec) -> int:
         return spec.max_messages + (spec.specifier is not None)
     if spec.organisation == "artist-critic":  # each artist a one-answerer monarchy; every critic votes; a collector
         return len(spec.styles) * (3 + 2 * rounds) + len(spec.professions) + 1
-    turn = sum(planned_calls(m.society) if m.society is not None else 1 for m in spec.members)
+    every_member = sum(planned_calls(m.society) if m.society is not None else 1 for m in spec.members)  # one turn each
     if spec.organisation == "economy":  # at most: a decision, a verdict, a service and an answer per member
-        return turn + rounds * 4 * turn + turn
+        return every_member + rounds * 4 * every_member + every_member
     if spec.organisation == "debate":
-        return turn + rounds * turn + (1 if spec.editor is not None else turn)
-    calls = turn + rounds * (1 + turn) + 1  # mission, rounds of question and answers, the organizer's summary
+        return every_member + rounds * every_member + (1 if spec.editor is not None else every_member)
+    calls = every_member + rounds * (1 + every_member) + 1  # mission, rounds of question and answers, summary
     rights = set(spec.rights) if spec.organisation == "democracy" else set()
-    calls += turn if "change" in rights else 0
-    calls += turn if "execute" in rights else 1
+    calls += every_member if "change" in rights else 0
+    calls += every_member if "execute" in rights else 1
     return calls

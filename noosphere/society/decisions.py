@@ -97,7 +97,7 @@ class LeaderDecides:
             session.trace.emit(MemberSpoke(phase=self.name, round=session.rounds + 2, member=self.leader.name,
                                            text=decision.reasoning, answer=session.answer))
         else:  # the leader forfeited: the society's majority stands in
-            MembersVote.count(session, standing_ballots(session))
+            count_standing(session)
 
 
 def holders(session: Session, options: list[str]) -> str:
@@ -122,8 +122,8 @@ class MembersVote:
     async def run(self, session: Session) -> None:
         session.phase(self.name)
         options = session.options()
-        if len(options) <= 1:
-            MembersVote.count(session, standing_ballots(session))
+        if len(options) <= 1:  # the members agree: a vote would be unanimous
+            count_standing(session, decided_by="vote")
             return
         context = f"Summary: {session.summary}\n\n" if session.summary else ""
         listed = lettered(options)
@@ -138,7 +138,7 @@ class MembersVote:
 
         votes = await session.each(session.members, self.name, session.rounds + 2, turn)
         if not votes:  # every vote forfeited: the members' standing answers are their votes
-            MembersVote.count(session, standing_ballots(session))
+            count_standing(session)
             return
         MembersVote.count(session, [Ballot(name, tuple(picked(options, label)
                                                        for label in getattr(v, "ranking", None) or [v.choice]))
@@ -146,7 +146,7 @@ class MembersVote:
 
     @staticmethod
     def count(session: Session, ballots: list[Ballot], options: list[str] | None = None, *,
-              decided_by: str = "vote") -> None:
+              decided_by: str = "vote", standing: bool = False) -> None:
         """Count over every option on the ballot paper, not only those some ballot names: a Borda score
         depends on how many options there are, and an option nobody chose still belongs in the tally."""
         if not ballots:
@@ -156,19 +156,22 @@ class MembersVote:
         for option in [*(options or []), *(o for ballot in ballots for o in ballot.ranking)]:
             wording.setdefault(key(option), option)
         keyed = [Ballot(b.voter, tuple(key(o) for o in b.ranking)) for b in ballots]
-        session.answer = wording.get(hold_vote(session, keyed, list(wording)) or "")
+        session.answer = wording.get(hold_vote(session, keyed, list(wording), standing=standing) or "")
         session.decided_by = decided_by
 
 
-def standing_ballots(session: Session) -> list[Ballot]:
-    """Each member's latest answer to the task as its vote, from the members who have one."""
-    return [Ballot(r.member, (r.answer,)) for r in session.latest().values() if r.answer.strip()]
+def count_standing(session: Session, *, decided_by: str = "standing") -> None:
+    """Decide by counting each member's latest answer to the task as its vote (members without one abstain),
+    when there is no vote to count: nobody was asked, or every ballot forfeited."""
+    ballots = [Ballot(r.member, (r.answer,)) for r in session.latest().values() if r.answer.strip()]
+    MembersVote.count(session, ballots, decided_by=decided_by, standing=True)
 
 
-def hold_vote(session: Session, ballots: list[Ballot], options: list[str]) -> str | None:
-    """Count `ballots` over `options` under the session's rule, tracing every ballot and the tally."""
+def hold_vote(session: Session, ballots: list[Ballot], options: list[str], *, standing: bool = False) -> str | None:
+    """Count `ballots` over `options` under the session's rule, tracing every ballot and the tally;
+    `standing`: the ballots are the members' standing answers, not votes they cast."""
     for ballot in ballots:
-        session.trace.emit(BallotCast(voter=ballot.voter, ranking=list(ballot.ranking)))
+        session.trace.emit(BallotCast(voter=ballot.voter, ranking=list(ballot.ranking), standing=standing))
     result = tally(ballots, options, session.voting_rule, rng=session.rng)
     session.trace.emit(Tallied(rule=result.rule, scores=result.scores, winner=result.winner, tied=list(result.tied)))
     return result.winner

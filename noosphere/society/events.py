@@ -46,6 +46,8 @@ class BallotCast(Event):
     kind: str = "soc_ballot"
     voter: str
     ranking: list[str]
+    standing: bool = False
+    """The voter's standing answer counted for it (no vote was cast), not a ballot it filled in."""
 
 
 class Tallied(Event):

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from noosphere.errors import UsageError
+from noosphere.errors import RuntimeFault, UsageError
 from noosphere.llm.messages import MediaPart
 from noosphere.observation import Observation
 from noosphere.scope import society_scope
@@ -75,7 +75,9 @@ class SubSociety(Member):
             if label is None:
                 raise UsageError(f"{self.name}'s society answered {result.answer!r}, which is none of the options")
             return output.model_validate({"reasoning": reasoning, name: [label] if is_list else label})
-        answer = (result.answer or "(no answer)")[:properties["answer"].get("maxLength", 300)]
+        if not result.answer.strip():  # a placeholder would stand as an option beside real answers
+            raise RuntimeFault(f"{self.name}'s society reached no answer ({result.decided_by})")
+        answer = result.answer[:properties["answer"].get("maxLength", 300)]
         try:
             return output.model_validate({"reasoning": reasoning, "answer": answer})
         except ValidationError as exc:

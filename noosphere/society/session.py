@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
-from noosphere.errors import BudgetExceededError
+from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.observation import Observation
 from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted
 from noosphere.society.member import Member
@@ -101,15 +101,16 @@ class Session:
 
     async def each(self, members: Sequence[Member], phase: str, round: int,
                    turn: Callable[[Member], Awaitable[T]]) -> dict[str, T]:
-        """Run one turn per member in parallel; a member whose turn fails forfeits it (traced)."""
+        """Run one turn per member in parallel; a member whose turn fails (its model, its output, a
+        sub-society standing for it) forfeits it, traced. A spent budget ends the whole society instead,
+        and anything else (a bug) is raised as itself, not wrapped in an ExceptionGroup no caller catches."""
         async def guarded(member: Member) -> T | None:
             async with self._gate:
                 try:
                     return await turn(member)
                 except BudgetExceededError:
                     raise
-                except Exception as exc:  # whatever fails in one member (its model, a sub-society's phase,
-                    # a user's code) costs that member its turn, never the society its run
+                except NoosphereError as exc:
                     self.trace.emit(MemberForfeited(phase=phase, round=round, member=member.name,
                                                     error=f"{type(exc).__name__}: {exc}"))
                     return None
@@ -117,7 +118,7 @@ class Session:
         try:
             async with asyncio.TaskGroup() as group:
                 tasks = [group.create_task(guarded(member)) for member in members]
-        except BaseExceptionGroup as failed:  # a spent budget, raised as itself for the caller to catch
+        except BaseExceptionGroup as failed:
             raise failed.exceptions[0] from None
         results = {member.name: task.result() for member, task in zip(members, tasks, strict=True)}
         return {name: value for name, value in results.items() if value is not None}

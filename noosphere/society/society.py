@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.observation import Observation
-from noosphere.society.decisions import MembersVote, standing_ballots
+from noosphere.society.decisions import count_standing
 from noosphere.society.economy import Economy
 from noosphere.society.events import SocietyFinished, SocietyStarted
 from noosphere.society.member import Member
@@ -72,7 +72,7 @@ class Society:
         for phase in self.phases:
             await phase.run(session)
         if session.answer is None:  # nobody decided (every turn forfeited, or everyone left)
-            MembersVote.count(session, standing_ballots(session), decided_by="fallback")
+            count_standing(session, decided_by="fallback")
         if session.answer is None:  # no member stands by an answer: the last one anybody gave
             given = next((r.answer for r in reversed(session.records) if r.answer.strip()), None)
             session.answer, session.decided_by = (given, "fallback") if given is not None else ("", "none")
