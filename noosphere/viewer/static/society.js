@@ -140,7 +140,8 @@ function societyEpisodeView(episode) {
         return paged(list, list, group.events, (e) => message(e, staff), 50);
       }, {class: "phase", open: i < 6}))),
     ballots.length || tallies.length ? section("Votes",
-      ballots.length ? table(["voter", "ranking"], ballots.map((b) => [b.voter, (b.ranking || []).join(" > ")])) : null,
+      ballots.length ? table(["voter", "ranking"], ballots.map((b) => [
+        b.voter, (b.ranking || []).join(" > ") + (b.standing ? " (standing answer, no vote cast)" : "")])) : null,
       tallies.map((t) => el("div", {class: "tally"}, el("p", null, `${t.rule}: winner `,
         el("strong", null, t.winner ?? "none"), t.tied && t.tied.length > 1 ? ` (tied: ${t.tied.join(", ")})` : ""),
       bars(t.scores, t.winner)))) : null,
