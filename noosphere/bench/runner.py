@@ -20,6 +20,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from noosphere.concurrent import run_in_order
 from noosphere.errors import RuntimeFault
 from noosphere.runs import Run
 from noosphere.scope import item_scope
@@ -99,12 +100,7 @@ async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solv
             tally["correct"] += int(row["correct"])
             progress.update(task, advance=1, acc=_accuracy(tally["correct"], len(done)))
 
-        try:
-            async with asyncio.TaskGroup() as group:
-                for entry in todo:
-                    group.create_task(score(*entry))
-        except BaseExceptionGroup as failed:  # what stopped the run, as the caller would see it from one item
-            raise failed.exceptions[0] from None
+        await run_in_order(score(*entry) for entry in todo)  # what stops the run is raised as one item raised it
     return [done[item_id] for item_id, _, _ in items if item_id in done]
 
 

@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
+from noosphere.concurrent import run_in_order
 from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.observation import Observation
 from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted
@@ -115,10 +116,5 @@ class Session:
                                                     error=f"{type(exc).__name__}: {exc}"))
                     return None
 
-        try:
-            async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(guarded(member)) for member in members]
-        except BaseExceptionGroup as failed:
-            raise failed.exceptions[0] from None
-        results = {member.name: task.result() for member, task in zip(members, tasks, strict=True)}
-        return {name: value for name, value in results.items() if value is not None}
+        results = await run_in_order(guarded(member) for member in members)
+        return {member.name: value for member, value in zip(members, results, strict=True) if value is not None}

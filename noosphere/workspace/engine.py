@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from noosphere.concurrent import run_in_order
 from noosphere.errors import RuntimeFault, UnknownNameError, UsageError
 from noosphere.observation import Observation
 from noosphere.trace import Trace
@@ -168,9 +169,7 @@ class Workspace:
                     self.trace.emit(ProcessorForfeited(iteration=iteration, phase=phase, processor=who(key),
                                                        error=f"{type(error).__name__}: {error}"))
 
-        async with asyncio.TaskGroup() as group:
-            for key, job in jobs.items():
-                group.create_task(one(key, job))
+        await run_in_order(one(key, job) for key, job in jobs.items())
         return {key: done[key] for key in jobs if key in done}
 
     async def _execute_all(self, questions: dict[str, str], observation: Observation, tick: int, iteration: int,
