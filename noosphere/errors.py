@@ -140,8 +140,10 @@ class OutputParseError(RuntimeFault):
 class BudgetExceededError(RuntimeFault):
     """A token, call or money budget ran out."""
 
-    def __init__(self, budget: str, limit: float, used: float) -> None:
+    def __init__(self, budget: str, limit: float, used: float, *, owner: object | None = None) -> None:
         self.budget = budget
         self.limit = limit
         self.used = used
+        self.owner = owner
+        """The allowance that ran out (a society's, say); None for the run's own budget."""
         super().__init__(f"{budget} budget of {limit} exceeded ({used} used)")

@@ -404,3 +404,61 @@ def test_a_leader_who_forfeits_leaves_the_decision_to_the_members_standing_answe
     assert (result.answer, result.decided_by) == ("12", "standing")
     assert [e.member for e in trace.of_kind("soc_forfeit")] == ["leader"]
     assert all(b.standing for b in trace.of_kind("soc_ballot"))
+
+
+def budgeted_monarchy(model, prefix: str = ""):
+    from noosphere.llm import Budget
+
+    return replace_budget(monarchy(members(model, tuple(f"{prefix}{n}" for n in "abc")),
+                                   Member(f"{prefix}organizer", model, "o"), Member(f"{prefix}leader", model, "l"),
+                                   rounds=2), Budget(max_calls=4))
+
+
+def replace_budget(society, budget):
+    from dataclasses import replace
+
+    return replace(society, budget=budget)
+
+
+def test_a_society_whose_budget_runs_out_stops_there_and_decides_with_what_it_has() -> None:
+    model, backend, trace = scripted(by_agent({
+        "a": [said("12"), said("r")], "b": [said("12"), said("r")], "c": [said("13"), said("r")],
+        "organizer": [{"question": "Sure?"}, {"question": "Really?"}, {"summary": "s", "answer": "13"}],
+        "leader": [said("13")]}))
+    result = budgeted_monarchy(model).run_sync("What is 7 + 5?")
+    assert len(backend.history) == 4  # the three answers to the task and the organizer's first question
+    [spent] = trace.of_kind("soc_budget_spent")
+    assert (spent.phase, spent.budget, spent.limit) == ("mindstorm", "calls", 4)
+    assert (result.answer, result.decided_by) == ("12", "fallback")  # the standing answers, counted
+
+
+def test_budgets_of_societies_run_at_once_on_one_model_are_their_own() -> None:
+    import asyncio
+
+    script = {f"{p}{n}": [said("12"), said("r")] for p in ("x-", "y-") for n in "abc"}
+    script |= {f"{p}organizer": [{"question": "Sure?"}] for p in ("x-", "y-")}
+    model, backend, trace = scripted(by_agent(script))
+
+    async def both() -> list:
+        return await asyncio.gather(budgeted_monarchy(model, "x-").run("1?"), budgeted_monarchy(model, "y-").run("1?"))
+
+    results = asyncio.run(both())
+    assert [r.answer for r in results] == ["12", "12"] and len(trace.of_kind("soc_budget_spent")) == 2
+    assert sorted(Counter(r.agent[0] for r in backend.history).items()) == [("x", 4), ("y", 4)]
+
+
+def test_an_outer_budget_spent_inside_a_sub_society_stops_the_outer_society() -> None:
+    from noosphere.llm import Budget
+    from noosphere.society import SubSociety
+
+    model, backend, trace = scripted(by_agent({
+        "inner/a": [said("12")] * 3, "inner/o": [{"summary": "s", "answer": "12"}] * 3, "inner/l": [said("12")] * 3,
+        "solo": [said("13")] * 3, "outer/o": [{"question": "Sure?"}]}))
+    inner = replace_budget(monarchy([Member("inner/a", model, "a")], Member("inner/o", model, "o"),
+                                    Member("inner/l", model, "l"), rounds=0), Budget(max_calls=10))
+    outer = replace_budget(democracy([SubSociety.of("team", inner), Member("solo", model, "s")],
+                                     Member("outer/o", model, "o"), rights={"execute"}, rounds=1), Budget(max_calls=3))
+    result = outer.run_sync("5 + 7?")
+    [spent] = trace.of_kind("soc_budget_spent")
+    assert getattr(spent, "society", None) is None and spent.phase == "mission"  # the outer society's, not team's
+    assert len(backend.history) == 3 and result.decided_by == "fallback"

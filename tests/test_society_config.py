@@ -116,6 +116,23 @@ def test_members_that_are_not_a_list_get_a_config_error(tmp_path: Path) -> None:
     assert error.value.field == "members" and error.value.line == 2
 
 
+def test_a_society_file_sets_what_one_run_may_spend_and_a_wrong_budget_field_is_located(tmp_path: Path) -> None:
+    from noosphere.bench.gsm8k import planned_calls
+    from noosphere.llm import Budget
+
+    path = tmp_path / "budgeted.yaml"
+    path.write_text((EXAMPLES / "monarchy.yaml").read_text() + "budget:\n  max_calls: 6\n  max_tokens: 9000\n")
+    spec = load_society_spec(path)
+    society = build_society(spec, lambda model_id: Model(ScriptedBackend([])), "scripted")
+    assert society.budget == Budget(max_calls=6, max_tokens=9000)
+    assert planned_calls(spec) == 6  # the budget caps the 13 calls the monarchy would plan
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines[:-2], "  max_call: 6"]) + "\n")
+    with pytest.raises(ConfigError, match="Extra inputs") as error:
+        load_society_spec(path)
+    assert error.value.field == "budget.max_call" and error.value.line == len(lines) - 1
+
+
 def test_ask_with_a_society_file_runs_the_society_and_traces_it(tmp_path: Path) -> None:
     vote = {"reasoning": "r", "choice": "A"}
     backend = ScriptedBackend(by_agent({

@@ -125,7 +125,14 @@ async def solve_in_new_society(build: Callable[[], Society], item: GsmItem) -> S
 def planned_calls(spec: SocietySpec) -> int:
     """Model calls one problem costs this society at most, when nobody retries and the members disagree:
     the N of a best-of-N baseline planned before the society has run (`--match-run` measures it instead).
-    A member that is a society costs a whole run of that society each time it speaks."""
+    A member that is a society costs a whole run of that society each time it speaks; a society's
+    budget of calls caps it."""
+    unbounded = _planned_calls(spec)
+    cap = spec.budget.max_calls if spec.budget is not None else None
+    return min(unbounded, cap) if cap is not None else unbounded
+
+
+def _planned_calls(spec: SocietySpec) -> int:
     rounds = spec.rounds
     if spec.organisation == "roleplay":  # every message of the conversation, the specified task first
         return spec.max_messages + (spec.specifier is not None)

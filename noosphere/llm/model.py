@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from noosphere.errors import CapabilityError, ContextOverflowError, ModelError, OutputParseError, UsageError
+from noosphere.llm.allowance import current_allowance
 from noosphere.llm.backend import Backend
 from noosphere.llm.cache import CallCache, request_key
 from noosphere.llm.messages import Message, as_messages
@@ -142,6 +143,9 @@ class Model:
     async def _call(self, request: Request, agent: str | None, attempt: int) -> tuple[Reply, float, bool]:
         request = self._fit(request)
         self.ledger.check()
+        allowance = current_allowance()  # a society's own budget, say, inside the run's
+        if allowance is not None:
+            allowance.check()
         key = request_key(self.backend.fingerprint, request) if self.cache is not None else None
         started = time.perf_counter()
         reply = self.cache.get(key) if self.cache is not None and key is not None else None
@@ -152,6 +156,8 @@ class Model:
                 self.cache.put(key, reply)
         latency = time.perf_counter() - started
         self.ledger.record(agent, reply.usage, cached=cached)
+        if allowance is not None:
+            allowance.add(reply.usage)
         self.trace.emit(ModelCall(
             model=self.id, agent=agent, attempt=attempt, messages=[m.to_json() for m in request.messages],
             response=reply.text, tool_calls=[{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls],

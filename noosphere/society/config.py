@@ -18,7 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from noosphere.errors import ConfigError
-from noosphere.llm import Model
+from noosphere.llm import Budget, Model
 from noosphere.society.artists import LiteLLMPainter, artist_critic
 from noosphere.society.hierarchy import SubSociety
 from noosphere.society.member import Member
@@ -117,6 +117,8 @@ def build_society(spec: SocietySpec, open_model: Callable[[str], Model], default
     (the run folder's, from the CLI)."""
     society = _organise(spec, open_model, default_model, paintings)
     society.max_concurrency = spec.max_concurrency
+    if spec.budget is not None:
+        society.budget = Budget(**spec.budget.model_dump())
     return society
 
 

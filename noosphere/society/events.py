@@ -58,6 +58,16 @@ class Tallied(Event):
     tied: list[str]
 
 
+class BudgetSpent(Event):
+    """The society's own budget ran out in `phase`: it stopped there and decided with what it had."""
+
+    kind: str = "soc_budget_spent"
+    phase: str
+    budget: str
+    limit: float
+    used: float
+
+
 class SocietyFinished(Event):
     kind: str = "soc_finished"
     answer: str

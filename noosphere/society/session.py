@@ -65,6 +65,8 @@ class Session:
     """The answer the organizer's summary supports: it may correct every member's."""
     answer: str | None = None
     decided_by: str = ""
+    spent: BudgetExceededError | None = None
+    """The budget that ran out during the current phase, if one did: the society stops after the phase."""
 
     def __post_init__(self) -> None:
         self._gate = asyncio.Semaphore(self.max_concurrency)
@@ -103,15 +105,16 @@ class Session:
     async def each(self, members: Sequence[Member], phase: str, round: int,
                    turn: Callable[[Member], Awaitable[T]]) -> dict[str, T]:
         """Run one turn per member in parallel; a member whose turn fails (its model, its output, a
-        sub-society standing for it) forfeits it, traced. A spent budget ends the whole society instead,
-        and anything else (a bug) is raised as itself, not wrapped in an ExceptionGroup no caller catches."""
+        sub-society standing for it) forfeits it, traced. A spent budget forfeits the turn too, and is
+        kept in `spent`: the phase goes on with the turns that were done, and the society stops after it.
+        Anything else (a bug) is raised as itself."""
         async def guarded(member: Member) -> T | None:
             async with self._gate:
                 try:
                     return await turn(member)
-                except BudgetExceededError:
-                    raise
                 except NoosphereError as exc:
+                    if isinstance(exc, BudgetExceededError) and self.spent is None:
+                        self.spent = exc
                     self.trace.emit(MemberForfeited(phase=phase, round=round, member=member.name,
                                                     error=f"{type(exc).__name__}: {exc}"))
                     return None

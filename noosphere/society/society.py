@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from noosphere.errors import UnknownNameError, UsageError
+from noosphere.errors import BudgetExceededError, UnknownNameError, UsageError
+from noosphere.llm.allowance import spending_limit
+from noosphere.llm.usage import Budget
 from noosphere.observation import Observation
 from noosphere.society.decisions import count_standing
 from noosphere.society.economy import Economy
-from noosphere.society.events import SocietyFinished, SocietyStarted
+from noosphere.society.events import BudgetSpent, SocietyFinished, SocietyStarted
 from noosphere.society.member import Member
 from noosphere.society.phases import Phase
 from noosphere.society.session import Contribution, Session, default_key
@@ -43,6 +46,9 @@ class Society:
     seed: int = 0
     economy: Economy | None = None
     """The ledger of an economy of minds; None for societies without money."""
+    budget: Budget | None = None
+    """What one run of this society may spend (calls, tokens, money). Spent, the society stops where it is
+    and decides with what it has (the members' standing answers), instead of failing the whole run."""
 
     def __post_init__(self) -> None:
         if not self.members:
@@ -69,8 +75,18 @@ class Society:
         trace.emit(SocietyStarted(organisation=self.organisation, rounds=self.rounds, rights=sorted(self.rights),
                                   staff=[m.name for m in self.staff],
                                   members={m.name: m.role for m in [*self.members, *self.staff]}))
-        for phase in self.phases:
-            await phase.run(session)
+        with spending_limit(self.budget) if self.budget is not None else contextlib.nullcontext() as allowance:
+            for phase in self.phases:
+                try:
+                    await phase.run(session)
+                except BudgetExceededError as spent:  # a call outside the members' turns (an organizer's)
+                    session.spent = spent
+                spent = session.spent
+                if spent is not None:
+                    if allowance is None or spent.owner is not allowance:  # an outer budget: its owner stops
+                        raise spent
+                    trace.emit(BudgetSpent(phase=phase.name, budget=spent.budget, limit=spent.limit, used=spent.used))
+                    break
         if session.answer is None:  # nobody decided (every turn forfeited, or everyone left)
             count_standing(session, decided_by="fallback")
         if session.answer is None:  # no member stands by an answer: the last one anybody gave

@@ -39,6 +39,15 @@ class MemberSpec(BaseModel):
         return self
 
 
+class BudgetSpec(BaseModel):
+    """What one run of the society (one task) may spend; spent, it decides with what it has."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_calls: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+
+
 Organisation = Literal["monarchy", "democracy", "debate", "economy", "roleplay", "artist-critic"]
 STAFF = ("organizer", "leader", "editor", "arbiter", "specifier")
 
@@ -60,6 +69,9 @@ class SocietySpec(BaseModel):
     """Role-play: turns the short task into a precise one before the conversation."""
     max_messages: int = Field(default=50, ge=1, le=500)
     token_budget: int | None = Field(default=None, ge=1)
+    """Role-play: the conversation's own token budget (checked before each turn)."""
+    budget: BudgetSpec | None = None
+    """Any organisation: what one run of the society may spend (a sub-society's counts toward it too)."""
     start_balance: float = Field(default=10.0, ge=0)
     rent: float = Field(default=1.0, ge=0)
     spawn_above: float = Field(default=30.0, gt=0)

@@ -117,6 +117,7 @@ const DESCRIBE = {
   soc_forfeit: (e) => `${e.member} forfeited: ${short(e.error, 70)}`,
   soc_ballot: (e) => `${e.voter}: ${(e.ranking || []).join(" > ")}${e.standing ? " (standing answer)" : ""}`,
   soc_tally: (e) => `${e.rule}: ${e.winner ?? "no winner"} ${short(e.scores, 60)}`,
+  soc_budget_spent: (e) => `${e.budget} budget of ${num(e.limit)} spent in ${e.phase}: deciding with what there is`,
   soc_finished: (e) => `${short(e.answer, 60)} (decided by ${e.decided_by})`,
   econ_balances: (e) => `round ${e.round}: ${short(e.balances, 80)}`,
   econ_payment: (e) => `${e.payer} → ${e.payee}: ${num(e.amount)} (${e.reason})`,
