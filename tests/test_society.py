@@ -462,3 +462,16 @@ def test_an_outer_budget_spent_inside_a_sub_society_stops_the_outer_society() ->
     [spent] = trace.of_kind("soc_budget_spent")
     assert getattr(spent, "society", None) is None and spent.phase == "mission"  # the outer society's, not team's
     assert len(backend.history) == 3 and result.decided_by == "fallback"
+
+
+def test_members_who_start_their_calls_together_cannot_overshoot_a_budget_of_calls() -> None:
+    from noosphere.llm import Budget
+
+    model, backend, trace = scripted(by_agent({
+        "a": [said("12"), said("r")], "b": [said("12"), said("r")], "c": [said("13"), said("r")],
+        "organizer": [{"question": "Sure?"}, {"question": "Really?"}], "leader": [said("13")]}), latency_s=0.01)
+    society = replace_budget(monarchy(members(model), Member("organizer", model, "o"), Member("leader", model, "l"),
+                                      rounds=2), Budget(max_calls=5))
+    society.run_sync("What is 7 + 5?")
+    assert len(backend.history) == 5  # three answers, a question, and one of the three replies started together
+    assert len([e for e in trace.of_kind("soc_forfeit") if e.phase == "mindstorm"]) >= 2

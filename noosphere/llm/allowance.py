@@ -34,8 +34,11 @@ class Allowance:
             yield allowance
             allowance = allowance.parent
 
-    def check(self) -> None:
-        """Before a call: raise for the innermost allowance already spent."""
+    def reserve_call(self) -> None:
+        """Before a call: raise for the innermost allowance already spent, else count the call at once, so
+        that calls started together cannot all pass a limit of calls that only some of them fit in. Tokens
+        and money are known only afterwards (`add`): concurrent calls may overshoot those limits by one
+        round of calls."""
         for allowance in self.chain():
             budget = allowance.budget
             for name, limit, used in (("calls", budget.max_calls, allowance.calls),
@@ -43,10 +46,12 @@ class Allowance:
                                       ("cost_usd", budget.max_cost_usd, allowance.cost_usd)):
                 if limit is not None and used >= limit:
                     raise BudgetExceededError(name, limit, used, owner=allowance)
-
-    def add(self, usage: Usage) -> None:
         for allowance in self.chain():
             allowance.calls += 1
+
+    def add(self, usage: Usage) -> None:
+        """After a call: what it spent."""
+        for allowance in self.chain():
             allowance.tokens += usage.total_tokens
             allowance.cost_usd += usage.cost_usd or 0.0
 

@@ -145,7 +145,7 @@ class Model:
         self.ledger.check()
         allowance = current_allowance()  # a society's own budget, say, inside the run's
         if allowance is not None:
-            allowance.check()
+            allowance.reserve_call()
         key = request_key(self.backend.fingerprint, request) if self.cache is not None else None
         started = time.perf_counter()
         reply = self.cache.get(key) if self.cache is not None and key is not None else None
