@@ -8,6 +8,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from noosphere.errors import (
+    BudgetExceededError,
     CapabilityError,
     ContextOverflowError,
     ModelError,
@@ -233,6 +234,13 @@ async def test_budget_stops_calls_and_ledger_counts_per_agent() -> None:
     summary = ledger.summary()
     assert summary["total"]["calls"] == 2
     assert summary["by_agent"]["x"]["completion_tokens"] == 2
+
+
+async def test_calls_started_together_cannot_overshoot_a_budget_of_calls() -> None:
+    model, backend, _ = scripted(["a", "b", "c", "d"], latency_s=0.01)
+    model = model.bind(ledger=UsageLedger(Budget(max_calls=2)))
+    outcomes = await asyncio.gather(*(model.complete(q) for q in "wxyz"), return_exceptions=True)
+    assert len(backend.history) == 2 and sum(isinstance(o, BudgetExceededError) for o in outcomes) == 2
 
 
 @pytest.mark.parametrize(("limit", "first_reply_saw"), [(8, 8), (1, 1)])

@@ -34,6 +34,9 @@ class UsageLedger:
         self._total = _Tally()
         self._spent_before = _Tally()
         """What earlier sessions of a resumed run spent: it counts against the budget, not in `summary`."""
+        self._started = 0
+        """Calls that passed `check`: counted when they start, so calls started together cannot all pass a
+        limit of calls only some of them fit in."""
 
     def carry_over(self, earlier_total: dict[str, Any]) -> None:
         """Count a resumed run's earlier sessions (a `summary()["total"]` row) against the budget, so a
@@ -45,13 +48,15 @@ class UsageLedger:
                         cost_usd=earlier_total.get("cost_usd")))
 
     def check(self) -> None:
+        """Before a call: raise if a limit is reached, else count the call as started."""
         before, now = self._spent_before, self._total
-        limits = (("calls", self.budget.max_calls, before.calls + now.calls),
+        limits = (("calls", self.budget.max_calls, before.calls + max(self._started, now.calls)),
                   ("tokens", self.budget.max_tokens, before.usage.total_tokens + now.usage.total_tokens),
                   ("cost_usd", self.budget.max_cost_usd, (before.usage.cost_usd or 0.0) + (now.usage.cost_usd or 0.0)))
         for name, limit, used in limits:
             if limit is not None and used >= limit:
                 raise BudgetExceededError(name, limit, used)
+        self._started += 1
 
     def record(self, agent: str | None, usage: Usage, *, cached: bool) -> None:
         for tally in (self._total, self._by_agent[agent or "-"]):
