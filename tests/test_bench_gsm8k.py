@@ -154,6 +154,7 @@ def test_society_system_runs_the_declared_society_and_resumes(data: Path, tmp_pa
     assert row["standing"] == {"planner": "7", "calculator": "7", "checker": "7"}  # the checker changed to 7
     report = json.loads((run_dir / "report.json").read_text())["metrics"]
     assert (report["answer_accuracy"], report["gold_among_answers"], report["rows_with_answers"]) == (100.0, 100.0, 1)
+    assert report["decided_by"] == {"vote": 1}  # who decided, so that votes that all failed would show
     # a row scored before rows recorded it gets the same standing answers back from the run's trace
     items = run_dir / "items.jsonl"
     items.write_text(json.dumps({k: v for k, v in row.items() if k != "standing"}) + "\n")

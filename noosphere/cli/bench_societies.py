@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -121,8 +122,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             return [(i.id, i, i.gold) for i in items], solve
 
         def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+            deciders = Counter(str(r["decided_by"]) for r in rows if "decided_by" in r)
             return {"accuracy": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows),
-                    **answer_spread(rows)}
+                    **answer_spread(rows), **({"decided_by": dict(deciders)} if deciders else {})}
 
         run_benchmark(opener, "GSM8K (exact match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
                       max_tokens=800, prepare=prepare, summarise=summarise, parallel=parallel)
