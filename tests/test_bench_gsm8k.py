@@ -196,3 +196,15 @@ def test_best_of_n_can_match_the_calls_a_society_run_measured(data: Path, tmp_pa
     code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--match-run", str(tmp_path / "empty"),
                            "--data", str(data), "--out", str(tmp_path / "m"), "--quiet"], opener)
     assert code == 2 and "no scored problems" in err
+
+
+def test_a_spent_budget_stops_best_of_n_instead_of_passing_for_failed_samples() -> None:
+    import asyncio
+
+    from noosphere.bench.gsm8k import GsmItem, solve_best_of_n
+    from noosphere.errors import BudgetExceededError
+    from noosphere.llm import Budget, UsageLedger
+
+    model = Model(ScriptedBackend([said("7")] * 4), ledger=UsageLedger(Budget(max_calls=2)))
+    with pytest.raises(BudgetExceededError):
+        asyncio.run(solve_best_of_n(model, 4, GsmItem("q", "3 + 4?", "7")))

@@ -226,3 +226,20 @@ def test_a_contract_the_arbiter_refuses_moves_no_money() -> None:
     assert "arbiter refused" in trace.of_kind("econ_contract")[-1].note
     assert not [p for p in trace.of_kind("econ_payment") if p.reason != "rent"]
     assert society.economy is not None and society.economy.balances == pytest.approx({"a": 9.0, "b": 9.0})
+
+
+def test_an_economy_whose_budget_runs_out_still_pays_the_reward_for_its_answer() -> None:
+    from dataclasses import replace
+
+    from noosphere.llm import Budget
+
+    model, backend, trace = scripted(by_agent({"a": [said("12")], "b": [said("12")]}))
+    society = economy_of_minds([Member("a", model, "ra"), Member("b", model, "rb")], Member("arbiter", model, "rz"),
+                               rounds=2, start=10.0, rent=1.0, spawn_above=100.0)
+    society = replace(society, budget=Budget(max_calls=2))  # the two answers, then no market at all
+    result = society.run_sync("5 + 7?", reward=lambda answer: 8.0 if answer == "12" else 0.0)
+    assert (result.answer, result.decided_by, len(backend.history)) == ("12", "budget", 2)
+    assert trace.of_kind("soc_budget_spent")[0].phase == "market"
+    ledger = society.economy
+    assert ledger is not None and ledger.rewards_in == 8.0 and ledger.conserved()
+    assert ledger.balances == pytest.approx({"a": 13.0, "b": 13.0})  # 10, one round's rent, half the reward

@@ -429,7 +429,7 @@ def test_a_society_whose_budget_runs_out_stops_there_and_decides_with_what_it_ha
     assert len(backend.history) == 4  # the three answers to the task and the organizer's first question
     [spent] = trace.of_kind("soc_budget_spent")
     assert (spent.phase, spent.budget, spent.limit) == ("mindstorm", "calls", 4)
-    assert (result.answer, result.decided_by) == ("12", "fallback")  # the standing answers, counted
+    assert (result.answer, result.decided_by) == ("12", "budget")  # the standing answers, counted
 
 
 def test_budgets_of_societies_run_at_once_on_one_model_are_their_own() -> None:
@@ -461,7 +461,7 @@ def test_an_outer_budget_spent_inside_a_sub_society_stops_the_outer_society() ->
     result = outer.run_sync("5 + 7?")
     [spent] = trace.of_kind("soc_budget_spent")
     assert getattr(spent, "society", None) is None and spent.phase == "mission"  # the outer society's, not team's
-    assert len(backend.history) == 3 and result.decided_by == "fallback"
+    assert len(backend.history) == 3 and result.decided_by == "budget"
 
 
 def test_members_who_start_their_calls_together_cannot_overshoot_a_budget_of_calls() -> None:
@@ -475,3 +475,28 @@ def test_members_who_start_their_calls_together_cannot_overshoot_a_budget_of_cal
     society.run_sync("What is 7 + 5?")
     assert len(backend.history) == 5  # three answers, a question, and one of the three replies started together
     assert len([e for e in trace.of_kind("soc_forfeit") if e.phase == "mindstorm"]) >= 2
+
+
+def test_calls_a_society_refuses_do_not_count_against_the_run_around_it() -> None:
+    from noosphere.llm import Budget, UsageLedger
+
+    model, backend, _ = scripted(by_agent({
+        name: [said("12"), said("r")] * 3 for name in "abc"} | {"organizer": [{"question": "Sure?"}] * 3}))
+    run_ledger = UsageLedger(Budget(max_calls=13))  # room for one more call than the three societies make
+    model = model.bind(ledger=run_ledger)
+    for _ in range(3):  # three tasks, each stopped by its society's budget of 4 calls: 12 calls in all
+        assert budgeted_monarchy(model).run_sync("What is 7 + 5?").decided_by == "budget"
+    assert len(backend.history) == 12 and run_ledger.calls == 12
+
+
+def test_a_role_play_society_whose_budget_runs_out_answers_with_the_last_solution() -> None:
+    from noosphere.llm import Budget
+    from noosphere.society.roleplay import role_play
+
+    model, _, trace = scripted(by_agent({"user": [f"Step {i}." for i in range(9)],
+                                         "assistant": [f"def f(): return {i}" for i in range(9)]}))
+    society = replace_budget(role_play(Member("user", model, "u"), Member("assistant", model, "a")),
+                             Budget(max_calls=4))
+    result = society.run_sync("write f")
+    assert (result.answer, result.decided_by) == ("def f(): return 1", "assistant (budget)")
+    assert trace.of_kind("soc_budget_spent")[0].phase == "roleplay"

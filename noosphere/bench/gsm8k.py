@@ -18,6 +18,7 @@ from pathlib import Path
 
 from noosphere.bench.data import shared_data
 from noosphere.bench.runner import Scored
+from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.llm import Message, Model
 from noosphere.society import Society, Statement
 from noosphere.society.spec import SocietySpec
@@ -92,6 +93,10 @@ async def solve_best_of_n(model: Model, n: int, item: GsmItem) -> Scored:
         return normalise_number(completion.output.answer) if completion.output else None
 
     results = await asyncio.gather(*[sample(i) for i in range(n)], return_exceptions=True)
+    stopping = next((r for r in results if isinstance(r, BaseException)
+                     and (isinstance(r, BudgetExceededError) or not isinstance(r, NoosphereError))), None)
+    if stopping is not None:  # a spent budget or a bug stops the run; a sample's own failure costs only itself
+        raise stopping
     numbers = [r for r in results if isinstance(r, str)]
     votes = Counter(numbers)
     best = max(votes, key=lambda number: (votes[number], -numbers.index(number))) if votes else None

@@ -146,6 +146,7 @@ class Model:
         allowance = current_allowance()  # a society's own budget, say, inside the run's
         if allowance is not None:
             allowance.reserve_call()
+        self.ledger.start_call()  # counted only once every budget let it through (no await in between)
         key = request_key(self.backend.fingerprint, request) if self.cache is not None else None
         started = time.perf_counter()
         reply = self.cache.get(key) if self.cache is not None and key is not None else None

@@ -48,7 +48,8 @@ class UsageLedger:
                         cost_usd=earlier_total.get("cost_usd")))
 
     def check(self) -> None:
-        """Before a call: raise if a limit is reached, else count the call as started."""
+        """Before a call: raise if a limit is reached (`start_call` then counts it, once every other
+        budget around the call has let it through too)."""
         before, now = self._spent_before, self._total
         limits = (("calls", self.budget.max_calls, before.calls + max(self._started, now.calls)),
                   ("tokens", self.budget.max_tokens, before.usage.total_tokens + now.usage.total_tokens),
@@ -56,6 +57,8 @@ class UsageLedger:
         for name, limit, used in limits:
             if limit is not None and used >= limit:
                 raise BudgetExceededError(name, limit, used)
+
+    def start_call(self) -> None:
         self._started += 1
 
     def record(self, agent: str | None, usage: Usage, *, cached: bool) -> None:

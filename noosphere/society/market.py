@@ -48,7 +48,7 @@ class MarketRounds:
         self.economy.start_task()
         self.economy.report(0)
         open_contracts: list[Contract] = []
-        for round_ in range(1, session.rounds + 1):
+        for round_ in session.round_numbers():
             session.phase(self.name, round_)
             open_contracts += await self._hire(session, round_)
             delivered, open_contracts = await self._deliver(session, round_, open_contracts)
@@ -154,6 +154,8 @@ class PayReward:
 
     economy: Economy
     name: str = "reward"
+    settles: bool = True
+    """It makes no model call: a society whose budget ran out before it still pays the reward."""
 
     async def run(self, session: Session) -> None:
         self.economy.trace = session.trace

@@ -31,6 +31,9 @@ def excerpt(text: str, limit: int = SNIPPET) -> str:
 
 
 class Phase(Protocol):
+    """One step of a mindstorm. A phase that makes no model call and only settles accounts may say
+    `settles = True`: it still runs after the society's budget cut the phases before it short."""
+
     name: str
 
     async def run(self, session: Session) -> None: ...
@@ -118,7 +121,7 @@ class OrganizerRounds:
     name: str = "mindstorm"
 
     async def run(self, session: Session) -> None:
-        for round_ in range(1, session.rounds + 1):
+        for round_ in session.round_numbers():
             session.phase(self.name, round_)
             # measured on GSM8K (29 problems): told only not to repeat the task's question, the organizer asked
             # round 2 what it had asked in round 1 in 27, and its questions often gave away a value it believed
@@ -161,7 +164,7 @@ class DebateRounds:
         split = session.observation is not None and any(m.sees is not None for m in session.members)
         lead = ("The others may have seen parts of the input you did not; trust them as far as their reasons hold."
                 if split else "The others worked on the same task; check their reasoning as you check your own.")
-        for round_ in range(1, session.rounds + 1):
+        for round_ in session.round_numbers():
             session.phase(self.name, round_)
             latest = session.latest()
 

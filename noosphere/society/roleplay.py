@@ -38,8 +38,10 @@ class RolePlayResult:
     task: str
     transcript: tuple[tuple[str, str], ...]
     """(speaker, text) in order, the specifier's task first when there is one."""
-    stopped_by: str  # "done", "repeated", "message_cap", "token_budget" or "forfeit"
+    stopped_by: str  # "done", "repeated", "message_cap", "token_budget", "budget" or "forfeit"
     tokens: int
+    spent: BudgetExceededError | None = None
+    """The budget around the conversation (a society's, a run's) that ended it, if one did."""
 
     @property
     def solutions(self) -> list[str]:
@@ -70,10 +72,19 @@ class RolePlay:
             transcript.append((kind, text))
             trace.emit(MemberSpoke(phase="roleplay", round=turn, member=speaker.name, text=text))
 
+        spent: list[BudgetExceededError] = []
+
+        async def speak(member: Member, prompt: str, turn: int) -> tuple[str, int] | None:
+            try:
+                return await _turn(member, prompt, trace, turn)
+            except BudgetExceededError as exc:  # a budget around the conversation: it ends, what was said kept
+                spent.append(exc)
+                return None
+
         trace.emit(PhaseStarted(phase="roleplay"))
         if self.specifier is not None:  # a specifier that fails leaves the task as it was given
-            said = await _turn(self.specifier, f"Make this task specific and concrete in a few sentences, keeping "
-                                               f"its intent: {task}", trace, 0)
+            said = await speak(self.specifier, f"Make this task specific and concrete in a few sentences, keeping "
+                                               f"its intent: {task}", 0)
             if said is not None:
                 task, used = said
                 tokens += used
@@ -88,9 +99,9 @@ class RolePlay:
             if self._spent(tokens):
                 stopped_by = "token_budget"
                 break
-            said = await _turn(self.user, prompt, trace, turn)
+            said = await speak(self.user, prompt, turn)
             if said is None:
-                stopped_by = "forfeit"
+                stopped_by = "budget" if spent else "forfeit"
                 break
             instruction, used = said
             tokens += used
@@ -103,10 +114,10 @@ class RolePlay:
             if self._spent(tokens):  # checked before each turn, so one turn overshoots the budget at most
                 stopped_by = "token_budget"
                 break
-            said = await _turn(self.assistant, f"The user working with you on this task ({task}) says:\n"
-                                                f"{instruction}\nCarry it out.", trace, turn)
+            said = await speak(self.assistant, f"The user working with you on this task ({task}) says:\n"
+                                                f"{instruction}\nCarry it out.", turn)
             if said is None:
-                stopped_by = "forfeit"
+                stopped_by = "budget" if spent else "forfeit"
                 break
             solution, used = said
             tokens += used
@@ -119,7 +130,7 @@ class RolePlay:
                       f"starting with \"Instruction:\".")
         if report_end:
             trace.emit(SocietyFinished(answer=transcript[-1][1] if transcript else "", decided_by=stopped_by))
-        return RolePlayResult(task, tuple(transcript), stopped_by, tokens)
+        return RolePlayResult(task, tuple(transcript), stopped_by, tokens, spent[0] if spent else None)
 
     def _spent(self, tokens: int) -> bool:
         return self.token_budget is not None and tokens >= self.token_budget
@@ -138,6 +149,8 @@ class Converse:
         solutions = result.solutions
         if solutions:
             session.answer, session.decided_by = solutions[-1], f"{self.roleplay.assistant.name} ({result.stopped_by})"
+        if result.spent is not None:  # the society decides whether it stops here or its owner's run does
+            session.spent.append(result.spent)
 
 
 def role_play(user: Member, assistant: Member, *, specifier: Member | None = None, max_messages: int = 50,

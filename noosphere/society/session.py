@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -65,11 +65,19 @@ class Session:
     """The answer the organizer's summary supports: it may correct every member's."""
     answer: str | None = None
     decided_by: str = ""
-    spent: BudgetExceededError | None = None
-    """The budget that ran out during the current phase, if one did: the society stops after the phase."""
+    spent: list[BudgetExceededError] = field(default_factory=list)
+    """Budgets that ran out during the current phase: no member takes a turn after that, and the society
+    stops after the phase."""
 
     def __post_init__(self) -> None:
         self._gate = asyncio.Semaphore(self.max_concurrency)
+
+    def round_numbers(self) -> Iterator[int]:
+        """1 to `rounds`, ending early once a budget has run out."""
+        for round_ in range(1, self.rounds + 1):
+            if self.spent:
+                return
+            yield round_
 
     def phase(self, name: str, round: int = 0) -> None:
         self.trace.emit(PhaseStarted(phase=name, round=round))
@@ -106,15 +114,18 @@ class Session:
                    turn: Callable[[Member], Awaitable[T]]) -> dict[str, T]:
         """Run one turn per member in parallel; a member whose turn fails (its model, its output, a
         sub-society standing for it) forfeits it, traced. A spent budget forfeits the turn too, and is
-        kept in `spent`: the phase goes on with the turns that were done, and the society stops after it.
-        Anything else (a bug) is raised as itself."""
+        kept in `spent`: the phase goes on with the turns that were done, no turn starts after it, and the
+        society stops after the phase. Anything else (a bug) is raised as itself."""
+        if self.spent:
+            return {}
+
         async def guarded(member: Member) -> T | None:
             async with self._gate:
                 try:
                     return await turn(member)
                 except NoosphereError as exc:
-                    if isinstance(exc, BudgetExceededError) and self.spent is None:
-                        self.spent = exc
+                    if isinstance(exc, BudgetExceededError):
+                        self.spent.append(exc)
                     self.trace.emit(MemberForfeited(phase=phase, round=round, member=member.name,
                                                     error=f"{type(exc).__name__}: {exc}"))
                     return None

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from noosphere.errors import BudgetExceededError, UnknownNameError, UsageError
-from noosphere.llm.allowance import spending_limit
+from noosphere.llm.allowance import Allowance, spending_limit
 from noosphere.llm.usage import Budget
 from noosphere.observation import Observation
 from noosphere.society.decisions import count_standing
@@ -76,24 +76,36 @@ class Society:
                                   staff=[m.name for m in self.staff],
                                   members={m.name: m.role for m in [*self.members, *self.staff]}))
         with spending_limit(self.budget) if self.budget is not None else contextlib.nullcontext() as allowance:
-            for phase in self.phases:
-                try:
-                    await phase.run(session)
-                except BudgetExceededError as spent:  # a call outside the members' turns (an organizer's)
-                    session.spent = spent
-                spent = session.spent
-                if spent is not None:
-                    if allowance is None or spent.owner is not allowance:  # an outer budget: its owner stops
-                        raise spent
-                    trace.emit(BudgetSpent(phase=phase.name, budget=spent.budget, limit=spent.limit, used=spent.used))
-                    break
-        if session.answer is None:  # nobody decided (every turn forfeited, or everyone left)
-            count_standing(session, decided_by="fallback")
+            skipped = await self._run_phases(session, allowance)
+        if session.answer is None:  # nobody decided (every turn forfeited, everyone left, or the budget ran out)
+            count_standing(session, decided_by="fallback" if skipped is None else "budget")
         if session.answer is None:  # no member stands by an answer: the last one anybody gave
             given = next((r.answer for r in reversed(session.records) if r.answer.strip()), None)
             session.answer, session.decided_by = (given, "fallback") if given is not None else ("", "none")
+        for phase in skipped or ():  # what the budget cut short still settles its accounts (an economy's reward)
+            if getattr(phase, "settles", False):
+                await phase.run(session)
         trace.emit(SocietyFinished(answer=session.answer, decided_by=session.decided_by))
         return SocietyResult(session.answer, session.decided_by, session.summary, tuple(session.records))
+
+    async def _run_phases(self, session: Session, allowance: Allowance | None) -> list[Phase] | None:
+        """Run the phases in order. When this society's own budget runs out, stop after the phase it ran out
+        in and return the phases left (None when none was cut short); an outer budget's error goes on up to
+        the society or run that set it."""
+        for index, phase in enumerate(self.phases):
+            try:
+                await phase.run(session)
+            except BudgetExceededError as spent:  # a call outside the members' turns (an organizer's)
+                session.spent.append(spent)
+            if not session.spent:
+                continue
+            outer = next((e for e in session.spent if allowance is None or e.owner is not allowance), None)
+            if outer is not None:
+                raise outer
+            own = session.spent[0]
+            session.trace.emit(BudgetSpent(phase=phase.name, budget=own.budget, limit=own.limit, used=own.used))
+            return list(self.phases[index + 1:])
+        return None
 
     def run_sync(self, task: str, observation: Observation | None = None, **kwargs) -> SocietyResult:
         return asyncio.run(self.run(task, observation, **kwargs))
