@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import time
+from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -34,7 +35,8 @@ class Run:
         self.redactor = redactor or Redactor.from_environment()
         directory.mkdir(parents=True, exist_ok=True)
         self.trace = Trace(directory / "trace.jsonl", redactor=self.redactor)
-        self.ledger = UsageLedger(budget)
+        saved_budget = config.get("budget")  # a budget set on the command line lives in the config: a resume keeps it
+        self.ledger = UsageLedger(budget or (Budget(**saved_budget) if saved_budget else None))
         self.started = time.time()
         self.result: dict[str, Any] | None = None
         self.earlier: dict[str, Any] = {}
@@ -48,6 +50,8 @@ class Run:
         directory = Path(directory)
         saved = cls.saved_config(directory)
         config = {k: v for k, v in saved.items() if k not in ("run_id", "command")}
+        if budget is not None:  # a new budget for the rest of the run, saved for the resumes after this one
+            config["budget"] = {k: v for k, v in asdict(budget).items() if v is not None}
         run = cls(directory, command=saved.get("command", "?"), config=config, budget=budget)
         with contextlib.suppress(OSError, ValueError):  # killed before any result: nothing earlier to add
             run.earlier = dict(json.loads((directory / "result.json").read_text()))

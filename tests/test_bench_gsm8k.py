@@ -136,6 +136,30 @@ def test_base_and_best_of_n_score_exact_numbers_with_calls_per_item(data: Path, 
     assert [r["correct"] for r in rows(run_dir)] == [True, False]  # 7 of 13 samples said 300
 
 
+def test_a_run_budget_stops_the_bench_leaving_the_rest_to_a_resume_with_more(data: Path, tmp_path: Path) -> None:
+    opener = opener_for([said("7"), said("600")])
+    code, _, err = invoke(["bench", "gsm8k", "--system", "base", "--data", str(data), "--out", str(tmp_path / "runs"),
+                           "--no-cache", "--quiet", "--budget", "calls=1"], opener)
+    assert code != 0 and "calls budget of 1 exceeded" in err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    assert [r["id"] for r in rows(run_dir)] == ["gsm8k-0000"]  # the second problem is not scored as an error
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "budget"
+    assert "partial: budget spent" in (run_dir / "report.md").read_text()
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--no-cache", "--quiet", "--budget", "calls=2"],
+                          opener)
+    assert code == 0, err
+    assert [r["correct"] for r in rows(run_dir)] == [True, True]
+    assert json.loads((run_dir / "config.json").read_text())["budget"] == {"max_calls": 2}  # kept for later resumes
+
+
+@pytest.mark.parametrize(("budget", "message"), [("cals=3", "Did you mean calls"), ("calls=many", "a number"),
+                                                  ("calls=1.5", "whole number"), ("cost=-1", "positive")])
+def test_a_malformed_budget_is_a_usage_error(data: Path, tmp_path: Path, budget: str, message: str) -> None:
+    code, _, err = invoke(["bench", "gsm8k", "--system", "base", "--data", str(data), "--out", str(tmp_path / "runs"),
+                           "--budget", budget])
+    assert code == 2 and message in err and not (tmp_path / "runs").exists()  # refused before any run folder
+
+
 def test_society_system_runs_the_declared_society_and_resumes(data: Path, tmp_path: Path) -> None:
     vote = json.dumps({"reasoning": "r", "choice": "A"})
     script = by_agent({"planner": [said("7"), said("7"), vote], "calculator": [said("7"), said("7"), vote],

@@ -216,3 +216,15 @@ def test_a_society_standing_as_a_member_takes_no_temperature(tmp_path: Path) -> 
     (tmp_path / "monarchy.yaml").write_text((EXAMPLES / "monarchy.yaml").read_text())
     with pytest.raises(ConfigError, match="no temperature of its own"):
         load_society_spec(path)
+
+
+def test_ask_keeps_to_the_run_budget_it_is_given(tmp_path: Path) -> None:
+    backend = ScriptedBackend(by_agent({name: [{"reasoning": "r", "answer": "12"}] for name in
+                                        ("planner", "calculator", "checker")}))
+    code, _, err = invoke(["ask", "What is 5 + 7?", "--system", "society", "--society",
+                           str(EXAMPLES / "democracy.yaml"), "--out", str(tmp_path), "--no-cache",
+                           "--budget", "calls=2"],
+                          lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 1 and "calls budget of 2 exceeded" in err and len(backend.history) == 2
+    [run_dir] = list(tmp_path.iterdir())
+    assert json.loads((run_dir / "config.json").read_text())["budget"] == {"max_calls": 2}

@@ -21,7 +21,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from noosphere.concurrent import run_in_order
-from noosphere.errors import RuntimeFault
+from noosphere.errors import BudgetExceededError, RuntimeFault
 from noosphere.runs import Run
 from noosphere.scope import item_scope
 from noosphere.trace import Event
@@ -122,6 +122,8 @@ async def _score_one(run: Run, item_id: str, item: Any, gold: Any, solve: Solve)
         error = None
         try:
             scored = await solve(item)
+        except BudgetExceededError:  # the run's budget: it stops the run, the item stays to be scored
+            raise
         except RuntimeFault as exc:
             error = f"{type(exc).__name__}: {exc}"
             scored = Scored(None, False, {})

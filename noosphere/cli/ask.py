@@ -33,6 +33,29 @@ ModelOption = Annotated[str, typer.Option("--model", "-m", help="model id; see `
 SeedOption = Annotated[int, typer.Option(help="seed for sampling and every random choice")]
 OutOption = Annotated[Path, typer.Option("--out", help="folder that receives the run folder")]
 NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="bypass the persistent call cache")]
+BudgetOption = Annotated[str | None, typer.Option(
+    help="what the whole run may spend, e.g. calls=500,tokens=200000,cost=1.5 (a resumed run keeps the budget "
+         "it was started with)")]
+BUDGET_LIMITS = {"calls": "max_calls", "tokens": "max_tokens", "cost": "max_cost_usd"}
+
+
+def parse_budget(text: str | None) -> dict[str, float] | None:
+    """`--budget calls=500,cost=1.5` as the run's config saves it (the fields of `Budget`)."""
+    if not text:
+        return None
+    limits: dict[str, float] = {}
+    for part in text.split(","):
+        name, value = _named(part, "--budget")
+        if name not in BUDGET_LIMITS:
+            raise UnknownNameError("budget limit", name, BUDGET_LIMITS)
+        try:
+            number = float(value)
+        except ValueError:
+            raise UsageError(f"--budget {name} must be a number, not {value!r}") from None
+        if number <= 0 or (name != "cost" and not number.is_integer()):
+            raise UsageError(f"--budget {name} must be a positive {'number' if name == 'cost' else 'whole number'}")
+        limits[BUDGET_LIMITS[name]] = number if name == "cost" else int(number)
+    return limits
 
 
 def open_cache(no_cache: bool) -> CallCache | None:
@@ -75,6 +98,7 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         seed: SeedOption = 0,
         out: OutOption = Path("runs"),
         no_cache: NoCacheOption = False,
+        budget: BudgetOption = None,
         max_tokens: Annotated[int, typer.Option(help="output token limit per model call")] = 512,
     ) -> None:
         """Answer QUERY and print the answer, its confidence and where the run was written."""
@@ -99,7 +123,7 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         config: dict[str, Any] = {"query": query, "system": system, "model": model, "seed": seed,
                                   "society": spec.model_dump() if system == "society" else None,
                                   "max_tokens": max_tokens, "cache": not no_cache, "views": observation.names,
-                                  "tools": tool or []}
+                                  "tools": tool or [], "budget": parse_budget(budget)}
         with Run.create(out, command="ask", config=config) as run:
             cache = open_cache(no_cache)
             settings = Settings(seed=seed, max_tokens=max_tokens)

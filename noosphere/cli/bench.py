@@ -16,7 +16,7 @@ from noosphere.bench import classification_report
 from noosphere.bench import mustard as mustard_bench
 from noosphere.bench.bfcl_data import CATEGORIES, load_bfcl
 from noosphere.bench.runner import Solve
-from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
+from noosphere.cli.ask import BudgetOption, ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
 from noosphere.cli.bench_games import add_game_benchmarks
 from noosphere.cli.bench_run import Items, ParallelOption, QuietOption, ResumeOption, run_benchmark
 from noosphere.cli.bench_societies import add_society_benchmarks
@@ -62,6 +62,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         out: OutOption = Path("runs"),
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
+        budget: BudgetOption = None,
         quiet: QuietOption = False,
         parallel: ParallelOption = 1,
     ) -> None:
@@ -85,7 +86,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
                                          mustard_bench.LABELS)
 
         run_benchmark(opener, "MUStARD (text)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                      max_tokens=400, prepare=prepare, summarise=summarise, parallel=parallel)
+                      budget=budget, max_tokens=400, prepare=prepare, summarise=summarise, parallel=parallel)
 
     @bench_app.command("bfcl")
     def bfcl_command(
@@ -100,6 +101,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         out: OutOption = Path("runs"),
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
+        budget: BudgetOption = None,
         quiet: QuietOption = False,
         parallel: ParallelOption = 1,
     ) -> None:
@@ -130,7 +132,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             return metrics
 
         run_benchmark(opener, "BFCL (AST match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                      max_tokens=512, prepare=prepare, summarise=summarise, parallel=parallel)
+                      budget=budget, max_tokens=512, prepare=prepare, summarise=summarise, parallel=parallel)
 
     add_society_benchmarks(bench_app, opener)
     add_game_benchmarks(bench_app, opener)

@@ -12,7 +12,7 @@ import typer
 from noosphere.bench import games as games_bench
 from noosphere.bench.runner import Solve
 from noosphere.bench.transitions import write_transition_figures
-from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
+from noosphere.cli.ask import BudgetOption, ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
 from noosphere.cli.bench_run import (
     Benchmark,
     Items,
@@ -21,6 +21,7 @@ from noosphere.cli.bench_run import (
     ResumeOption,
     run_benchmark,
     run_together,
+    with_budget,
 )
 from noosphere.errors import UsageError
 from noosphere.llm import DEFAULT_MODEL, Model
@@ -79,7 +80,8 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             options["graph"] = games_bench.load_graph(graph).to_data()
         return options
 
-    def run_games(config: dict[str, Any], benchmark: Benchmark, *, out: Path, resume: Path | None, no_cache: bool,
+    def run_games(config: dict[str, Any], benchmark: Benchmark, *, out: Path, resume: Path | None, budget: str | None,
+                  no_cache: bool,
                   quiet: bool, parallel: int, create_only: bool) -> None:
         def check_parallel(settings: dict[str, Any]) -> None:
             if parallel > 1 and settings["system"] == "metaagent" and settings["memory"] != "none":
@@ -91,7 +93,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         if create_only:
             if resume is not None:
                 raise UsageError("--create-only makes a new run folder; it cannot go with --resume")
-            with Run.create(out, command="bench", config=config) as run:
+            with Run.create(out, command="bench", config=with_budget(config, budget)) as run:
                 run.finish({}, status="created")
             typer.echo(run.directory)
             return
@@ -100,7 +102,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             check_parallel(saved)
             return benchmark.prepare(saved, llm)
 
-        run_benchmark(opener, benchmark.title, config, out=out, resume=resume,
+        run_benchmark(opener, benchmark.title, config, out=out, resume=resume, budget=budget,
                       no_cache=no_cache, quiet=quiet, max_tokens=benchmark.max_tokens, prepare=prepare,
                       summarise=benchmark.summarise, parallel=parallel, artefacts=benchmark.artefacts)
 
@@ -122,6 +124,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         out: OutOption = Path("runs"),
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
+        budget: BudgetOption = None,
         quiet: QuietOption = False,
         parallel: ParallelOption = 1,
         create_only: CreateOnlyOption = False,
@@ -131,7 +134,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                                     "data": str(data) if data else None, "demo": demo,
                                     **game_options(system, memory, retrieve, k, max_actions, model, limit, seed, graph)}
         run_games(config, GAME_BENCHMARKS["alfworld"], out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                  parallel=parallel, create_only=create_only)
+                  budget=budget, parallel=parallel, create_only=create_only)
 
     @bench_app.command("textworld")
     def textworld(
@@ -151,6 +154,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         out: OutOption = Path("runs"),
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
+        budget: BudgetOption = None,
         quiet: QuietOption = False,
         parallel: ParallelOption = 1,
         create_only: CreateOnlyOption = False,
@@ -162,7 +166,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                                     "games_dir": str(games_dir or default_cache_dir() / "textworld"),
                                     **game_options(system, memory, retrieve, k, max_actions, model, limit, seed, graph)}
         run_games(config, GAME_BENCHMARKS["textworld"], out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                  parallel=parallel, create_only=create_only)
+                  budget=budget, parallel=parallel, create_only=create_only)
 
     @bench_app.command("together")
     def together(

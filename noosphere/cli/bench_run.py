@@ -16,9 +16,9 @@ from rich.console import Console
 
 from noosphere.bench import averages, run_items, write_report
 from noosphere.bench.runner import Solve, load_done, progress_bars
-from noosphere.cli.ask import ModelOpener, open_cache
-from noosphere.errors import UsageError
-from noosphere.llm import Model, Settings
+from noosphere.cli.ask import ModelOpener, open_cache, parse_budget
+from noosphere.errors import BudgetExceededError, UsageError
+from noosphere.llm import Budget, Model, Settings
 from noosphere.runs import Run
 
 ResumeOption = Annotated[Path | None, typer.Option(help="resume a killed benchmark from its run folder")]
@@ -36,21 +36,35 @@ Artefacts = Callable[[Path, list[dict[str, Any]]], list[Path]]
 def run_benchmark(opener: ModelOpener, title: str | Callable[[dict[str, Any]], str], config: dict[str, Any], *,
                   out: Path, resume: Path | None,
                   no_cache: bool, quiet: bool, max_tokens: int, prepare: Prepare, summarise: Summarise,
-                  parallel: int = 1, artefacts: Artefacts | None = None) -> None:
+                  parallel: int = 1, artefacts: Artefacts | None = None, budget: str | None = None) -> None:
     """Open (or resume) the run, score the items, write the report and any `artefacts` (figures, say) into
-    the run folder. A resumed run keeps its saved config, which a callable `title` is made from."""
+    the run folder. A resumed run keeps its saved config, which a callable `title` is made from, and its
+    budget unless `budget` (`--budget`) gives it a new one."""
     benchmark = Benchmark(title if callable(title) else lambda saved: title, max_tokens, prepare, summarise, artefacts)
-    run = Run.resume(resume) if resume is not None else Run.create(out, command="bench", config=config)
+    limits = parse_budget(budget)
+    run = (Run.resume(resume, budget=Budget(**limits) if limits else None) if resume is not None
+           else Run.create(out, command="bench", config=with_budget(config, budget)))
     with run, terminate_as_interrupt():
         items, solve = _prepare(opener, run, benchmark, no_cache)
+        spent: BudgetExceededError | None = None
         try:
             asyncio.run(run_items(run, items, solve, show_progress=not quiet, parallel=parallel))
-            interrupted = False
+            stopped = None
         except KeyboardInterrupt:  # Ctrl-C or a time limit: report what is done; --resume goes on later
-            interrupted = True
-        _report(run, benchmark, items, interrupted)
-    if interrupted:
+            stopped = "interrupted"
+        except BudgetExceededError as exc:  # the items left stay unscored: --resume --budget goes on with more
+            stopped, spent = "budget spent", exc
+        _report(run, benchmark, items, stopped)
+    if spent is not None:
+        raise spent
+    if stopped is not None:
         raise typer.Exit(130)
+
+
+def with_budget(config: dict[str, Any], budget: str | None) -> dict[str, Any]:
+    """A new run's config with the `--budget` it was given (saved, so that a resume keeps to it)."""
+    limits = parse_budget(budget)
+    return {**config, "budget": limits} if limits else config
 
 
 @dataclass(frozen=True)
@@ -105,9 +119,13 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
             outcomes, interrupted = [None] * len(prepared), True
         for (run, benchmark, items, _), error in zip(prepared, outcomes, strict=True):
             try:
+                if isinstance(error, BudgetExceededError):  # its budget stopped this run: a partial report
+                    _report(run, benchmark, items, "budget spent")
+                    errors.append(error)
+                    continue
                 if error is not None:
                     raise error
-                _report(run, benchmark, items, interrupted)
+                _report(run, benchmark, items, "interrupted" if interrupted else None)
             except Exception as exc:
                 _fail(run, exc, errors)
     if interrupted:
@@ -128,15 +146,16 @@ def _prepare(opener: ModelOpener, run: Run, benchmark: Benchmark, no_cache: bool
     return benchmark.prepare(saved, llm)
 
 
-def _report(run: Run, benchmark: Benchmark, items: Items, interrupted: bool) -> None:
-    """Write the report of the items scored so far (all of them, unless `interrupted`) and finish the run."""
+def _report(run: Run, benchmark: Benchmark, items: Items, stopped: str | None) -> None:
+    """Write the report of the items scored so far (all of them, unless the run `stopped` early: "interrupted"
+    or "budget spent") and finish the run."""
     done = load_done(run.directory / "items.jsonl")
     rows = [done[item_id] for item_id, _, _ in items if item_id in done]
     metrics = benchmark.summarise(run.config, rows)
-    title = benchmark.title(run.config) + (" (partial: interrupted)" if interrupted else "")
+    title = benchmark.title(run.config) + (f" (partial: {stopped})" if stopped else "")
     report = write_report(run, title, metrics, averages(rows))
     written = benchmark.artefacts(run.directory, rows) if benchmark.artefacts is not None else []
-    run.finish({"report": report}, status="interrupted" if interrupted else "ok")
+    run.finish({"report": report}, status=stopped.split()[0] if stopped else "ok")
     Console().print(json.dumps({k: v for k, v in metrics.items() if k != "confusion"}))
     Console().print(f"report: {run.directory / 'report.md'}", highlight=False)
     for path in written:

@@ -15,7 +15,7 @@ from noosphere.bench import roleplay as roleplay_bench
 from noosphere.bench.answer_spread import answer_spread
 from noosphere.bench.roleplay_tasks import TASKS as CODING_TASKS
 from noosphere.bench.runner import Solve, load_done
-from noosphere.cli.ask import ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
+from noosphere.cli.ask import BudgetOption, ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
 from noosphere.cli.bench_run import Items, ParallelOption, QuietOption, ResumeOption, run_benchmark
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import DEFAULT_MODEL, Model
@@ -92,6 +92,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         out: OutOption = Path("runs"),
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
+        budget: BudgetOption = None,
         quiet: QuietOption = False,
         parallel: ParallelOption = 1,
     ) -> None:
@@ -127,7 +128,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                     **answer_spread(rows), **({"decided_by": dict(deciders)} if deciders else {})}
 
         run_benchmark(opener, "GSM8K (exact match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                      max_tokens=800, prepare=prepare, summarise=summarise, parallel=parallel)
+                      budget=budget, max_tokens=800, prepare=prepare, summarise=summarise, parallel=parallel)
 
     @bench_app.command("roleplay")
     def roleplay(
@@ -141,6 +142,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         out: OutOption = Path("runs"),
         resume: ResumeOption = None,
         no_cache: NoCacheOption = False,
+        budget: BudgetOption = None,
         quiet: QuietOption = False,
         parallel: ParallelOption = 1,
     ) -> None:
@@ -161,4 +163,5 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                     "stopped_by_cap": sum(r.get("stopped_by") == "message_cap" for r in rows)}
 
         run_benchmark(opener, "Role-play coding (hidden tests)", config, out=out, resume=resume, no_cache=no_cache,
-                      quiet=quiet, max_tokens=700, prepare=prepare, summarise=summarise, parallel=parallel)
+                      budget=budget, quiet=quiet, max_tokens=700, prepare=prepare, summarise=summarise,
+                      parallel=parallel)
