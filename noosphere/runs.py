@@ -50,8 +50,10 @@ class Run:
         directory = Path(directory)
         saved = cls.saved_config(directory)
         config = {k: v for k, v in saved.items() if k not in ("run_id", "command")}
-        if budget is not None:  # a new budget for the rest of the run, saved for the resumes after this one
-            config["budget"] = {k: v for k, v in asdict(budget).items() if v is not None}
+        if budget is not None:  # new limits over the saved ones, kept for the resumes after this one
+            config["budget"] = {**(config.get("budget") or {}),
+                                **{k: v for k, v in asdict(budget).items() if v is not None}}
+            budget = Budget(**config["budget"])
         run = cls(directory, command=saved.get("command", "?"), config=config, budget=budget)
         with contextlib.suppress(OSError, ValueError):  # killed before any result: nothing earlier to add
             run.earlier = dict(json.loads((directory / "result.json").read_text()))

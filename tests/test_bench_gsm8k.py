@@ -139,7 +139,7 @@ def test_base_and_best_of_n_score_exact_numbers_with_calls_per_item(data: Path, 
 def test_a_run_budget_stops_the_bench_leaving_the_rest_to_a_resume_with_more(data: Path, tmp_path: Path) -> None:
     opener = opener_for([said("7"), said("600")])
     code, _, err = invoke(["bench", "gsm8k", "--system", "base", "--data", str(data), "--out", str(tmp_path / "runs"),
-                           "--no-cache", "--quiet", "--budget", "calls=1"], opener)
+                           "--no-cache", "--quiet", "--budget", "calls=1,tokens=100000"], opener)
     assert code != 0 and "calls budget of 1 exceeded" in err
     [run_dir] = list((tmp_path / "runs").iterdir())
     assert [r["id"] for r in rows(run_dir)] == ["gsm8k-0000"]  # the second problem is not scored as an error
@@ -149,11 +149,13 @@ def test_a_run_budget_stops_the_bench_leaving_the_rest_to_a_resume_with_more(dat
                           opener)
     assert code == 0, err
     assert [r["correct"] for r in rows(run_dir)] == [True, True]
-    assert json.loads((run_dir / "config.json").read_text())["budget"] == {"max_calls": 2}  # kept for later resumes
+    # the new limit replaces the saved one; the others stay, and all are kept for later resumes
+    assert json.loads((run_dir / "config.json").read_text())["budget"] == {"max_calls": 2, "max_tokens": 100000}
 
 
 @pytest.mark.parametrize(("budget", "message"), [("cals=3", "Did you mean calls"), ("calls=many", "a number"),
-                                                  ("calls=1.5", "whole number"), ("cost=-1", "positive")])
+                                                  ("calls=1.5", "whole number"), ("cost=-1", "positive"),
+                                                  ("cost=nan", "positive"), ("calls=1,calls=2", "twice")])
 def test_a_malformed_budget_is_a_usage_error(data: Path, tmp_path: Path, budget: str, message: str) -> None:
     code, _, err = invoke(["bench", "gsm8k", "--system", "base", "--data", str(data), "--out", str(tmp_path / "runs"),
                            "--budget", budget])

@@ -123,6 +123,15 @@ def test_roleplay_bench_runs_hidden_tests_in_the_sandbox(tmp_path: Path) -> None
     assert not row["correct"] and "AssertionError" in row["test_output"]
 
 
+def test_a_run_budget_stops_the_roleplay_bench_before_it_scores_a_cut_conversation(tmp_path: Path) -> None:
+    backend = ScriptedBackend(by_agent({"user": ["Write fizzbuzz.", DONE], "assistant": [GOOD]}))
+    code, _, err = invoke(["bench", "roleplay", "--limit", "1", "--out", str(tmp_path), "--no-cache", "--quiet",
+                           "--no-specify", "--budget", "calls=1"], lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 1 and "calls budget of 1 exceeded" in err
+    [run_dir] = list(tmp_path.iterdir())
+    assert (run_dir / "items.jsonl").read_text() == ""  # left for a resume with more, not scored as a fail
+
+
 def test_roleplay_bench_specifies_each_task_before_the_user_instructs(tmp_path: Path) -> None:
     backend = ScriptedBackend(by_agent({"specifier": ["fizzbuzz(n) returns strings 1..n; n = 0 gives []."],
                                         "user": ["Write fizzbuzz.", DONE], "assistant": [GOOD]}))

@@ -213,6 +213,20 @@ def test_everyone_failing_ends_the_run_without_answer() -> None:
     assert len(trace.of_kind("ws_forfeit")) == 3
 
 
+@pytest.mark.parametrize("calls", [2, 3])  # spent among the processors' bids, or at the STM
+def test_a_spent_run_budget_stops_the_workspace_instead_of_forfeiting_its_processors(calls: int) -> None:
+    from noosphere.errors import BudgetExceededError
+    from noosphere.llm import Budget, UsageLedger
+
+    backend = ScriptedBackend(by_agent({name: [chunk_reply(f"{name} answers", "", 0.6, 0.6)] for name in "abc"}
+                                       | {"stm": [stm_reply("fine", 0.9)]}))
+    model = Model(backend, trace=Trace(None), ledger=UsageLedger(Budget(max_calls=calls)))
+    workspace = Workspace([sensory(name, model, name) for name in "abc"], ShortTermMemory(model))
+    with pytest.raises(BudgetExceededError):
+        workspace.run_sync("q", OBSERVATION)
+    assert not model.trace.of_kind("ws_forfeit") and len(backend.history) == calls
+
+
 def test_threshold_is_a_setting() -> None:
     script = full_loop_script()
     script["stm"] = [stm_reply("maybe", 0.4)]

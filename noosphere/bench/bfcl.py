@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, create_model
 from noosphere.bench.bfcl_data import BfclItem
 from noosphere.bench.bfcl_match import score
 from noosphere.bench.runner import Scored
-from noosphere.errors import RuntimeFault
+from noosphere.errors import BudgetExceededError, RuntimeFault
 from noosphere.llm import Message, Model, ToolCall
 from noosphere.workspace import ShortTermMemory, Workspace, WorkspaceSettings
 from noosphere.workspace.proposer import FunctionProposer
@@ -92,6 +92,8 @@ async def _select(model: Model, request: str, conclusion: str, proposed: list[To
     try:
         completion = await model.complete([Message.system(SELECT_SYSTEM), Message.user(prompt)],
                                           output=selection_form(letters), agent="motor")
+    except BudgetExceededError:
+        raise
     except RuntimeFault:
         return tuple(proposed)  # the motor forfeits: the proposals stand as they are
     chosen: Any = completion.output

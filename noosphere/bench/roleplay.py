@@ -33,6 +33,8 @@ async def solve(model: Model, max_messages: int, task: CodingTask, *, specify: b
     roleplay = pair(model, specify=specify)
     roleplay.max_messages = max_messages
     result = await roleplay.run(task.task)
+    if result.spent is not None:  # the run's budget: the task stays unscored for a resume with more
+        raise result.spent
     code = program_from(result.solutions)
     # the tests run in a subprocess for up to seconds: off the event loop, so other tasks' calls go on meanwhile
     outcome = await asyncio.to_thread(run_python_program, f"{code}\n\n{task.tests}\n") if code else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Protocol
@@ -34,8 +35,8 @@ SeedOption = Annotated[int, typer.Option(help="seed for sampling and every rando
 OutOption = Annotated[Path, typer.Option("--out", help="folder that receives the run folder")]
 NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="bypass the persistent call cache")]
 BudgetOption = Annotated[str | None, typer.Option(
-    help="what the whole run may spend, e.g. calls=500,tokens=200000,cost=1.5 (a resumed run keeps the budget "
-         "it was started with)")]
+    help="what the whole run may spend, e.g. calls=500,tokens=200000,cost=1.5 (saved with the run; on a resume, "
+         "limits given here replace those saved)")]
 BUDGET_LIMITS = {"calls": "max_calls", "tokens": "max_tokens", "cost": "max_cost_usd"}
 
 
@@ -48,11 +49,13 @@ def parse_budget(text: str | None) -> dict[str, float] | None:
         name, value = _named(part, "--budget")
         if name not in BUDGET_LIMITS:
             raise UnknownNameError("budget limit", name, BUDGET_LIMITS)
+        if BUDGET_LIMITS[name] in limits:
+            raise UsageError(f"--budget names {name} twice")
         try:
             number = float(value)
         except ValueError:
             raise UsageError(f"--budget {name} must be a number, not {value!r}") from None
-        if number <= 0 or (name != "cost" and not number.is_integer()):
+        if not math.isfinite(number) or number <= 0 or (name != "cost" and not number.is_integer()):
             raise UsageError(f"--budget {name} must be a positive {'number' if name == 'cost' else 'whole number'}")
         limits[BUDGET_LIMITS[name]] = number if name == "cost" else int(number)
     return limits

@@ -75,6 +75,8 @@ async def reflexion(model: Model, env: Environment, *, trials: int = 3, max_acti
                               f"{_trajectory(result)}\nEarlier lessons: {lessons or 'none'}. What should change?")],
                 output=Note, agent="reflection")
             lessons.append(completion.output.text)  # type: ignore[union-attr]
+        except BudgetExceededError:
+            raise
         except NoosphereError:
             pass
     assert result is not None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from noosphere.concurrent import run_in_order
-from noosphere.errors import RuntimeFault, UnknownNameError, UsageError
+from noosphere.errors import BudgetExceededError, RuntimeFault, UnknownNameError, UsageError
 from noosphere.observation import Observation
 from noosphere.trace import Trace
 from noosphere.workspace.chunk import Chunk
@@ -165,6 +165,8 @@ class Workspace:
             async with gate:
                 try:
                     done[key] = await job()
+                except BudgetExceededError:  # the run's budget stops the run, not one processor
+                    raise
                 except RuntimeFault as error:
                     self.trace.emit(ProcessorForfeited(iteration=iteration, phase=phase, processor=who(key),
                                                        error=f"{type(error).__name__}: {error}"))
@@ -193,6 +195,8 @@ class Workspace:
     async def _stm_answer(self, query: str, winner: Chunk, iteration: int, previous: StmAnswer | None) -> StmAnswer:
         try:
             answer = await self.stm.answer(query, winner)
+        except BudgetExceededError:
+            raise
         except RuntimeFault as error:
             self.trace.emit(ProcessorForfeited(iteration=iteration, phase="stm", processor=self.stm.name,
                                                error=f"{type(error).__name__}: {error}"))

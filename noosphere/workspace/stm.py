@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from noosphere.errors import UsageError
+from noosphere.errors import BudgetExceededError, UsageError
 from noosphere.llm import Message, Model
 from noosphere.workspace.chunk import Chunk
 from noosphere.workspace.prompts import STM_FRAME, STM_LABELS
@@ -70,6 +70,9 @@ class ShortTermMemory:
             messages, output=self.output, agent=self.name,
             settings=settings.with_(temperature=self.sample_temperature, seed=settings.seed + i))
             for i in range(self.samples)], return_exceptions=True)
+        spent = next((c for c in completions if isinstance(c, BudgetExceededError)), None)
+        if spent is not None:  # the run's budget: not a sample that failed
+            raise spent
         outputs: list[Any] = [c.output for c in completions if not isinstance(c, BaseException)]
         if not outputs:
             raise next(c for c in completions if isinstance(c, BaseException))
