@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from noosphere.errors import BudgetExceededError
 from noosphere.llm.types import Usage
 from noosphere.llm.usage import Budget
 
@@ -40,12 +39,7 @@ class Allowance:
         and money are known only afterwards (`add`): concurrent calls may overshoot those limits by one
         round of calls."""
         for allowance in self.chain():
-            budget = allowance.budget
-            for name, limit, used in (("calls", budget.max_calls, allowance.calls),
-                                      ("tokens", budget.max_tokens, allowance.tokens),
-                                      ("cost_usd", budget.max_cost_usd, allowance.cost_usd)):
-                if limit is not None and used >= limit:
-                    raise BudgetExceededError(name, limit, used, owner=allowance)
+            allowance.budget.check(allowance.calls, allowance.tokens, allowance.cost_usd, owner=allowance)
         for allowance in self.chain():
             allowance.calls += 1
 

@@ -17,6 +17,13 @@ class Budget:
     max_tokens: int | None = None
     max_cost_usd: float | None = None
 
+    def check(self, calls: int, tokens: int, cost_usd: float, *, owner: object | None = None) -> None:
+        """Raise for the first limit that what was spent has reached."""
+        for name, limit, used in (("calls", self.max_calls, calls), ("tokens", self.max_tokens, tokens),
+                                  ("cost_usd", self.max_cost_usd, cost_usd)):
+            if limit is not None and used >= limit:
+                raise BudgetExceededError(name, limit, used, owner=owner)
+
 
 @dataclass
 class _Tally:
@@ -51,12 +58,9 @@ class UsageLedger:
         """Before a call: raise if a limit is reached (`start_call` then counts it, once every other
         budget around the call has let it through too)."""
         before, now = self._spent_before, self._total
-        limits = (("calls", self.budget.max_calls, before.calls + max(self._started, now.calls)),
-                  ("tokens", self.budget.max_tokens, before.usage.total_tokens + now.usage.total_tokens),
-                  ("cost_usd", self.budget.max_cost_usd, (before.usage.cost_usd or 0.0) + (now.usage.cost_usd or 0.0)))
-        for name, limit, used in limits:
-            if limit is not None and used >= limit:
-                raise BudgetExceededError(name, limit, used)
+        self.budget.check(before.calls + max(self._started, now.calls),
+                          before.usage.total_tokens + now.usage.total_tokens,
+                          (before.usage.cost_usd or 0.0) + (now.usage.cost_usd or 0.0))
 
     def start_call(self) -> None:
         self._started += 1
