@@ -117,6 +117,9 @@ SUITES: dict[str, Suite] = {
                ("--system", "society", "--society", DEMOCRACY, "--rights", "know,change"), 50),
         Config("democracy-all",
                ("--system", "society", "--society", DEMOCRACY, "--rights", "know,change,execute"), 50),
+        # the same society counting the members' standing answers instead of asking for ballots
+        Config("democracy-count", ("--system", "society", "--society", DEMOCRACY, "--rights", "know,change,execute",
+                                   "--vote", "standing"), 50),
         Config("debate", ("--system", "society", "--society", DEBATE), 50),
         *(Config(f"monarchy-r{rounds}", ("--system", "society", "--society", MONARCHY, "--rounds", str(rounds)), 50)
           for rounds in (1, 3, 5)),

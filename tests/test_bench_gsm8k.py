@@ -68,6 +68,8 @@ def test_planned_calls_bound_a_societys_calls_before_it_has_run() -> None:
     assert planned_calls(monarchy) == 3 + 2 * (1 + 3) + 1 + 1
     democracy = load_society_spec(EXAMPLES / "democracy.yaml")
     assert planned_calls(democracy) == 3 + 2 * (1 + 3) + 1 + 3 + 3
+    counted = democracy.model_copy(update={"vote": "standing"})
+    assert planned_calls(counted) == 3 + 2 * (1 + 3) + 1 + 3  # the standing answers are counted, not asked for
 
 
 def _any_form(request: Any) -> dict[str, Any]:
@@ -205,6 +207,22 @@ def test_rights_override_takes_the_vote_away_and_the_leader_decides(data: Path, 
     code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"),
                            "--rights", "know,vote", "--data", str(data), "--out", str(tmp_path / "x")])
     assert code == 2 and "'know', 'change' or 'execute'" in err
+
+
+def test_vote_override_counts_standing_answers_and_is_refused_where_nobody_votes(data: Path, tmp_path: Path) -> None:
+    script = by_agent({"planner": [said("7")], "calculator": [said("8")], "checker": [said("7")],
+                       "organizer": [json.dumps({"summary": "mostly 8", "answer": "8"})]})
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"),
+                           "--rounds", "0", "--rights", "know,execute", "--vote", "standing", "--data", str(data),
+                           "--limit", "1", "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"],
+                          opener_for(script))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    [row] = rows(run_dir)
+    assert (row["decided_by"], row["prediction"], row["calls"]) == ("count", "7", 3 + 1)
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "monarchy.yaml"),
+                           "--vote", "standing", "--data", str(data), "--out", str(tmp_path / "x")])
+    assert code == 2 and "where they vote" in err and not (tmp_path / "x").exists()
 
 
 def test_best_of_n_can_match_the_calls_a_society_run_measured(data: Path, tmp_path: Path) -> None:

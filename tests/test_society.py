@@ -163,6 +163,22 @@ def test_right_to_execute_counts_the_members_votes_in_code() -> None:
     assert [(e.round, e.text) for e in asked] == [(1, "Check?")]  # the organizer's sub-question is a message too
 
 
+def test_a_vote_by_standing_answers_counts_them_without_asking_for_ballots() -> None:
+    model, backend, trace = scripted(by_agent({
+        "a": [said("12"), said("12")], "b": [said("13"), said("13")], "c": [said("12"), said("12")],
+        "organizer": [{"question": "Check?"}, {"summary": "all say 13", "answer": "13"}]}))
+    result = democracy(members(model), Member("organizer", model, "o"), rights={"know", "execute"}, rounds=1,
+                       vote="standing").run_sync("5 + 7?")
+    assert (result.answer, result.decided_by) == ("12", "count")  # the summary's 13 is no member's answer
+    assert [(b.voter, b.ranking, b.standing) for b in trace.of_kind("soc_ballot")] == [
+        ("a", ["12"], True), ("b", ["13"], True), ("c", ["12"], True)]
+    [tally_event] = trace.of_kind("soc_tally")
+    assert tally_event.scores == {"12": 2, "13": 1}
+    assert len(backend.history) == 3 + (1 + 3) + 1  # mission, one round, summary: no ballot asked for
+    with pytest.raises(UnknownNameError, match="ballot"):
+        democracy(members(model), Member("organizer", model, "o"), vote="standng")
+
+
 def test_democracy_checks_its_rights_and_needs_a_leader_without_the_vote() -> None:
     model, _, _ = scripted(by_agent({}))
     with pytest.raises(UnknownNameError, match="know"):

@@ -84,6 +84,18 @@ def test_an_unknown_voting_rule_and_a_toml_table_array_entry_are_located(tmp_pat
     assert error.value.field == "members.1.sees" and error.value.line == 9
 
 
+def test_a_vote_by_standing_answers_needs_members_who_vote(tmp_path: Path) -> None:
+    path = tmp_path / "monarchy.yaml"
+    path.write_text("organisation: monarchy\nmembers: [{name: a, role: r}]\norganizer: {name: o, role: r}\n"
+                    "leader: {name: l, role: r}\nvote: standing\n")
+    with pytest.raises(ConfigError, match="where they vote") as error:
+        load_society_spec(path)
+    assert error.value.field == "vote" and error.value.line == 5
+    path.write_text("organisation: democracy\nrights: [know, execute]\nvote: standing\n"
+                    "members: [{name: a, role: r}]\norganizer: {name: o, role: r}\n")
+    assert load_society_spec(path).vote == "standing"
+
+
 def test_an_inline_sub_society_is_checked_at_load_with_its_line(tmp_path: Path) -> None:
     path = tmp_path / "outer.yaml"
     path.write_text("organisation: debate\nmembers:\n  - name: panel\n    society:\n      organisation: monarchy\n"

@@ -144,12 +144,13 @@ def _planned_calls(spec: SocietySpec) -> int:
     if spec.organisation == "artist-critic":  # each artist a one-answerer monarchy; every critic votes; a collector
         return len(spec.styles) * (3 + 2 * rounds) + len(spec.professions) + 1
     every_member = sum(planned_calls(m.society) if m.society is not None else 1 for m in spec.members)  # one turn each
+    ballots = every_member if spec.vote == "ballot" else 0  # counted standing answers cost no call
     if spec.organisation == "economy":  # at most: a decision, a verdict, a service and an answer per member
-        return every_member + rounds * 4 * every_member + every_member
+        return every_member + rounds * 4 * every_member + ballots
     if spec.organisation == "debate":
-        return every_member + rounds * every_member + (1 if spec.editor is not None else every_member)
+        return every_member + rounds * every_member + (1 if spec.editor is not None else ballots)
     calls = every_member + rounds * (1 + every_member) + 1  # mission, rounds of question and answers, summary
     rights = set(spec.rights) if spec.organisation == "democracy" else set()
     calls += every_member if "change" in rights else 0
-    calls += every_member if "execute" in rights else 1
+    calls += ballots if "execute" in rights else 1
     return calls

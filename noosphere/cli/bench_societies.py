@@ -32,8 +32,8 @@ def calls_of_run(folder: Path) -> int:
     return max(1, round(sum(row.get("calls", 0) for row in rows) / len(rows)))
 
 
-def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights: str | None, n: int | None,
-                  model: str, limit: int | None, data: Path | None, seed: int,
+def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights: str | None, vote: str | None,
+                  n: int | None, model: str, limit: int | None, data: Path | None, seed: int,
                   match_run: Path | None = None) -> dict[str, Any]:
     """Check the options of a new GSM8K run; the society file is read now and saved whole with the run."""
     systems = ("base", "best-of-n", "society")
@@ -45,9 +45,11 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
         overrides["rounds"] = rounds
     if rights is not None:
         overrides["rights"] = [r.strip() for r in rights.split(",") if r.strip()]
+    if vote is not None:
+        overrides["vote"] = vote
     if overrides:
         if spec is None:
-            raise UsageError("--rounds and --rights change a society: give --society FILE")
+            raise UsageError("--rounds, --rights and --vote change a society: give --society FILE")
         try:
             spec = SocietySpec.model_validate({**spec.model_dump(), **overrides}).check_staff()
         except ValidationError as exc:
@@ -80,6 +82,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                                                    help="mindstorm rounds R, overriding the society file")] = None,
         rights: Annotated[str | None, typer.Option(
             help="democracy rights, comma-separated (know,change,execute), overriding the society file")] = None,
+        vote: Annotated[str | None, typer.Option(
+            help="how members vote where they do: ballot (each is asked) or standing (each one's last answer is "
+                 "counted), overriding the society file")] = None,
         n: Annotated[int | None, typer.Option(
             min=1, help="best-of-n: samples per problem (default: --match-run's measured calls, else the society "
                         "file's planned calls, an upper bound: members who agree call less)")] = None,
@@ -97,7 +102,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         parallel: ParallelOption = 1,
     ) -> None:
         """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
-        config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, n, model, limit,
+        config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, vote, n, model, limit,
                                                                          data, seed, match_run)
         if parallel > 1 and (config.get("society") or {}).get("organisation") == "economy":
             raise UsageError("an economy's ledger carries over from problem to problem: run it with --parallel 1")

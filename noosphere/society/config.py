@@ -150,11 +150,11 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
         return monarchy(crowd, staff["organizer"], staff["leader"], rounds=spec.rounds, seed=spec.seed)
     if spec.organisation == "democracy":
         return democracy(crowd, staff["organizer"], staff.get("leader"), rights=spec.rights, rounds=spec.rounds,
-                         voting_rule=spec.voting, seed=spec.seed)
+                         voting_rule=spec.voting, vote=spec.vote, seed=spec.seed)
     if spec.organisation == "economy":
         return economy_of_minds(crowd, staff["arbiter"], rounds=spec.rounds, start=spec.start_balance, rent=spec.rent,
                                 spawn_above=spec.spawn_above, brigade_share=spec.brigade_share,
-                                voting_rule=spec.voting, seed=spec.seed)
+                                voting_rule=spec.voting, vote=spec.vote, seed=spec.seed)
     if spec.organisation == "roleplay":
         return role_play(crowd[0], crowd[1], specifier=staff.get("specifier"), max_messages=spec.max_messages,
                          token_budget=spec.token_budget, seed=spec.seed)
@@ -162,5 +162,6 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
         painter = LiteLLMPainter(spec.painter, paintings) if spec.painter else None
         return artist_critic(model_for(None), spec.styles, spec.professions, rounds=spec.rounds, painter=painter,
                              seed=spec.seed)
-    return debate(crowd, staff.get("editor"), rounds=spec.rounds, voting_rule=spec.voting, seed=spec.seed)
+    return debate(crowd, staff.get("editor"), rounds=spec.rounds, voting_rule=spec.voting, vote=spec.vote,
+                  seed=spec.seed)
 

@@ -115,13 +115,22 @@ def holders(session: Session, options: list[str]) -> str:
 
 @dataclass(frozen=True)
 class MembersVote:
-    """Execution under the right to execute: every member votes on the options; code counts."""
+    """Execution under the right to execute: every member votes on the options; code counts.
+
+    `by_standing`: no ballot is asked for; each member's standing answer is its vote (`decided_by: count`).
+    On GSM8K (democracy-all) 42 of 93 cast ballots went against the voter's own answer, 31 of them to a
+    number the organizer's summary named, and the plurality of standing answers was right more often
+    than the vote; counting them tests that, at no extra call."""
 
     name: str = "execution"
+    by_standing: bool = False
 
     async def run(self, session: Session) -> None:
         session.phase(self.name)
         options = session.options()
+        if self.by_standing:
+            count_standing(session, decided_by="count")
+            return
         if len(options) <= 1:  # the members agree: a vote would be unanimous
             count_standing(session, decided_by="vote")
             return

@@ -15,6 +15,15 @@ from noosphere.society.society import Society
 RIGHTS = ("know", "change", "execute")
 """Democracy's rights: to know the others' answers each round, to change to another's answer, to vote."""
 
+VOTES = ("ballot", "standing")
+"""How members vote where they do: each fills in a ballot, or each one's standing answer is counted."""
+
+
+def _by_standing(vote: str) -> bool:
+    if vote not in VOTES:
+        raise UnknownNameError("way of voting", vote, VOTES)
+    return vote == "standing"
+
 
 def monarchy(members: list[Member], organizer: Member, leader: Member, *, rounds: int = 3, seed: int = 0) -> Society:
     """The organizer asks, members answer without seeing each other, the organizer sums up, the leader decides."""
@@ -24,15 +33,17 @@ def monarchy(members: list[Member], organizer: Member, leader: Member, *, rounds
 
 def democracy(members: list[Member], organizer: Member, leader: Member | None = None, *,
               rights: Iterable[str] = RIGHTS, rounds: int = 3, voting_rule: str = "plurality",
-              seed: int = 0) -> Society:
-    """A monarchy with rights given to the members; without the right to execute the leader still decides."""
+              vote: str = "ballot", seed: int = 0) -> Society:
+    """A monarchy with rights given to the members; without the right to execute the leader still decides.
+    `vote`: under the right to execute, members fill in a `ballot`, or their `standing` answers are counted."""
     granted = frozenset(rights)
     for right in granted:
         if right not in RIGHTS:
             raise UnknownNameError("right", right, RIGHTS)
     if "execute" not in granted and leader is None:
         raise UsageError("a democracy without the right to execute needs a leader to decide")
-    execution = MembersVote() if "execute" in granted else LeaderDecides(leader)  # type: ignore[arg-type]
+    execution = MembersVote(by_standing=_by_standing(vote)) if "execute" in granted \
+        else LeaderDecides(leader)  # type: ignore[arg-type]
     staff = [organizer] + ([leader] if leader is not None and "execute" not in granted else [])
     return Society("democracy", members, [
         SolveAlone(), OrganizerRounds(organizer, right_to_know="know" in granted),
@@ -41,22 +52,23 @@ def democracy(members: list[Member], organizer: Member, leader: Member | None = 
 
 
 def debate(members: list[Member], editor: Member | None = None, *, rounds: int = 2, voting_rule: str = "plurality",
-           seed: int = 0) -> Society:
+           vote: str = "ballot", seed: int = 0) -> Society:
     """Members with different views of the input exchange statements; an editor decides, or they vote."""
-    execution = LeaderDecides(editor) if editor is not None else MembersVote()
+    execution = LeaderDecides(editor) if editor is not None else MembersVote(by_standing=_by_standing(vote))
     return Society("debate", members, [SolveAlone(), DebateRounds(), GatherOpinions(), execution], rounds=rounds,
                    voting_rule=voting_rule, staff=[editor] if editor is not None else [], seed=seed)
 
 
 def economy_of_minds(members: list[Member], arbiter: Member, *, rounds: int = 2, start: float = 10.0,
                      rent: float = 1.0, spawn_above: float = 30.0, brigade_share: float = 0.5,
-                     voting_rule: str = "plurality", seed: int = 0) -> Society:
+                     voting_rule: str = "plurality", vote: str = "ballot", seed: int = 0) -> Society:
     """Members trade services under contracts, pay rent, vote; the reward flows back along the contracts.
 
     The ledger lives as long as the society, so wealth, departures and spawned variants carry over
     from one task to the next (`society.economy`).
     """
     ledger = Economy({m.name: start for m in members}, rent=rent, brigade_share=brigade_share)
-    return Society("economy", members, [SolveAlone(), MarketRounds(ledger, arbiter, spawn_above), MembersVote(),
+    return Society("economy", members, [SolveAlone(), MarketRounds(ledger, arbiter, spawn_above),
+                                        MembersVote(by_standing=_by_standing(vote)),
                                         PayReward(ledger)], rounds=rounds, voting_rule=voting_rule, staff=[arbiter],
                    seed=seed, economy=ledger)

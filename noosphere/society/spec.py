@@ -60,6 +60,9 @@ class SocietySpec(BaseModel):
     rounds: int = Field(default=3, ge=0, le=50)
     voting: Literal["plurality", "borda", "approval"] = "plurality"
     rights: list[Literal["know", "change", "execute"]] = Field(default_factory=lambda: list(RIGHTS))
+    vote: Literal["ballot", "standing"] = "ballot"
+    """Where members vote (the right to execute, a debate without an editor, an economy): each fills in a
+    `ballot`, or each one's `standing` answer is counted as its vote, with no call."""
     members: list[MemberSpec] = Field(default_factory=list)
     organizer: MemberSpec | None = None
     leader: MemberSpec | None = None
@@ -105,6 +108,9 @@ class SocietySpec(BaseModel):
             missing.append("leader")
         if missing:
             return (missing[0],), f"a {self.organisation} needs: {', '.join(missing)}"
+        if self.vote == "standing" and not self._members_vote():
+            return ("vote",), ("vote: standing counts the members' answers where they vote: a democracy with the "
+                               "right to execute, a debate without an editor, or an economy")
         if self.organisation == "artist-critic":
             empty = [name for name in ("styles", "professions") if not getattr(self, name)]
             return ((empty[0],), "an artist-critic society needs styles (artists) and professions (critics)") \
@@ -112,6 +118,11 @@ class SocietySpec(BaseModel):
         if self.organisation == "roleplay" and len(self.members) != 2:
             return ("members",), "a role-play has two members: the user who instructs, then the assistant who solves"
         return None if self.members else (("members",), f"a {self.organisation} needs at least one member")
+
+    def _members_vote(self) -> bool:
+        """Whether the members decide by a vote (the alternatives: a leader, an editor, a collector)."""
+        return (self.organisation == "economy" or (self.organisation == "debate" and self.editor is None)
+                or (self.organisation == "democracy" and "execute" in self.rights))
 
     def _repeated_name(self) -> tuple[tuple[str | int, ...], str] | None:
         """Names address members in prompts, ballots and the trace, so two members may not share one."""
