@@ -149,9 +149,9 @@ def test_right_to_change_lets_a_member_adopt_anothers_answer() -> None:
 
 def test_right_to_execute_counts_the_members_votes_in_code() -> None:
     choose_a = {"reasoning": "r", "choice": "A"}
-    model, _, trace = scripted(by_agent({
+    model, backend, trace = scripted(by_agent({
         "a": [said("12"), said("12"), choose_a], "b": [said("13"), said("13"), {"reasoning": "r", "choice": "B"}],
-        "c": [said("12"), said("12"), choose_a], "organizer": [{"question": "Check?"}, {"summary": "s",
+        "c": [said("12"), said("12"), choose_a], "organizer": [{"question": "Check?"}, {"summary": "all agree on 13",
                                                                                          "answer": "13"}]}))
     result = democracy(members(model), Member("organizer", model, "o"), rights={"know", "execute"},
                        rounds=1).run_sync("5 + 7?")
@@ -159,6 +159,8 @@ def test_right_to_execute_counts_the_members_votes_in_code() -> None:
     assert tally_event.scores == {"12": 2, "13": 1}
     assert (result.answer, result.decided_by) == ("12", "vote")
     assert len(trace.of_kind("soc_ballot")) == 3
+    ballots = [r.messages[-1].content for r in backend.history if "Vote for" in r.messages[-1].content]
+    assert len(ballots) == 3 and not any("all agree on 13" in b for b in ballots)  # each voter judges on its own
     asked = [e for e in trace.of_kind("soc_message") if e.member == "organizer" and e.phase != "opinion"]
     assert [(e.round, e.text) for e in asked] == [(1, "Check?")]  # the organizer's sub-question is a message too
 

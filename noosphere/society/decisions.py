@@ -124,6 +124,9 @@ class MembersVote:
 
     name: str = "execution"
     by_standing: bool = False
+    shows_summary: bool = False
+    """Whether the ballot repeats the organizer's summary. Off, each member votes on its own reading of the
+    discussion, which is what makes a plurality of independent voters more often right than any one of them."""
 
     async def run(self, session: Session) -> None:
         session.phase(self.name)
@@ -134,7 +137,7 @@ class MembersVote:
         if len(options) <= 1:  # the members agree: a vote would be unanimous
             count_standing(session, decided_by="vote")
             return
-        context = f"Summary: {session.summary}\n\n" if session.summary else ""
+        context = f"Summary: {session.summary}\n\n" if session.summary and self.shows_summary else ""
         listed = lettered(options)
         if session.voting_rule == "plurality":
             form, ask = choice_model(len(options)), "Vote for the final answer"
