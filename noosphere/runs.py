@@ -83,8 +83,20 @@ class Run:
 
     def finish(self, result: dict[str, Any], *, status: str = "ok", error: str | None = None) -> None:
         """Write `result.json`; for a resumed run, seconds and usage are those of every session so far."""
-        seconds = time.time() - self.started
         self.result = result
+        totals = self._totals()
+        self._write("result.json", {"status": status, "error": error, **totals, **result})
+        self.trace.emit(RunFinished(run_id=self.run_id, seconds=totals["seconds"], status=status, error=error))
+        self.trace.close()
+
+    def checkpoint(self) -> None:
+        """Write `result.json` as `running`, with what every session has spent so far (a benchmark calls this
+        after each item). A session killed outright writes no result of its own, and the resume would start
+        from the last session's totals: the run's budget would forget what the killed session spent."""
+        self._write("result.json", {"status": "running", "error": None, **self._totals()})
+
+    def _totals(self) -> dict[str, Any]:
+        seconds = time.time() - self.started
         usage = self.ledger.summary()
         if self.earlier:
             seconds += float(self.earlier.get("seconds") or 0.0)
@@ -92,10 +104,7 @@ class Run:
         # a folder made by `--create-only` has a result but no session behind it
         created = not self.earlier or self.earlier.get("status") == "created"
         sessions = (0 if created else int(self.earlier.get("sessions", 1))) + 1
-        self._write("result.json", {"status": status, "error": error, "seconds": round(seconds, 3),
-                                    "sessions": sessions, "usage": usage, **result})
-        self.trace.emit(RunFinished(run_id=self.run_id, seconds=seconds, status=status, error=error))
-        self.trace.close()
+        return {"seconds": round(seconds, 3), "sessions": sessions, "usage": usage}
 
     def __enter__(self) -> Run:
         return self

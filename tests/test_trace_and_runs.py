@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from noosphere.bench.runner import Scored, run_items
 from noosphere.errors import BudgetExceededError
 from noosphere.llm import Budget, Model, ScriptedBackend
 from noosphere.runs import Run
@@ -61,6 +62,26 @@ async def test_a_budget_bounds_a_resumed_run_across_its_sessions(tmp_path: Path)
             await model.complete("q", agent="a")
     assert (raised.value.limit, raised.value.used) == (3, 3)
     assert json.loads((first.directory / "result.json").read_text())["usage"]["total"]["calls"] == 3
+
+
+async def test_a_session_killed_outright_still_counts_toward_the_budget_of_the_resume(tmp_path: Path) -> None:
+    first = Run.create(tmp_path, command="bench", config={}, budget=Budget(max_calls=3))
+    model = Model(ScriptedBackend(["one", "two"]), trace=first.trace, ledger=first.ledger)
+
+    async def solve(item: str) -> Scored:
+        return Scored((await model.complete(item, agent="a")).text, True, {})
+
+    await run_items(first, [("1", "q1", None), ("2", "q2", None)], solve, show_progress=False)
+    first.trace.close()  # killed here: `finish` never ran, so only the checkpoint after each item is left
+    saved = json.loads((first.directory / "result.json").read_text())
+    assert (saved["status"], saved["sessions"], saved["usage"]["total"]["calls"]) == ("running", 1, 2)
+    with Run.resume(first.directory, budget=Budget(max_calls=3)) as again:
+        model = Model(ScriptedBackend(["three", "four"]), trace=again.trace, ledger=again.ledger)
+        await model.complete("q", agent="a")  # the third call of the run
+        with pytest.raises(BudgetExceededError):
+            await model.complete("q", agent="a")
+    after = json.loads((first.directory / "result.json").read_text())
+    assert (after["sessions"], after["usage"]["total"]["calls"]) == (2, 3)
 
 
 def test_a_created_run_has_had_no_session_yet(tmp_path: Path) -> None:

@@ -96,6 +96,7 @@ async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solv
                 row = await _score_one(run, item_id, item, gold, solve)
             out.write(json.dumps(row, default=str) + "\n")
             out.flush()
+            run.checkpoint()  # what was spent so far survives a kill that leaves no result
             done[item_id] = row
             tally["correct"] += int(row["correct"])
             progress.update(task, advance=1, acc=_accuracy(tally["correct"], len(done)))
