@@ -171,14 +171,28 @@ def test_a_vote_by_standing_answers_counts_them_without_asking_for_ballots() -> 
         "organizer": [{"question": "Check?"}, {"summary": "all say 13", "answer": "13"}]}))
     result = democracy(members(model), Member("organizer", model, "o"), rights={"know", "execute"}, rounds=1,
                        vote="standing").run_sync("5 + 7?")
-    assert (result.answer, result.decided_by) == ("12", "count")  # the summary's 13 is no member's answer
+    assert (result.answer, result.decided_by) == ("12", "count")  # two of three stand by 12, whatever the summary says
     assert [(b.voter, b.ranking, b.standing) for b in trace.of_kind("soc_ballot")] == [
         ("a", ["12"], True), ("b", ["13"], True), ("c", ["12"], True)]
     [tally_event] = trace.of_kind("soc_tally")
     assert tally_event.scores == {"12": 2, "13": 1}
     assert len(backend.history) == 3 + (1 + 3) + 1  # mission, one round, summary: no ballot asked for
+    assert trace.of_kind("soc_started")[0].vote == "standing"
     with pytest.raises(UnknownNameError, match="ballot"):
         democracy(members(model), Member("organizer", model, "o"), vote="standng")
+    with pytest.raises(UsageError, match="leader decides"):  # nothing to count where a leader decides
+        democracy(members(model), Member("organizer", model, "o"), Member("leader", model, "l"), rights={"know"},
+                  vote="standing")
+    with pytest.raises(UsageError, match="editor decides"):
+        debate(members(model), Member("editor", model, "e"), vote="standing")
+
+
+def test_debaters_without_an_editor_may_be_counted_by_their_standing_answers() -> None:
+    model, backend, trace = scripted(by_agent({"a": [said("6"), said("6")], "b": [said("5"), said("6")],
+                                               "c": [said("5"), said("5")]}))
+    result = debate(members(model), rounds=1, vote="standing").run_sync("What is 3 x 2?")
+    assert (result.answer, result.decided_by) == ("6", "count")  # b came round to 6 in the debate
+    assert len(backend.history) == 3 + 3 and trace.of_kind("soc_started")[0].vote == "standing"
 
 
 def test_democracy_checks_its_rights_and_needs_a_leader_without_the_vote() -> None:

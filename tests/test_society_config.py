@@ -11,6 +11,7 @@ import pytest
 from noosphere.errors import ConfigError
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.society.config import build_society, load_society_spec
+from noosphere.society.decisions import MembersVote
 from tests.helpers import by_agent
 from tests.test_cli import invoke
 
@@ -94,6 +95,17 @@ def test_a_vote_by_standing_answers_needs_members_who_vote(tmp_path: Path) -> No
     path.write_text("organisation: democracy\nrights: [know, execute]\nvote: standing\n"
                     "members: [{name: a, role: r}]\norganizer: {name: o, role: r}\n")
     assert load_society_spec(path).vote == "standing"
+
+
+@pytest.mark.parametrize("staff", ["", "arbiter: {name: z, role: r}\n"], ids=["debate", "economy"])
+def test_a_debate_without_an_editor_and_an_economy_count_standing_answers_when_told(tmp_path: Path,
+                                                                                   staff: str) -> None:
+    path = tmp_path / "society.yaml"
+    organisation = "economy" if staff else "debate"
+    path.write_text(f"organisation: {organisation}\nvote: standing\nmembers: [{{name: a, role: r}}]\n{staff}")
+    society = build_society(load_society_spec(path), lambda model_id: Model(ScriptedBackend([])), "scripted")
+    [voting] = [phase for phase in society.phases if isinstance(phase, MembersVote)]
+    assert voting.by_standing
 
 
 def test_an_inline_sub_society_is_checked_at_load_with_its_line(tmp_path: Path) -> None:

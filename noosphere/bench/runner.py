@@ -81,6 +81,7 @@ async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solv
     resumed ones included. Rows are appended in the order items finish. The run's bar goes on `progress`
     when given (several runs side by side), else on a display of its own."""
     path = run.directory / "items.jsonl"
+    run.checkpoint()  # this session counts from its start, even if it is killed before an item finishes
     done = load_done(path)
     todo = [entry for entry in items if entry[0] not in done]
     _end_torn_line(path)

@@ -16,6 +16,8 @@ class SocietyStarted(Event):
     rights: list[str] = Field(default_factory=list)
     staff: list[str] = Field(default_factory=list)
     """Members who run the society (organizer, leader, editor, arbiter) rather than answer."""
+    vote: str | None = None
+    """How the members vote (`ballot` or `standing`); None where a leader or editor decides."""
 
 
 class PhaseStarted(Event):

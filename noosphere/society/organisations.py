@@ -19,9 +19,13 @@ VOTES = ("ballot", "standing")
 """How members vote where they do: each fills in a ballot, or each one's standing answer is counted."""
 
 
-def _by_standing(vote: str) -> bool:
+def _by_standing(vote: str, *, decider: Member | None = None) -> bool:
+    """Whether the members' standing answers are counted; `decider`: the leader or editor who decides instead
+    of a vote, with whom there is nothing to count."""
     if vote not in VOTES:
         raise UnknownNameError("way of voting", vote, VOTES)
+    if vote == "standing" and decider is not None:
+        raise UsageError(f"vote='standing' counts the members' answers where they vote, but {decider.name} decides")
     return vote == "standing"
 
 
@@ -42,8 +46,9 @@ def democracy(members: list[Member], organizer: Member, leader: Member | None = 
             raise UnknownNameError("right", right, RIGHTS)
     if "execute" not in granted and leader is None:
         raise UsageError("a democracy without the right to execute needs a leader to decide")
-    execution = MembersVote(by_standing=_by_standing(vote)) if "execute" in granted \
-        else LeaderDecides(leader)  # type: ignore[arg-type]
+    decider = None if "execute" in granted else leader
+    by_standing = _by_standing(vote, decider=decider)
+    execution = MembersVote(by_standing=by_standing) if decider is None else LeaderDecides(decider)
     staff = [organizer] + ([leader] if leader is not None and "execute" not in granted else [])
     return Society("democracy", members, [
         SolveAlone(), OrganizerRounds(organizer, right_to_know="know" in granted),
@@ -54,7 +59,8 @@ def democracy(members: list[Member], organizer: Member, leader: Member | None = 
 def debate(members: list[Member], editor: Member | None = None, *, rounds: int = 2, voting_rule: str = "plurality",
            vote: str = "ballot", seed: int = 0) -> Society:
     """Members with different views of the input exchange statements; an editor decides, or they vote."""
-    execution = LeaderDecides(editor) if editor is not None else MembersVote(by_standing=_by_standing(vote))
+    by_standing = _by_standing(vote, decider=editor)
+    execution = LeaderDecides(editor) if editor is not None else MembersVote(by_standing=by_standing)
     return Society("debate", members, [SolveAlone(), DebateRounds(), GatherOpinions(), execution], rounds=rounds,
                    voting_rule=voting_rule, staff=[editor] if editor is not None else [], seed=seed)
 

@@ -12,7 +12,7 @@ from noosphere.errors import BudgetExceededError, UnknownNameError, UsageError
 from noosphere.llm.allowance import Allowance, spending_limit
 from noosphere.llm.usage import Budget
 from noosphere.observation import Observation
-from noosphere.society.decisions import count_standing
+from noosphere.society.decisions import MembersVote, count_standing
 from noosphere.society.economy import Economy
 from noosphere.society.events import BudgetSpent, SocietyFinished, SocietyStarted
 from noosphere.society.member import Member
@@ -72,8 +72,10 @@ class Society:
             member.join(trace)
         session = Session(task, observation, self.members, trace, random.Random(self.seed), self.rounds,
                           self.voting_rule, answer_key, self.max_concurrency, reward)
+        voting = next((p for p in self.phases if isinstance(p, MembersVote)), None)
         trace.emit(SocietyStarted(organisation=self.organisation, rounds=self.rounds, rights=sorted(self.rights),
                                   staff=[m.name for m in self.staff],
+                                  vote=None if voting is None else "standing" if voting.by_standing else "ballot",
                                   members={m.name: m.role for m in [*self.members, *self.staff]}))
         with spending_limit(self.budget) if self.budget is not None else contextlib.nullcontext() as allowance:
             skipped = await self._run_phases(session, allowance)

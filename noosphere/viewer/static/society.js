@@ -129,7 +129,7 @@ function societyEpisodeView(episode) {
   const groups = phaseGroups(events);
   return el("div", {class: "society"},
     section("Organisation", keyValues({organisation: started.organisation, rounds: started.rounds,
-      rights: (started.rights || []).join(", ") || "–", answer: finished ? finished.answer : "(not finished)",
+      rights: (started.rights || []).join(", ") || "–", vote: started.vote || "–", answer: finished ? finished.answer : "(not finished)",
       decided_by: finished ? finished.decided_by : "–"}),
     table(["member", "role"], Object.entries(started.members || {}).map(([name, role]) => [
       staff.has(name) ? [name, " ", el("span", {class: "badge"}, "staff")] : name, block(role)]))),
