@@ -121,6 +121,9 @@ SUITES: dict[str, Suite] = {
         Config("democracy-count", ("--system", "society", "--society", DEMOCRACY, "--rights", "know,change,execute",
                                    "--vote", "standing"), 50),
         Config("debate", ("--system", "society", "--society", DEBATE), 50),
+        # the same debate without its editor, the members' standing answers counted
+        Config("debate-count", ("--system", "society", "--society", DEBATE, "--set", "editor=null",
+                                "--vote", "standing"), 50),
         *(Config(f"monarchy-r{rounds}", ("--system", "society", "--society", MONARCHY, "--rounds", str(rounds)), 50)
           for rounds in (1, 3, 5)),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches

@@ -225,6 +225,23 @@ def test_vote_override_counts_standing_answers_and_is_refused_where_nobody_votes
     assert code == 2 and "where they vote" in err and not (tmp_path / "x").exists()
 
 
+def test_set_overrides_any_society_setting_so_a_debate_can_do_without_its_editor(data: Path, tmp_path: Path) -> None:
+    script = by_agent({"planner": [said("7")], "calculator": [said("8")], "checker": [said("7")]})
+    society = ["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "debate-solvers.toml"),
+               "--data", str(data), "--limit", "1", "--no-cache", "--quiet"]
+    code, _, err = invoke([*society, "--set", "editor=null", "--set", "rounds=0", "--vote", "standing",
+                           "--out", str(tmp_path / "runs")], opener_for(script))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    [row] = rows(run_dir)
+    assert (row["decided_by"], row["prediction"], row["calls"]) == ("count", "7", 3)
+    assert json.loads((run_dir / "config.json").read_text())["society"]["editor"] is None
+    for setting, message in (("edtor=null", "Did you mean editor"), ("rounds=many", "invalid --set rounds"),
+                             ("rounds", "KEY=VALUE")):
+        code, _, err = invoke([*society, "--set", setting, "--out", str(tmp_path / "x")])
+        assert code == 2 and message in err and not (tmp_path / "x").exists()
+
+
 def test_best_of_n_can_match_the_calls_a_society_run_measured(data: Path, tmp_path: Path) -> None:
     society_run = tmp_path / "monarchy-run"
     society_run.mkdir()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import yaml
 from pydantic import ValidationError
 
 from noosphere.bench import gsm8k as gsm8k_bench
@@ -32,15 +33,33 @@ def calls_of_run(folder: Path) -> int:
     return max(1, round(sum(row.get("calls", 0) for row in rows) / len(rows)))
 
 
+def _settings(pairs: list[str]) -> dict[str, Any]:
+    """`--set KEY=VALUE` pairs as society settings, each value read as YAML (`null`, `3`, `[know, change]`)."""
+    settings: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--set takes KEY=VALUE, not {pair!r}")
+        if key not in SocietySpec.model_fields:
+            raise UnknownNameError("society setting", key, list(SocietySpec.model_fields))
+        try:
+            settings[key] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise UsageError(f"--set {key}: the value is not YAML ({exc})") from exc
+    return settings
+
+
 def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights: str | None, vote: str | None,
                   n: int | None, model: str, limit: int | None, data: Path | None, seed: int,
-                  match_run: Path | None = None) -> dict[str, Any]:
+                  match_run: Path | None = None, settings: list[str] | None = None) -> dict[str, Any]:
     """Check the options of a new GSM8K run; the society file is read now and saved whole with the run."""
     systems = ("base", "best-of-n", "society")
     if system not in systems:
         raise UnknownNameError("system", system, systems)
     spec = load_society_spec(society) if society is not None else None
-    overrides: dict[str, Any] = {}
+    overrides = _settings(settings or [])
+    flags = {"rounds": rounds, "rights": rights, "vote": vote}
     if rounds is not None:
         overrides["rounds"] = rounds
     if rights is not None:
@@ -49,12 +68,14 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
         overrides["vote"] = vote
     if overrides:
         if spec is None:
-            raise UsageError("--rounds, --rights and --vote change a society: give --society FILE")
+            raise UsageError("--rounds, --rights, --vote and --set change a society: give --society FILE")
         try:
             spec = SocietySpec.model_validate({**spec.model_dump(), **overrides}).check_staff()
         except ValidationError as exc:
             error = exc.errors()[0]
-            raise UsageError(f"invalid --{error['loc'][0]}: {error['msg']}") from exc
+            first = str(error["loc"][0]) if error["loc"] else ""
+            flag = f"--{first}" if flags.get(first) is not None else f"--set {'.'.join(map(str, error['loc']))}"
+            raise UsageError(f"invalid {flag}: {error['msg']}") from exc
     if system == "society" and spec is None:
         raise UsageError("--system society needs --society FILE (see examples/societies)")
     if system == "best-of-n" and n is None:
@@ -85,6 +106,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         vote: Annotated[str | None, typer.Option(
             help="how members vote where they do: ballot (each is asked) or standing (each one's last answer is "
                  "counted), overriding the society file")] = None,
+        set_: Annotated[list[str] | None, typer.Option(
+            "--set", help="any society setting, overriding the file: KEY=VALUE with a YAML value, repeatable "
+                          "(e.g. --set editor=null for a debate whose members vote)")] = None,
         n: Annotated[int | None, typer.Option(
             min=1, help="best-of-n: samples per problem (default: --match-run's measured calls, else the society "
                         "file's planned calls, an upper bound: members who agree call less)")] = None,
@@ -103,7 +127,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     ) -> None:
         """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
         config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, vote, n, model, limit,
-                                                                         data, seed, match_run)
+                                                                         data, seed, match_run, set_)
         if parallel > 1 and (config.get("society") or {}).get("organisation") == "economy":
             raise UsageError("an economy's ledger carries over from problem to problem: run it with --parallel 1")
 
