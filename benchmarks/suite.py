@@ -228,10 +228,10 @@ def summary(suite: Suite, out: Path) -> None:
         if suite.diagnose is not None and (found := suite.diagnose(list(items.values()))):
             diagnosed[config.name] = found
     if diagnosed:
-        keys = list(next(iter(diagnosed.values())))
+        keys = list(dict.fromkeys(key for found in diagnosed.values() for key in found))  # some runs have more
         print(f"\n| run | {' | '.join(keys)} |\n" + "|---" * (1 + len(keys)) + "|")
         for name, found in diagnosed.items():
-            print(f"| {name} | {' | '.join(str(found[key]) for key in keys)} |")
+            print(f"| {name} | {' | '.join(str(found.get(key, '-')) for key in keys)} |")
 
 
 def main() -> None:

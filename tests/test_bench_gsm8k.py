@@ -52,14 +52,16 @@ def standing_answers_script() -> Any:
 
 
 def test_the_answer_spread_shows_where_a_decision_lost() -> None:
-    rows = [{"gold": "7", "correct": False, "standing": {"a": "7", "b": "7", "c": "8"}},  # overruled a right majority
+    rows = [{"gold": "7", "correct": False, "standing": {"a": "7", "b": "7", "c": "8"},  # overruled a right majority
+             "ballots": {"a": "7", "b": "8", "c": "8"}},  # b left its own answer
             {"gold": "7", "correct": True, "standing": {"a": "7", "b": "8", "c": None}},  # right out of a tie
             {"gold": "7", "correct": False, "standing": {"a": "9", "b": "8", "c": "8"}},  # nobody had it
             {"gold": "5", "correct": True, "votes": {"5": 3, "6": 1}, "no_number": 1},  # best-of-N's samples alike
             {"gold": "5", "correct": True}]  # records no answers: left out
     spread = answer_spread(rows)  # an answer without a number is a wrong one: 6 of 14 answers right
     assert spread == {"answer_accuracy": 42.86, "gold_among_answers": 75.0, "plurality_accuracy": 50.0,
-                      "decided_against_right_plurality": 1, "right_without_plurality": 1, "rows_with_answers": 4}
+                      "decided_against_right_plurality": 1, "right_without_plurality": 1, "rows_with_answers": 4,
+                      "ballots_cast": 3, "ballots_for_own_answer": 2}
     assert answer_spread([{"gold": "1", "correct": True}]) == {}
 
 
@@ -223,6 +225,27 @@ def test_vote_override_counts_standing_answers_and_is_refused_where_nobody_votes
     code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "monarchy.yaml"),
                            "--vote", "standing", "--data", str(data), "--out", str(tmp_path / "x")])
     assert code == 2 and "where they vote" in err and not (tmp_path / "x").exists()
+
+
+def test_a_vote_records_each_ballot_beside_the_voters_own_answer(data: Path, tmp_path: Path) -> None:
+    vote_for = {label: json.dumps({"reasoning": "r", "choice": label}) for label in "AB"}  # A is 7, B is 8
+    script = by_agent({"planner": [said("7"), vote_for["A"]], "calculator": [said("8"), vote_for["A"]],
+                       "checker": [said("7"), vote_for["A"]],
+                       "organizer": [json.dumps({"summary": "mostly 7", "answer": "7"})]})
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"),
+                           "--rounds", "0", "--rights", "know,execute", "--data", str(data), "--limit", "1",
+                           "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"], opener_for(script))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    [row] = rows(run_dir)
+    assert (row["decided_by"], row["prediction"], row["calls"]) == ("vote", "7", 3 + 1 + 3)
+    assert row["ballots"] == {"planner": "7", "calculator": "7", "checker": "7"}  # the calculator left its 8
+    report = json.loads((run_dir / "report.json").read_text())["metrics"]
+    assert (report["ballots_cast"], report["ballots_for_own_answer"]) == (3, 2)
+    # a row scored before rows recorded ballots gets them back from the run's trace, cast ballots only
+    (run_dir / "items.jsonl").write_text(json.dumps({k: v for k, v in row.items() if k != "ballots"}) + "\n")
+    assert standing_answers_script().backfill(run_dir) == 1 and rows(run_dir) == [row]
+    assert standing_answers_script().backfill(run_dir) == 0  # nothing left to add
 
 
 def test_set_overrides_any_society_setting_so_a_debate_can_do_without_its_editor(data: Path, tmp_path: Path) -> None:

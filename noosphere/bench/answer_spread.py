@@ -8,7 +8,9 @@ one answer on its own (an answer without a number is a wrong one), how often the
 among the answers (what a perfect judge could reach), how often it was the strict plurality (what
 counting alone would reach), and how often the decision went against a right plurality or was right
 without one. A monarchy's leader may also pick the organizer's summary answer, which is not counted
-among the members' answers.
+among the members' answers. Where the members voted (`ballots`: voter -> its first choice), it also
+counts how many ballots went to the voter's own standing answer: a vote adds nothing over counting the
+standing answers unless voters leave their own answer for a better one.
 """
 
 from __future__ import annotations
@@ -53,4 +55,15 @@ def answer_spread(rows: Iterable[dict[str, Any]]) -> dict[str, float | int]:
             "plurality_accuracy": round(100 * sum(p for p, _ in by_plurality) / n, 2),
             "decided_against_right_plurality": sum(p and not decided for p, decided in by_plurality),
             "right_without_plurality": sum(decided and not p for p, decided in by_plurality),
-            "rows_with_answers": n}
+            "rows_with_answers": n, **ballot_loyalty(row for _, row in counted)}
+
+
+def ballot_loyalty(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """How many ballots were cast over the rows that record them, and how many of those were for the
+    voter's own standing answer; {} when no row records ballots."""
+    cast = own = 0
+    for row in rows:
+        for voter, choice in (row.get("ballots") or {}).items():
+            cast += 1
+            own += voter in row.get("standing", {}) and choice == row["standing"][voter]
+    return {"ballots_cast": cast, "ballots_for_own_answer": own} if cast else {}

@@ -117,6 +117,8 @@ async def solve_society(society: Society, item: GsmItem) -> Scored:
     standing = {r.member: normalise_number(r.answer) for r in result.records if r.member in present}
     # each member's last number, the answers the decision chose among (see `answer_spread`)
     detail: dict[str, object] = {"decided_by": result.decided_by, "standing": standing}
+    if result.ballots:  # each voter's first choice: with `standing`, whether it voted for its own answer
+        detail["ballots"] = {b.voter: normalise_number(b.ranking[0]) if b.ranking else None for b in result.ballots}
     if society.economy is not None:  # the ledger lives across problems: record how it stands after each
         detail["balances"] = {name: round(v, 2) for name, v in society.economy.balances.items()}
     return _scored(item, result.answer, **detail)

@@ -152,9 +152,9 @@ class MembersVote:
         if not votes:  # every vote forfeited: the members' standing answers are their votes
             count_standing(session)
             return
-        MembersVote.count(session, [Ballot(name, tuple(picked(options, label)
-                                                       for label in getattr(v, "ranking", None) or [v.choice]))
-                                    for name, v in votes.items()], options)
+        session.ballots = [Ballot(name, tuple(picked(options, label) for label in getattr(v, "ranking", None)
+                                              or [v.choice])) for name, v in votes.items()]
+        MembersVote.count(session, session.ballots, options)
 
     @staticmethod
     def count(session: Session, ballots: list[Ballot], options: list[str] | None = None, *,

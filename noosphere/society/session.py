@@ -15,6 +15,7 @@ from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.observation import Observation
 from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted
 from noosphere.society.member import Member
+from noosphere.society.voting import Ballot
 from noosphere.trace import Trace
 
 T = TypeVar("T")
@@ -65,6 +66,9 @@ class Session:
     """The answer the organizer's summary supports: it may correct every member's."""
     answer: str | None = None
     decided_by: str = ""
+    ballots: list[Ballot] = field(default_factory=list)
+    """The ballots the members cast, in the options' wording (standing answers counted as votes are not
+    ballots): with the members' standing answers, they show how often a voter left its own answer."""
     spent: list[BudgetExceededError] = field(default_factory=list)
     """Budgets that ran out during the current phase: no member takes a turn after that, and the society
     stops after the phase."""

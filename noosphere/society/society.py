@@ -18,7 +18,7 @@ from noosphere.society.events import BudgetSpent, SocietyFinished, SocietyStarte
 from noosphere.society.member import Member
 from noosphere.society.phases import Phase
 from noosphere.society.session import Contribution, Session, default_key
-from noosphere.society.voting import RULES
+from noosphere.society.voting import RULES, Ballot
 from noosphere.trace import Trace
 
 
@@ -28,6 +28,8 @@ class SocietyResult:
     decided_by: str
     summary: str
     records: tuple[Contribution, ...]
+    ballots: tuple[Ballot, ...] = ()
+    """The ballots members cast in the execution phase (none when nobody was asked to vote)."""
 
 
 @dataclass
@@ -88,7 +90,8 @@ class Society:
             if getattr(phase, "settles", False):
                 await phase.run(session)
         trace.emit(SocietyFinished(answer=session.answer, decided_by=session.decided_by))
-        return SocietyResult(session.answer, session.decided_by, session.summary, tuple(session.records))
+        return SocietyResult(session.answer, session.decided_by, session.summary, tuple(session.records),
+                             tuple(session.ballots))
 
     async def _run_phases(self, session: Session, allowance: Allowance | None) -> list[Phase] | None:
         """Run the phases in order. When this society's own budget runs out, stop after the phase it ran out
