@@ -101,6 +101,19 @@ def test_a_failing_painter_leaves_the_decision_standing_and_says_why_in_the_trac
         assert image.location == ("" if expect else "/tmp/19.png")  # len("A red boat at dawn.")
 
 
+def test_when_every_critic_forfeits_no_proposal_passes_for_their_choice() -> None:
+    model, backend, trace = scripted(by_role({
+        "answerer": [said("a red boat")], "leader": [said("proposal")],
+        "questioner": [json.dumps({"question": "What?"}), json.dumps({"summary": "boat", "answer": "boat"})],
+        "critic": ["I would rather not judge."], "collector": [said("A red boat at dawn.")]}))
+    result = artist_critic(model, ["style a", "style b"], ["sailor", "baker"], rounds=1,
+                           painter=FilePainter()).run_sync("sea")
+    assert {e.member for e in trace.of_kind("soc_forfeit")} == {"critic-1", "critic-2"}
+    assert not [b for b in trace.of_kind("soc_ballot") if not b.standing]  # no critic's ballot was made up
+    assert not trace.of_kind("soc_image") and "collector" not in {r.agent for r in backend.history}
+    assert result.decided_by == "fallback"  # the artists' own proposals, counted, and said to be a fallback
+
+
 def test_the_inner_society_perceives_the_observation_through_its_own_members() -> None:
     from noosphere.observation import Observation
 

@@ -147,20 +147,23 @@ def test_right_to_change_lets_a_member_adopt_anothers_answer() -> None:
     assert opinions[0].answer == "12"
 
 
-def test_right_to_execute_counts_the_members_votes_in_code() -> None:
+@pytest.mark.parametrize("ballot_summary", [False, True])
+def test_right_to_execute_counts_the_members_votes_in_code(ballot_summary: bool) -> None:
     choose_a = {"reasoning": "r", "choice": "A"}
     model, backend, trace = scripted(by_agent({
         "a": [said("12"), said("12"), choose_a], "b": [said("13"), said("13"), {"reasoning": "r", "choice": "B"}],
         "c": [said("12"), said("12"), choose_a], "organizer": [{"question": "Check?"}, {"summary": "all agree on 13",
                                                                                          "answer": "13"}]}))
     result = democracy(members(model), Member("organizer", model, "o"), rights={"know", "execute"},
-                       rounds=1).run_sync("5 + 7?")
+                       rounds=1, ballot_summary=ballot_summary).run_sync("5 + 7?")
     [tally_event] = trace.of_kind("soc_tally")
     assert tally_event.scores == {"12": 2, "13": 1}
     assert (result.answer, result.decided_by) == ("12", "vote")
     assert len(trace.of_kind("soc_ballot")) == 3
+    assert [(b.voter, b.ranking) for b in result.ballots] == [("a", ("12",)), ("b", ("13",)), ("c", ("12",))]
     ballots = [r.messages[-1].content for r in backend.history if "Vote for" in r.messages[-1].content]
-    assert len(ballots) == 3 and not any("all agree on 13" in b for b in ballots)  # each voter judges on its own
+    # by default each voter judges on its own; the paper's voters had the organizer's summary in front of them
+    assert len(ballots) == 3 and all(("all agree on 13" in b) == ballot_summary for b in ballots)
     asked = [e for e in trace.of_kind("soc_message") if e.member == "organizer" and e.phase != "opinion"]
     assert [(e.round, e.text) for e in asked] == [(1, "Check?")]  # the organizer's sub-question is a message too
 
@@ -185,6 +188,8 @@ def test_a_vote_by_standing_answers_counts_them_without_asking_for_ballots() -> 
                   vote="standing")
     with pytest.raises(UsageError, match="editor decides"):
         debate(members(model), Member("editor", model, "e"), vote="standing")
+    with pytest.raises(UsageError, match="fill in none"):  # no ballot to put the summary on
+        democracy(members(model), Member("organizer", model, "o"), vote="standing", ballot_summary=True)
 
 
 def test_debaters_without_an_editor_may_be_counted_by_their_standing_answers() -> None:

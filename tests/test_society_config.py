@@ -97,6 +97,18 @@ def test_a_vote_by_standing_answers_needs_members_who_vote(tmp_path: Path) -> No
     assert load_society_spec(path).vote == "standing"
 
 
+def test_the_summary_goes_on_ballots_only_where_members_fill_them_in(tmp_path: Path) -> None:
+    path = tmp_path / "democracy.yaml"
+    path.write_text("organisation: democracy\nrights: [know, execute]\nvote: standing\n"
+                    "members: [{name: a, role: r}]\norganizer: {name: o, role: r}\nballot_summary: true\n")
+    with pytest.raises(ConfigError, match="vote: ballot") as error:
+        load_society_spec(path)
+    assert error.value.field == "ballot_summary" and error.value.line == 6
+    path.write_text(path.read_text().replace("vote: standing", "vote: ballot"))
+    society = build_society(load_society_spec(path), lambda model_id: Model(ScriptedBackend([])), "scripted")
+    assert [p.shows_summary for p in society.phases if isinstance(p, MembersVote)] == [True]
+
+
 @pytest.mark.parametrize("staff", ["", "arbiter: {name: z, role: r}\n"], ids=["debate", "economy"])
 def test_a_debate_without_an_editor_and_an_economy_count_standing_answers_when_told(tmp_path: Path,
                                                                                    staff: str) -> None:
@@ -117,6 +129,14 @@ def test_an_inline_sub_society_is_checked_at_load_with_its_line(tmp_path: Path) 
         load_society_spec(path)
     assert error.value.field == "members.0.society.leader" and error.value.line == 4  # its `society:` key
     assert "outer.yaml:4" in str(error.value)
+
+
+def test_a_member_that_is_a_society_keeps_what_it_sees(tmp_path: Path) -> None:
+    path = tmp_path / "outer.yaml"
+    path.write_text("organisation: debate\nmembers:\n  - name: panel\n    sees: [first]\n    society:\n"
+                    "      organisation: debate\n      members: [{name: a, role: r}]\n  - name: b\n    role: r\n")
+    society = build_society(load_society_spec(path), lambda model_id: Model(ScriptedBackend([])), "scripted")
+    assert [m.sees for m in society.members] == [("first",), None]  # the panel's society gets the first view only
 
 
 @pytest.mark.parametrize(("text", "field", "line"), [

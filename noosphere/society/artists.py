@@ -86,6 +86,8 @@ class CriticsVote:
 
         votes = await session.each(self.critics, self.name, session.rounds + 2, vote)
         ballots = [Ballot(name, (artists[int(v.choice) - 1],)) for name, v in votes.items()]
+        if not ballots:  # every critic forfeited: a tally of nothing would draw a "winner" nobody chose
+            return
         winner = hold_vote(session, ballots, artists)
         if winner is not None:
             session.decided_by, session.answer = winner, proposals[winner].answer

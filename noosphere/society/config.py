@@ -133,15 +133,16 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
         return models[model_id]
 
     def member(entry: MemberSpec, seat: int) -> Member:
+        sees = tuple(entry.sees) if entry.sees is not None else None
         if entry.society is not None:
             inner = entry.society.model_copy(update={"model": entry.society.model or entry.model or spec.model})
             return SubSociety.of(entry.name, build_society(inner, open_model, default_model, paintings=paintings),
-                                 role=entry.role)
+                                 role=entry.role, sees=sees)
         model = model_for(entry.model)
         if entry.temperature is not None:  # its own seed too, or members at one temperature sample alike
             model = model.bind(settings=model.settings.with_(temperature=entry.temperature,
                                                              seed=model.settings.seed + seat))
-        return Member(entry.name, model, entry.role, tuple(entry.sees) if entry.sees is not None else None)
+        return Member(entry.name, model, entry.role, sees)
 
     crowd = [member(m, seat) for seat, m in enumerate(spec.members, start=1)]
     staff = {name: member(getattr(spec, name), len(crowd) + seat)
@@ -150,7 +151,7 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
         return monarchy(crowd, staff["organizer"], staff["leader"], rounds=spec.rounds, seed=spec.seed)
     if spec.organisation == "democracy":
         return democracy(crowd, staff["organizer"], staff.get("leader"), rights=spec.rights, rounds=spec.rounds,
-                         voting_rule=spec.voting, vote=spec.vote, seed=spec.seed)
+                         voting_rule=spec.voting, vote=spec.vote, ballot_summary=spec.ballot_summary, seed=spec.seed)
     if spec.organisation == "economy":
         return economy_of_minds(crowd, staff["arbiter"], rounds=spec.rounds, start=spec.start_balance, rent=spec.rent,
                                 spawn_above=spec.spawn_above, brigade_share=spec.brigade_share,

@@ -38,9 +38,10 @@ class SubSociety(Member):
     a society starts afresh on each, so the organizer's bare sub-question would reach it without the task."""
 
     @classmethod
-    def of(cls, name: str, society: Society, role: str = "") -> SubSociety:
+    def of(cls, name: str, society: Society, role: str = "", sees: tuple[str, ...] | None = None) -> SubSociety:
+        """`sees`: the views of the outer observation handed to the inner society (None: all of them)."""
         return cls(name, society.members[0].model, role or f"a {society.organisation} of "
-                   f"{len(society.members) + len(society.staff)} members", society=society)
+                   f"{len(society.members) + len(society.staff)} members", sees, society=society)
 
     def join(self, trace: Trace) -> None:
         self.history.clear()

@@ -37,9 +37,10 @@ def monarchy(members: list[Member], organizer: Member, leader: Member, *, rounds
 
 def democracy(members: list[Member], organizer: Member, leader: Member | None = None, *,
               rights: Iterable[str] = RIGHTS, rounds: int = 3, voting_rule: str = "plurality",
-              vote: str = "ballot", seed: int = 0) -> Society:
+              vote: str = "ballot", ballot_summary: bool = False, seed: int = 0) -> Society:
     """A monarchy with rights given to the members; without the right to execute the leader still decides.
-    `vote`: under the right to execute, members fill in a `ballot`, or their `standing` answers are counted."""
+    `vote`: under the right to execute, members fill in a `ballot`, or their `standing` answers are counted;
+    `ballot_summary`: each ballot repeats the organizer's summary (the paper's way; see `MembersVote`)."""
     granted = frozenset(rights)
     for right in granted:
         if right not in RIGHTS:
@@ -48,7 +49,10 @@ def democracy(members: list[Member], organizer: Member, leader: Member | None = 
         raise UsageError("a democracy without the right to execute needs a leader to decide")
     decider = None if "execute" in granted else leader
     by_standing = _by_standing(vote, decider=decider)
-    execution = MembersVote(by_standing=by_standing) if decider is None else LeaderDecides(decider)
+    if ballot_summary and (decider is not None or by_standing):
+        raise UsageError("ballot_summary=True puts the summary on ballots, but the members fill in none here")
+    execution = (MembersVote(by_standing=by_standing, shows_summary=ballot_summary) if decider is None
+                 else LeaderDecides(decider))
     staff = [organizer] + ([leader] if leader is not None and "execute" not in granted else [])
     return Society("democracy", members, [
         SolveAlone(), OrganizerRounds(organizer, right_to_know="know" in granted),

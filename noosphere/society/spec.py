@@ -63,6 +63,9 @@ class SocietySpec(BaseModel):
     vote: Literal["ballot", "standing"] = "ballot"
     """Where members vote (the right to execute, a debate without an editor, an economy): each fills in a
     `ballot`, or each one's `standing` answer is counted as its vote, with no call."""
+    ballot_summary: bool = False
+    """Democracy with the right to execute: whether each ballot repeats the organizer's summary, as the paper's
+    voters had it. Off by default: on GSM8K the summary drew votes away from the voters' own answers."""
     members: list[MemberSpec] = Field(default_factory=list)
     organizer: MemberSpec | None = None
     leader: MemberSpec | None = None
@@ -111,6 +114,10 @@ class SocietySpec(BaseModel):
         if self.vote == "standing" and not self._members_vote():
             return ("vote",), ("vote: standing counts the members' answers where they vote: a democracy with the "
                                "right to execute, a debate without an editor, or an economy")
+        if self.ballot_summary and not (self.organisation == "democracy" and "execute" in self.rights
+                                        and self.vote == "ballot"):
+            return ("ballot_summary",), ("ballot_summary repeats the organizer's summary on the members' ballots: "
+                                         "a democracy with the right to execute and vote: ballot")
         if self.organisation == "artist-critic":
             empty = [name for name in ("styles", "professions") if not getattr(self, name)]
             return ((empty[0],), "an artist-critic society needs styles (artists) and professions (critics)") \
