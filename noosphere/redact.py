@@ -1,4 +1,5 @@
-"""Redaction of secrets before anything is written: API keys from the environment and key-shaped strings."""
+"""Redaction of secrets before anything is written: API keys from the environment, key-shaped strings and
+the signatures of signed URLs."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ _SECRET_SHAPES = re.compile(
     r"(sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{30,}|xai-[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|Bearer\s+[A-Za-z0-9._\-]{16,})"
 )
+_SIGNED_URL_PARAMS = re.compile(
+    r"([?&](?:sig|signature|x-amz-signature|x-amz-security-token|x-goog-signature|x-goog-credential|token"
+    r"|access_token|api_key|key)=)[^&\s\"'<>]+", re.IGNORECASE)
+"""The query parameters that make a URL a credential: an image provider's signed link, a key in a URL."""
 REDACTED = "[REDACTED]"
 
 
@@ -29,4 +34,5 @@ class Redactor:
     def __call__(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, REDACTED)
+        text = _SIGNED_URL_PARAMS.sub(rf"\g<1>{REDACTED}", text)
         return _SECRET_SHAPES.sub(REDACTED, text)

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 from collections import defaultdict
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import httpx
+import pytest
+
+from noosphere.llm.litellm_backend import import_litellm
 from noosphere.llm.types import Request
 from noosphere.society import Member, SubSociety, artist_critic, democracy, monarchy
+from noosphere.society.artists import LiteLLMPainter
 from tests.helpers import by_agent, scripted
 
 
@@ -76,6 +85,7 @@ def test_artist_critic_runs_with_the_papers_129_members_and_critics_choose_by_co
     assert len(backend.history) == 26 * 5 + 50 + 1
     [tally] = trace.of_kind("soc_tally")
     assert tally.scores["artist-2"] == 20 and tally.winner == "artist-2"
+    assert result.support == 20 / 50  # the critics' ballots behind the winner
     assert result.answer == "A lighthouse in fog, painted in soft greys."
 
 
@@ -112,6 +122,29 @@ def test_when_every_critic_forfeits_no_proposal_passes_for_their_choice() -> Non
     assert not [b for b in trace.of_kind("soc_ballot") if not b.standing]  # no critic's ballot was made up
     assert not trace.of_kind("soc_image") and "collector" not in {r.agent for r in backend.history}
     assert result.decided_by == "fallback"  # the artists' own proposals, counted, and said to be a fallback
+
+
+def test_the_litellm_painter_saves_the_image_whether_it_comes_inline_or_by_link(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    litellm = import_litellm()  # with its bundled price map: a plain import would reach the network
+    png = b"\x89PNG fake image bytes"
+    replies = iter([SimpleNamespace(b64_json=base64.b64encode(png).decode(), url=None),
+                    SimpleNamespace(b64_json=None, url="https://img.example/p.png?sig=secret")])
+    fetched: list[str] = []
+
+    async def image_generation(**kwargs: Any) -> Any:
+        return SimpleNamespace(data=[next(replies)])
+
+    def serve(request: httpx.Request) -> httpx.Response:
+        fetched.append(str(request.url))
+        return httpx.Response(200, content=png)
+
+    monkeypatch.setattr(litellm, "aimage_generation", image_generation)
+    painter = LiteLLMPainter("openai/dall-e-3", tmp_path / "paintings", transport=httpx.MockTransport(serve))
+    for prompt in ("a red boat", "a blue boat"):
+        path = Path(asyncio.run(painter.paint(prompt)))
+        assert path.parent == tmp_path / "paintings" and path.read_bytes() == png  # a file, never the link
+    assert fetched == ["https://img.example/p.png?sig=secret"]
 
 
 def test_the_inner_society_perceives_the_observation_through_its_own_members() -> None:

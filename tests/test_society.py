@@ -56,6 +56,7 @@ def test_monarchy_runs_the_four_phases_and_the_leader_decides() -> None:
                        Member("leader", model, "You lead."), rounds=2)
     result = society.run_sync("What is 5 + 7?")
     assert (result.answer, result.decided_by) == ("12", "leader")
+    assert result.support == pytest.approx(2 / 3)  # the leader decided: a and b hold 12, c holds 13
     phases = [(e.phase, e.round) for e in trace.of_kind("soc_phase")]
     assert phases == [("mission", 0), ("mindstorm", 1), ("mindstorm", 2), ("opinion", 0), ("execution", 0)]
     assert len(backend.history) == 3 + 2 * (1 + 3) + 1 + 1
@@ -161,6 +162,7 @@ def test_right_to_execute_counts_the_members_votes_in_code(ballot_summary: bool)
     assert (result.answer, result.decided_by) == ("12", "vote")
     assert len(trace.of_kind("soc_ballot")) == 3
     assert [(b.voter, b.ranking) for b in result.ballots] == [("a", ("12",)), ("b", ("13",)), ("c", ("12",))]
+    assert result.support == pytest.approx(2 / 3)
     ballots = [r.messages[-1].content for r in backend.history if "Vote for" in r.messages[-1].content]
     # by default each voter judges on its own; the paper's voters had the organizer's summary in front of them
     assert len(ballots) == 3 and all(("all agree on 13" in b) == ballot_summary for b in ballots)
@@ -265,10 +267,11 @@ def test_a_large_democracy_labels_more_than_26_options_and_votes_on_them() -> No
 
 
 def test_borda_and_approval_ballots_are_asked_for_and_counted_inside_a_society() -> None:
-    for rule, rankings, scores in (
-            # Borda: 2, 1 and 0 points by place
-            ("borda", {"a": ["A", "B", "C"], "b": ["B", "A", "C"], "c": ["B", "C", "A"]}, {"12": 3, "13": 5, "14": 1}),
-            ("approval", {"a": ["A", "B"], "b": ["B"], "c": ["C", "B"]}, {"12": 1, "13": 3, "14": 1})):
+    for rule, rankings, scores, support in (
+            # Borda: 2, 1 and 0 points by place; two of three put the winner first
+            ("borda", {"a": ["A", "B", "C"], "b": ["B", "A", "C"], "c": ["B", "C", "A"]}, {"12": 3, "13": 5, "14": 1},
+             2 / 3),
+            ("approval", {"a": ["A", "B"], "b": ["B"], "c": ["C", "B"]}, {"12": 1, "13": 3, "14": 1}, 1.0)):
         script = {name: [said(answer), said(answer), {"reasoning": "r", "ranking": rankings[name]}]
                   for name, answer in (("a", "12"), ("b", "13"), ("c", "14"))}
         script["organizer"] = [{"question": "Sure?"}, {"summary": "s", "answer": "13"}]
@@ -277,6 +280,7 @@ def test_borda_and_approval_ballots_are_asked_for_and_counted_inside_a_society()
                            voting_rule=rule).run_sync("Which?")
         [tallied] = trace.of_kind("soc_tally")
         assert tallied.rule == rule and tallied.scores == scores and result.answer == "13"
+        assert result.support == pytest.approx(support)  # the share of voters behind the answer
         assert any(r.agent == "a" and "ranking" in (r.json_schema or {}).get("properties", {})
                    for r in backend.history)  # the members were asked for rankings, not a single choice
 

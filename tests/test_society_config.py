@@ -233,7 +233,7 @@ def test_a_role_play_file_runs_as_a_society_and_answers_with_the_last_solution(t
                              "--out", str(tmp_path), "--no-cache", "Add two numbers."],
                             lambda model_id, **kw: Model(ScriptedBackend(script), **kw))
     assert code == 0, err
-    assert "return a + b" in out
+    assert "return a + b" in out and "confidence: 1.00" in out  # the user agent declared the task done
 
 
 def test_members_sample_at_their_own_temperature_each_with_its_own_seed() -> None:

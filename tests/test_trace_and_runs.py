@@ -106,10 +106,12 @@ def test_secrets_from_environment_and_key_shapes_are_redacted(tmp_path: Path,
     trace = Trace(path, redactor=Redactor.from_environment())
     trace.emit(ModelCall(model="m", messages=[{"role": "user", "content": "key very-secret-value-123"}],
                          response="use sk-abcdefghijklmnopqrstuvwx please"))
+    trace.emit(Event(kind="soc_image", location="https://img.example/p.png?se=2026&sp=r&sig=AbC%2Bd3&Key=k"))
     trace.close()
     text = path.read_text()
-    assert "very-secret-value-123" not in text and "sk-abcdefghijklmnop" not in text
-    assert text.count(REDACTED) == 2
+    assert "very-secret-value-123" not in text and "sk-abcdefghijklmnop" not in text and "AbC" not in text
+    assert "https://img.example/p.png?se=2026&sp=r&sig=" in text  # where the image is stays readable
+    assert text.count(REDACTED) == 4
 
 
 def test_unknown_event_kinds_load_as_plain_events_and_torn_lines_are_skipped(tmp_path: Path) -> None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import httpx
+
 from noosphere.llm import Model
 from noosphere.llm.forms import choice_form
 from noosphere.llm.litellm_backend import import_litellm
@@ -46,21 +48,29 @@ class Painter(Protocol):
 
 @dataclass(frozen=True)
 class LiteLLMPainter:
-    """Any image-generation model LiteLLM reaches (e.g. `openai/dall-e-3`); the image is saved to `folder`."""
+    """Any image-generation model LiteLLM reaches (e.g. `openai/dall-e-3`); the image is saved to `folder`,
+    fetched when the provider answers with a link (which expires, and is often signed: a credential)."""
 
     model: str
     folder: Path
+    transport: httpx.AsyncBaseTransport | None = None
+    """How a linked image is fetched (the network by default)."""
 
     async def paint(self, prompt: str) -> str:
         litellm = import_litellm()
         response: Any = await litellm.aimage_generation(prompt=prompt, model=self.model, n=1)
         image = response.data[0]
         if getattr(image, "b64_json", None):
-            self.folder.mkdir(parents=True, exist_ok=True)
-            path = self.folder / f"painting-{hashlib.sha256(prompt.encode()).hexdigest()[:12]}.png"
-            path.write_bytes(base64.b64decode(image.b64_json))
-            return str(path)
-        return str(image.url)
+            picture = base64.b64decode(image.b64_json)
+        else:
+            async with httpx.AsyncClient(transport=self.transport, timeout=60, follow_redirects=True) as client:
+                fetched = await client.get(str(image.url))
+                fetched.raise_for_status()
+                picture = fetched.content
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"painting-{hashlib.sha256(prompt.encode()).hexdigest()[:12]}.png"
+        path.write_bytes(picture)
+        return str(path)
 
 
 @dataclass(frozen=True)
@@ -85,7 +95,7 @@ class CriticsVote:
                                     choice)
 
         votes = await session.each(self.critics, self.name, session.rounds + 2, vote)
-        ballots = [Ballot(name, (artists[int(v.choice) - 1],)) for name, v in votes.items()]
+        ballots = session.ballots = [Ballot(name, (artists[int(v.choice) - 1],)) for name, v in votes.items()]
         if not ballots:  # every critic forfeited: a tally of nothing would draw a "winner" nobody chose
             return
         winner = hold_vote(session, ballots, artists)

@@ -186,4 +186,8 @@ def hold_vote(session: Session, ballots: list[Ballot], options: list[str], *, st
         session.trace.emit(BallotCast(voter=ballot.voter, ranking=list(ballot.ranking), standing=standing))
     result = tally(ballots, options, session.voting_rule, rng=session.rng)
     session.trace.emit(Tallied(rule=result.rule, scores=result.scores, winner=result.winner, tied=list(result.tied)))
+    if result.winner is not None and ballots:  # approval counts every option a ballot lists, the others its first
+        backs = (lambda b: result.winner in b.ranking) if result.rule == "approval" else (
+            lambda b: b.ranking[:1] == (result.winner,))
+        session.support = sum(map(backs, ballots)) / len(ballots)
     return result.winner

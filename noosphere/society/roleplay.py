@@ -149,6 +149,7 @@ class Converse:
         solutions = result.solutions
         if solutions:
             session.answer, session.decided_by = solutions[-1], f"{self.roleplay.assistant.name} ({result.stopped_by})"
+            session.support = 1.0 if result.stopped_by == "done" else 0.5  # the user agent accepted it, or not
         if result.spent is not None:  # the society decides whether it stops here or its owner's run does
             session.spent.append(result.spent)
 

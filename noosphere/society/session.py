@@ -66,6 +66,9 @@ class Session:
     """The answer the organizer's summary supports: it may correct every member's."""
     answer: str | None = None
     decided_by: str = ""
+    support: float | None = None
+    """The share of the society behind its answer, set by whatever decided it (a count of votes, a
+    role-play's ending); None until then."""
     ballots: list[Ballot] = field(default_factory=list)
     """The ballots the members cast, in the options' wording (standing answers counted as votes are not
     ballots): with the members' standing answers, they show how often a voter left its own answer."""
@@ -104,6 +107,12 @@ class Session:
             if record.member in names:
                 last[record.member] = record
         return {name: last[name] for name in names if name in last}
+
+    def agreement(self) -> float:
+        """The share of the members (those still here) whose standing answer is the society's answer."""
+        standing = [r.answer for r in self.latest().values()]
+        agreeing = sum(self.answer_key(answer) == self.answer_key(self.answer or "") for answer in standing)
+        return agreeing / len(standing) if standing else 0.0
 
     def options(self, *, also: str = "") -> list[str]:
         """The distinct current answers of the members, first proposer's wording, in member order;

@@ -30,6 +30,10 @@ class SocietyResult:
     records: tuple[Contribution, ...]
     ballots: tuple[Ballot, ...] = ()
     """The ballots members cast in the execution phase (none when nobody was asked to vote)."""
+    support: float = 0.0
+    """The share of the society behind the answer: of the ballots counted, those for it; where a leader or
+    editor decided, of the members, those whose standing answer it is; of a role-play's two members, both
+    when the user agent declared the task done, else the assistant alone."""
 
 
 @dataclass
@@ -91,7 +95,8 @@ class Society:
                 await phase.run(session)
         trace.emit(SocietyFinished(answer=session.answer, decided_by=session.decided_by))
         return SocietyResult(session.answer, session.decided_by, session.summary, tuple(session.records),
-                             tuple(session.ballots))
+                             tuple(session.ballots), session.support if session.support is not None
+                             else session.agreement())
 
     async def _run_phases(self, session: Session, allowance: Allowance | None) -> list[Phase] | None:
         """Run the phases in order. When this society's own budget runs out, stop after the phase it ran out
