@@ -248,6 +248,33 @@ def test_a_vote_records_each_ballot_beside_the_voters_own_answer(data: Path, tmp
     assert standing_answers_script().backfill(run_dir) == 0  # nothing left to add
 
 
+def test_a_resumed_economy_goes_on_from_the_ledger_its_last_problem_left(data: Path, tmp_path: Path) -> None:
+    def reply(request: Any) -> str:  # nobody hires; everyone answers 7, right for the first problem only
+        return json.dumps({"hire": False}) if (request.json_schema or {}).get("title") == "HireDecision" else said("7")
+
+    # Rich from the start: after its first round's rent each founder spawns a variant, so the ledger and the
+    # members a resume must restore differ from the file's.
+    args = ["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "economy.yaml"), "--rounds", "1",
+            "--set", "start_balance=20", "--set", "spawn_above=15", "--data", str(data), "--no-cache", "--quiet"]
+    code, _, err = invoke([*args, "--out", str(tmp_path / "whole")], opener_for(reply))
+    assert code == 0, err
+    [whole] = list((tmp_path / "whole").iterdir())
+    first, second = rows(whole)
+    assert sorted(first["ledger"]["balances"]) == ["calculator", "calculator.1", "checker", "checker.1", "planner",
+                                                   "planner.1"]
+    items = whole / "items.jsonl"  # the same run, killed after its first problem
+    items.write_text(items.read_text().splitlines()[0] + "\n")
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(whole), "--quiet", "--no-cache", "--parallel", "2"],
+                          opener_for(reply))
+    assert code == 2 and "--parallel 1" in err  # one ledger cannot serve two problems at once
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(whole), "--quiet", "--no-cache"], opener_for(reply))
+    assert code == 0, err
+    timing = ("seconds", "started", "finished")
+    resumed = rows(whole)[1]
+    assert {k: v for k, v in resumed.items() if k not in timing} == {k: v for k, v in second.items() if k not in timing}
+    assert len(resumed["standing"]) == 6 and len(resumed["ledger"]["balances"]) == 9  # founders spawned again
+
+
 def test_set_overrides_any_society_setting_so_a_debate_can_do_without_its_editor(data: Path, tmp_path: Path) -> None:
     script = by_agent({"planner": [said("7")], "calculator": [said("8")], "checker": [said("7")]})
     society = ["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "debate-solvers.toml"),

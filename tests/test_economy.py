@@ -11,6 +11,7 @@ import pytest
 from noosphere.errors import UsageError
 from noosphere.llm.types import Request
 from noosphere.society import Economy, Member, economy_of_minds
+from noosphere.society.market import restore_market
 from noosphere.trace import Trace
 from tests.helpers import by_agent, scripted
 
@@ -243,3 +244,22 @@ def test_an_economy_whose_budget_runs_out_still_pays_the_reward_for_its_answer()
     ledger = society.economy
     assert ledger is not None and ledger.rewards_in == 8.0 and ledger.conserved()
     assert ledger.balances == pytest.approx({"a": 13.0, "b": 13.0})  # 10, one round's rent, half the reward
+
+
+def test_a_saved_ledger_brings_back_who_left_and_variants_of_variants() -> None:
+    model, _, _ = scripted(by_agent({}))
+    economy = Economy({"a": 40.0, "b": 0.5}, Trace(None), rent=1.0)
+    economy.spawn("a", "a.1", 39.5)  # a keeps 0.5, so it leaves at the rent below, as b does
+    economy.spawn("a.1", "a.1.1", 10.0)
+    assert economy.charge_rent(1) == ["a", "b"]
+    economy.reward(5.0, ["a.1.1"])
+    saved = json.loads(json.dumps(economy.snapshot()))  # as a benchmark row keeps it
+    members = [Member("a", model, "You add.", ("question",)), Member("b", model, "You check.")]
+    fresh = Economy({m.name: 10.0 for m in members}, Trace(None), rent=1.0)  # the society as its file builds it
+    restore_market(members, fresh, saved)
+    assert [m.name for m in members] == ["a.1", "a.1.1"]  # founders who left are gone; a's variants stay
+    assert members[1].role.startswith("You add.") and "variant of a.1" in members[1].role
+    assert members[1].sees == ("question",) and members[1].model is model
+    assert fresh.snapshot() == economy.snapshot() and fresh.conserved() and fresh.free_name("a") == "a.2"
+    with pytest.raises(UsageError, match="'zed'"):
+        restore_market([Member("a", model, "r")], fresh, {**saved, "balances": {"zed": 1.0}})

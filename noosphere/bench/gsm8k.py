@@ -121,6 +121,7 @@ async def solve_society(society: Society, item: GsmItem) -> Scored:
         detail["ballots"] = {b.voter: normalise_number(b.ranking[0]) if b.ranking else None for b in result.ballots}
     if society.economy is not None:  # the ledger lives across problems: record how it stands after each
         detail["balances"] = {name: round(v, 2) for name, v in society.economy.balances.items()}
+        detail["ledger"] = society.economy.snapshot()  # exact, so that a resumed run goes on from here
     return _scored(item, result.answer, **detail)
 
 
@@ -147,7 +148,9 @@ def _planned_calls(spec: SocietySpec) -> int:
         return len(spec.styles) * (3 + 2 * rounds) + len(spec.professions) + 1
     every_member = sum(planned_calls(m.society) if m.society is not None else 1 for m in spec.members)  # one turn each
     ballots = every_member if spec.vote == "ballot" else 0  # counted standing answers cost no call
-    if spec.organisation == "economy":  # at most: a decision, a verdict, a service and an answer per member
+    if spec.organisation == "economy":
+        # a decision, a verdict, a service and an answer a round from each founder; variants spawned since add
+        # theirs, so this is no bound for an economy that has grown: `--match-run` measures the fair N instead
         return every_member + rounds * 4 * every_member + ballots
     if spec.organisation == "debate":
         return every_member + rounds * every_member + (1 if spec.editor is not None else ballots)

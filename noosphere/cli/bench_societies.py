@@ -22,6 +22,7 @@ from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import DEFAULT_MODEL, Model
 from noosphere.society import Society
 from noosphere.society.config import build_society, load_society_spec
+from noosphere.society.market import restore_market
 from noosphere.society.spec import SocietySpec
 
 
@@ -93,6 +94,21 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
             "matched_run": str(match_run) if match_run is not None and system == "best-of-n" else None}
 
 
+def _one_economy_at_a_time(config: dict[str, Any], parallel: int) -> None:
+    if parallel > 1 and (config.get("society") or {}).get("organisation") == "economy":
+        raise UsageError("an economy's ledger carries over from problem to problem: run it with --parallel 1")
+
+
+def _economy_as_left(society: Society, resume: Path | None) -> Society:
+    """A resumed economy goes on from the ledger and members its last scored problem left, not afresh."""
+    rows = list(load_done(resume / "items.jsonl").values()) if resume is not None else []
+    if rows and society.economy is not None:
+        if "ledger" not in rows[-1]:
+            raise UsageError(f"{resume} was scored before rows kept the economy's ledger: start it again")
+        restore_market(society.members, society.economy, rows[-1]["ledger"])
+    return society
+
+
 def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     @bench_app.command("gsm8k")
     def gsm8k(
@@ -128,8 +144,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
         config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, vote, n, model, limit,
                                                                          data, seed, match_run, set_)
-        if parallel > 1 and (config.get("society") or {}).get("organisation") == "economy":
-            raise UsageError("an economy's ledger carries over from problem to problem: run it with --parallel 1")
+        _one_economy_at_a_time(config, parallel)  # before a new run's folder; a resumed one's config is read below
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             items = gsm8k_bench.load_gsm8k(Path(saved["data"]) if saved.get("data") else None, limit=saved["limit"])
@@ -147,8 +162,11 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
                 # Members keep a history while they work, so problems scored at once need a society each;
                 # an economy is one society throughout, because its ledger carries over.
-                solve = (partial(gsm8k_bench.solve_society, build()) if spec.organisation == "economy"
-                         else partial(gsm8k_bench.solve_in_new_society, build))
+                if spec.organisation == "economy":
+                    _one_economy_at_a_time(saved, parallel)
+                    solve = partial(gsm8k_bench.solve_society, _economy_as_left(build(), resume))
+                else:
+                    solve = partial(gsm8k_bench.solve_in_new_society, build)
             return [(i.id, i, i.gold) for i in items], solve
 
         def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ agents it paid for services that went into that work, who pass a share on to the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from noosphere.errors import UsageError
 from noosphere.trace import Event, Trace
@@ -98,6 +98,20 @@ class Economy:
     def conserved(self) -> bool:
         """The invariant: the total moved only by rewards and rent."""
         return abs(self.total - (self._initial + self.rewards_in - self.rent_out)) < 1e-6
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the ledger holds between tasks, as JSON: a benchmark saves it after each problem, and a resumed
+        run goes on from it (`restore`) instead of starting everyone afresh."""
+        return {"balances": dict(self.balances), "departed": dict(self.departed), "initial": self._initial,
+                "rewards_in": self.rewards_in, "rent_out": self.rent_out, "next_contract": self._next_contract}
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Take up the state `snapshot` saved (between tasks: no contract is open, no service paid for)."""
+        self.balances = {name: float(v) for name, v in snapshot["balances"].items()}
+        self.departed = {name: float(v) for name, v in snapshot["departed"].items()}
+        self._initial, self.rewards_in = float(snapshot["initial"]), float(snapshot["rewards_in"])
+        self.rent_out, self._next_contract = float(snapshot["rent_out"]), int(snapshot["next_contract"])
+        self._paid.clear()
 
     def report(self, round_: int) -> None:
         """Put the balances of everyone present into the trace (the viewer draws them over time)."""

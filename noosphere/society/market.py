@@ -14,9 +14,11 @@ passes it back along the contracts of this task.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from noosphere.errors import UsageError
 from noosphere.society.economy import Contract, Economy
 from noosphere.society.events import MemberSpoke
 from noosphere.society.member import Member
@@ -141,11 +143,31 @@ class MarketRounds:
             wealth = self.economy.balances.get(parent.name, 0.0)
             if wealth <= self.spawn_above:
                 continue
-            child = Member(self.economy.free_name(parent.name), parent.model,
-                           f"{parent.role} You are a newer variant of {parent.name}: try approaches it would not.",
-                           parent.sees)
+            child = variant_of(parent, self.economy.free_name(parent.name))
             self.economy.spawn(parent.name, child.name, wealth / 2)
             session.members.append(child)
+
+
+def variant_of(parent: Member, name: str) -> Member:
+    """A spawned variant: the parent's model and perception, its role with a push to try something else."""
+    return Member(name, parent.model, f"{parent.role} You are a newer variant of {parent.name}: try approaches it "
+                                      "would not.", parent.sees)
+
+
+def restore_market(members: list[Member], economy: Economy, snapshot: dict[str, Any]) -> None:
+    """Bring an economy's members and ledger (built afresh from its file) to where `snapshot` left them:
+    departed members leave `members`, and spawned variants (`parent.N`) join, rebuilt from their parents."""
+    economy.restore(snapshot)
+    known = {member.name: member for member in members}
+
+    def member_named(name: str) -> Member:
+        if name not in known:  # a variant; its parent may itself be one, or have left since
+            if "." not in name:
+                raise UsageError(f"the saved ledger names {name!r}, who is not a member of this economy")
+            known[name] = variant_of(member_named(name.rsplit(".", 1)[0]), name)
+        return known[name]
+
+    members[:] = [member_named(name) for name in economy.balances]  # founders first, then variants as spawned
 
 
 @dataclass(frozen=True)
