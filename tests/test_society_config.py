@@ -85,6 +85,30 @@ def test_an_unknown_voting_rule_and_a_toml_table_array_entry_are_located(tmp_pat
     assert error.value.field == "members.1.sees" and error.value.line == 9
 
 
+def test_a_mistyped_model_id_is_located_when_the_file_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "debate.yaml"
+    path.write_text("organisation: debate\nmembers:\n  - name: a\n    role: r\n    model: lcoal:qwen2.5-coder-0.5b\n")
+    with pytest.raises(ConfigError, match=r"Did you mean local:qwen2\.5-coder-0\.5b") as error:
+        load_society_spec(path)
+    assert error.value.field == "members.0.model" and error.value.line == 5
+    path.write_text("organisation: debate\nmodel: litellm:openai/gpt-4o\nmembers: [{name: a, role: r}]\n")
+    assert load_society_spec(path).model == "litellm:openai/gpt-4o"  # a provider's model is found out on use
+
+
+@pytest.mark.parametrize(("setting", "line"), [("rights: [know]", 5), ("editor: {name: e, role: r}", 5),
+                                               ("max_messages: 9", 5)])
+def test_a_setting_that_means_nothing_to_the_organisation_is_refused(tmp_path: Path, setting: str, line: int) -> None:
+    path = tmp_path / "monarchy.yaml"
+    path.write_text("organisation: monarchy\nmembers: [{name: a, role: r}]\norganizer: {name: o, role: r}\n"
+                    f"leader: {{name: l, role: r}}\n{setting}\n")
+    with pytest.raises(ConfigError, match="means nothing to a monarchy") as error:
+        load_society_spec(path)
+    assert error.value.field == setting.split(":")[0] and error.value.line == line
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "monarchy.yaml"),
+                           "--rights", "know", "--out", str(tmp_path / "x")])
+    assert code == 2 and "rights means nothing to a monarchy" in err and not (tmp_path / "x").exists()
+
+
 def test_a_vote_by_standing_answers_needs_members_who_vote(tmp_path: Path) -> None:
     path = tmp_path / "monarchy.yaml"
     path.write_text("organisation: monarchy\nmembers: [{name: a, role: r}]\norganizer: {name: o, role: r}\n"

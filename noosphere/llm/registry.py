@@ -47,11 +47,22 @@ def _known_ids() -> list[str]:
     return [f"local:{name}" for name in LOCAL_WEIGHTS] + list(EXAMPLE_IDS)
 
 
+def check_model_id(model_id: str) -> None:
+    """Refuse an id that no backend takes (a typo) before anything is loaded; whether the weights are installed,
+    the file exists or the provider knows the model is found out on opening."""
+    prefix, _, rest = model_id.partition(":")
+    if model_id == "scripted" or (prefix == "local" and (rest in LOCAL_WEIGHTS or rest.endswith(".gguf"))) or (
+            prefix == "litellm" and rest):
+        return
+    raise UnknownNameError("model id", model_id, _known_ids())
+
+
 def open_model(model_id: str = DEFAULT_MODEL, *, trace: Trace | None = None, cache: CallCache | None = None,
                ledger: UsageLedger | None = None, settings: Settings | None = None,
                script: Script | None = None, cache_dir: Path | None = None,
                capabilities: Capabilities | None = None, **options: Any) -> Model:
     """Resolve `model_id` to a `Model`. Usage errors (unknown id, missing weights) come first."""
+    check_model_id(model_id)
     prefix, _, rest = model_id.partition(":")
     if model_id == "scripted":
         if script is None:
@@ -63,7 +74,7 @@ def open_model(model_id: str = DEFAULT_MODEL, *, trace: Trace | None = None, cac
 
         path = ensure_gguf(spec, cache_dir or default_cache_dir())
         backend = LocalBackend(model_id, path, fingerprint=f"gguf:{spec.sha256}", **options)
-    elif prefix == "local" and rest.endswith(".gguf"):
+    elif prefix == "local":  # a GGUF file
         path = Path(rest).expanduser()
         if not path.is_file():
             raise UsageError(f"no GGUF file at {path}")
@@ -72,10 +83,8 @@ def open_model(model_id: str = DEFAULT_MODEL, *, trace: Trace | None = None, cac
         stat = path.stat()
         backend = LocalBackend(model_id, path, fingerprint=f"gguf:{path.resolve()}:{stat.st_size}:{stat.st_mtime}",
                                **options)
-    elif prefix == "litellm" and rest:
+    else:
         from noosphere.llm.litellm_backend import LiteLLMBackend
 
         backend = LiteLLMBackend(rest, capabilities=capabilities, **options)
-    else:
-        raise UnknownNameError("model id", model_id, _known_ids())
     return Model(backend, trace=trace, cache=cache, ledger=ledger, settings=settings)

@@ -8,19 +8,32 @@ organisation needs that the settings leave out, so the loader can point at the f
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from noosphere.errors import ConfigError
+from noosphere.errors import ConfigError, UnknownNameError
+from noosphere.llm.registry import check_model_id
 from noosphere.society.organisations import RIGHTS
+
+
+def _known_model_id(model_id: str) -> str:
+    """A typo in a model id is found where the file says it, not when a member first speaks."""
+    try:
+        check_model_id(model_id)
+    except UnknownNameError as exc:
+        raise ValueError(str(exc)) from None
+    return model_id
+
+
+ModelId = Annotated[str, AfterValidator(_known_model_id)]
 
 
 class MemberSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1)
     role: str = ""
-    model: str | None = None
+    model: ModelId | None = None
     sees: list[str] | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     """Sampling temperature of this member's calls (the model's own otherwise). Members of one model at
@@ -50,12 +63,24 @@ class BudgetSpec(BaseModel):
 
 Organisation = Literal["monarchy", "democracy", "debate", "economy", "roleplay", "artist-critic"]
 STAFF = ("organizer", "leader", "editor", "arbiter", "specifier")
+_ECONOMY = ("economy",)
+USED_BY: dict[str, tuple[str, ...]] = {
+    "rounds": ("monarchy", "democracy", "debate", "economy", "artist-critic"),
+    "voting": ("democracy", "debate", "economy"), "rights": ("democracy",),
+    "members": ("monarchy", "democracy", "debate", "economy", "roleplay"),
+    "organizer": ("monarchy", "democracy"), "leader": ("monarchy", "democracy"), "editor": ("debate",),
+    "arbiter": _ECONOMY, "start_balance": _ECONOMY, "rent": _ECONOMY, "spawn_above": _ECONOMY,
+    "brigade_share": _ECONOMY, "specifier": ("roleplay",), "max_messages": ("roleplay",),
+    "token_budget": ("roleplay",), "styles": ("artist-critic",), "professions": ("artist-critic",),
+    "painter": ("artist-critic",)}
+"""The organisations each setting means something to: set elsewhere, it is refused rather than ignored, so
+that a saved run's settings say what ran (`--rights know` on a monarchy changes nothing)."""
 
 
 class SocietySpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     organisation: Organisation
-    model: str | None = None
+    model: ModelId | None = None
     """Model id of every member that names none (the command's --model otherwise)."""
     rounds: int = Field(default=3, ge=0, le=50)
     voting: Literal["plurality", "borda", "approval"] = "plurality"
@@ -95,7 +120,7 @@ class SocietySpec(BaseModel):
     def problem(self) -> tuple[tuple[str | int, ...], str] | None:
         """(path of the field, what is wrong) for the first thing this society, or a society inline in it,
         needs and the file leaves out or gets wrong."""
-        own = self._own_problem() or self._repeated_name()
+        own = self._own_problem() or self._repeated_name() or self._unused_setting()
         if own is not None:
             return own
         for index, member in enumerate(self.members):
@@ -125,6 +150,13 @@ class SocietySpec(BaseModel):
         if self.organisation == "roleplay" and len(self.members) != 2:
             return ("members",), "a role-play has two members: the user who instructs, then the assistant who solves"
         return None if self.members else (("members",), f"a {self.organisation} needs at least one member")
+
+    def _unused_setting(self) -> tuple[tuple[str | int, ...], str] | None:
+        for name, organisations in USED_BY.items():
+            default = type(self).model_fields[name].get_default(call_default_factory=True)
+            if self.organisation not in organisations and getattr(self, name) != default:
+                return (name,), f"{name} means nothing to a {self.organisation} (only to: {', '.join(organisations)})"
+        return None
 
     def _members_vote(self) -> bool:
         """Whether the members decide by a vote (the alternatives: a leader, an editor, a collector)."""
