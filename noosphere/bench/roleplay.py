@@ -24,14 +24,14 @@ ASSISTANT_ROLE = ("You are an expert Python programmer. You carry out each instr
                   "complete, current code in one ```python block.")
 
 
-def pair(model: Model, *, specify: bool = False) -> RolePlay:
+def pair(model: Model, *, specify: bool = False, max_messages: int = 50) -> RolePlay:
     specifier = Member("specifier", model, SPECIFIER_ROLE) if specify else None
-    return RolePlay(Member("user", model, USER_ROLE), Member("assistant", model, ASSISTANT_ROLE), specifier)
+    return RolePlay(Member("user", model, USER_ROLE), Member("assistant", model, ASSISTANT_ROLE), specifier,
+                    max_messages)
 
 
 async def solve(model: Model, max_messages: int, task: CodingTask, *, specify: bool = False) -> Scored:
-    roleplay = pair(model, specify=specify)
-    roleplay.max_messages = max_messages
+    roleplay = pair(model, specify=specify, max_messages=max_messages)
     result = await roleplay.run(task.task)
     if result.spent is not None:  # the run's budget: the task stays unscored for a resume with more
         raise result.spent

@@ -48,7 +48,7 @@ class RolePlayResult:
         return [text for speaker, text in self.transcript if speaker == "assistant"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class RolePlay:
     user: Member
     assistant: Member
