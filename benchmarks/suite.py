@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from noosphere.bench.answer_spread import answer_spread
-from noosphere.bench.runner import load_done
+from noosphere.bench.runner import averages, load_done
 
 SOCIETIES = Path(__file__).resolve().parent.parent / "examples" / "societies"
 MONARCHY, DEMOCRACY, DEBATE = (str(SOCIETIES / name)
@@ -220,10 +220,13 @@ def summary(suite: Suite, out: Path) -> None:
         if config.name == reference_name:
             reference = items
         versus = against(items, reference) if reference is not None and config.name != reference_name else "-"
+        reported = metrics.get("n", len(items)) == len(items)
+        if not reported and items:  # a run in progress rewrites its report when it stops; its rows say more now
+            metrics = {"accuracy": round(100 * sum(bool(r["correct"]) for r in items.values()) / len(items), 2)}
+            spent = averages(list(items.values()))
         cells = [str(metrics.get(key, "-")) for key in suite.metrics] + [versus] + [
             str(spent.get(key, "-")) for key in costs]
-        scored = f"{len(items)}" if metrics.get("n", len(items)) == len(items) else (
-            f"{len(items)} (report: {metrics['n']})")  # a run in progress rewrites its report when it stops
+        scored = f"{len(items)}" if reported else f"{len(items)} (in progress)"
         print(f"| {config.name} | {scored} | {' | '.join(cells)} |")
         if suite.diagnose is not None and (found := suite.diagnose(list(items.values()))):
             diagnosed[config.name] = found

@@ -101,14 +101,18 @@ def test_the_summary_has_a_row_per_reported_run(suite: Any, tmp_path: Path, caps
     reported(tmp_path / "base" / "20260101-000000-abcdef", {"1": True, "2": False, "3": True}, 66.7)
     reported(tmp_path / "debate" / "20260101-000000-abcdef", {"1": False, "2": True}, 50.0,  # partial
              standing={"a": "7", "b": "8"})
+    in_progress = tmp_path / "monarchy-r1" / "20260101-000000-abcdef"  # its report is from before it went on
+    reported(in_progress, {"1": True, "2": True}, 0.0, calls=4, tokens=10, seconds=2.0, error=None)
+    (in_progress / "report.json").write_text(json.dumps({"metrics": {"accuracy": 0.0, "n": 0}, "costs": {}}))
     suite.summary(suite.SUITES["gsm8k"], tmp_path)
     rows = capsys.readouterr().out.splitlines()
     assert rows[0].startswith("| run | n | accuracy | vs base |")
     assert rows[2].startswith("| base | 3 | 66.7 | - | 1.0 |")
     assert rows[3].startswith("| debate | 2 | 50.0 | +1 / -1 of 2 | 1.0 |")
+    assert rows[4].startswith("| monarchy-r1 | 2 (in progress) | 100.0 | +1 / -0 of 2 | 4.0 | 10.0 |")  # its rows
     # the second table: only the run whose rows record the members' answers
-    assert rows[5].startswith("| run | answer_accuracy | gold_among_answers |")
-    assert rows[7:] == ["| debate | 50.0 | 100.0 | 0.0 | 0 | 1 | 2 |"]
+    assert rows[6].startswith("| run | answer_accuracy | gold_among_answers |")
+    assert rows[8:] == ["| debate | 50.0 | 100.0 | 0.0 | 0 | 1 | 2 |"]
 
 
 def test_best_of_n_matches_the_calls_of_the_society_run_once_there_is_one(suite: Any, tmp_path: Path,
