@@ -212,21 +212,26 @@ def summary(suite: Suite, out: Path) -> None:
     diagnosed: dict[str, dict] = {}
     for config in suite.configs:
         folders = run_folders(out / config.name)
-        if not folders or not (folders[-1] / "report.json").exists():
+        if not folders:
             continue
-        report = json.loads((folders[-1] / "report.json").read_text())
-        metrics, spent = report["metrics"], report.get("costs", {})
         items = load_done(folders[-1] / "items.jsonl")
+        report_path = folders[-1] / "report.json"
+        report = json.loads(report_path.read_text()) if report_path.exists() else {}
+        if not report and not items:
+            continue
+        metrics, spent = report.get("metrics", {}), report.get("costs", {})
+        in_report = metrics.get("n", metrics.get("games"))
+        reported = bool(report) and (in_report is None or in_report == len(items))
+        if not reported:  # a run in progress rewrites its report when it stops; its rows say more now
+            metrics = {**metrics, "accuracy": round(100 * sum(bool(r["correct"]) for r in items.values()) / len(items),
+                                                    2)}  # what rows cannot give stays as last reported
+            spent = averages(list(items.values()))
         if config.name == reference_name:
             reference = items
         versus = against(items, reference) if reference is not None and config.name != reference_name else "-"
-        reported = metrics.get("n", len(items)) == len(items)
-        if not reported and items:  # a run in progress rewrites its report when it stops; its rows say more now
-            metrics = {"accuracy": round(100 * sum(bool(r["correct"]) for r in items.values()) / len(items), 2)}
-            spent = averages(list(items.values()))
         cells = [str(metrics.get(key, "-")) for key in suite.metrics] + [versus] + [
             str(spent.get(key, "-")) for key in costs]
-        scored = f"{len(items)}" if reported else f"{len(items)} (in progress)"
+        scored = f"{len(items)}" if reported else f"{len(items)} (in progress; report: {in_report or 0})"
         print(f"| {config.name} | {scored} | {' | '.join(cells)} |")
         if suite.diagnose is not None and (found := suite.diagnose(list(items.values()))):
             diagnosed[config.name] = found

@@ -54,14 +54,15 @@ def standing_answers_script() -> Any:
 def test_the_answer_spread_shows_where_a_decision_lost() -> None:
     rows = [{"gold": "7", "correct": False, "standing": {"a": "7", "b": "7", "c": "8"},  # overruled a right majority
              "ballots": {"a": "7", "b": "8", "c": "8"}},  # b left its own answer
-            {"gold": "7", "correct": True, "standing": {"a": "7", "b": "8", "c": None}},  # right out of a tie
+            {"gold": "7", "correct": True, "standing": {"a": "7", "b": "8", "c": None},  # right out of a tie
+             "ballots": {"a": "7", "c": None}},  # c voted for no number: that is not keeping its own answer
             {"gold": "7", "correct": False, "standing": {"a": "9", "b": "8", "c": "8"}},  # nobody had it
             {"gold": "5", "correct": True, "votes": {"5": 3, "6": 1}, "no_number": 1},  # best-of-N's samples alike
             {"gold": "5", "correct": True}]  # records no answers: left out
     spread = answer_spread(rows)  # an answer without a number is a wrong one: 6 of 14 answers right
     assert spread == {"answer_accuracy": 42.86, "gold_among_answers": 75.0, "plurality_accuracy": 50.0,
                       "decided_against_right_plurality": 1, "right_without_plurality": 1, "rows_with_answers": 4,
-                      "ballots_cast": 3, "ballots_for_own_answer": 2}
+                      "ballots_cast": 5, "ballots_for_own_answer": 3}
     assert answer_spread([{"gold": "1", "correct": True}]) == {}
 
 
@@ -264,9 +265,11 @@ def test_a_resumed_economy_goes_on_from_the_ledger_its_last_problem_left(data: P
                                                    "planner.1"]
     items = whole / "items.jsonl"  # the same run, killed after its first problem
     items.write_text(items.read_text().splitlines()[0] + "\n")
+    before = (whole / "result.json").read_text()
     code, _, err = invoke(["bench", "gsm8k", "--resume", str(whole), "--quiet", "--no-cache", "--parallel", "2"],
                           opener_for(reply))
     assert code == 2 and "--parallel 1" in err  # one ledger cannot serve two problems at once
+    assert (whole / "result.json").read_text() == before  # refused before the run was opened
     code, _, err = invoke(["bench", "gsm8k", "--resume", str(whole), "--quiet", "--no-cache"], opener_for(reply))
     assert code == 0, err
     timing = ("seconds", "started", "finished")

@@ -65,5 +65,5 @@ def ballot_loyalty(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
     for row in rows:
         for voter, choice in (row.get("ballots") or {}).items():
             cast += 1
-            own += voter in row.get("standing", {}) and choice == row["standing"][voter]
+            own += choice is not None and choice == row.get("standing", {}).get(voter)  # no number is nobody's
     return {"ballots_cast": cast, "ballots_for_own_answer": own} if cast else {}

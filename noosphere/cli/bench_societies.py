@@ -20,6 +20,7 @@ from noosphere.cli.ask import BudgetOption, ModelOpener, ModelOption, NoCacheOpt
 from noosphere.cli.bench_run import Items, ParallelOption, QuietOption, ResumeOption, run_benchmark
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import DEFAULT_MODEL, Model
+from noosphere.runs import Run
 from noosphere.society import Society
 from noosphere.society.config import build_society, load_society_spec
 from noosphere.society.market import restore_market
@@ -100,12 +101,14 @@ def _one_economy_at_a_time(config: dict[str, Any], parallel: int) -> None:
 
 
 def _economy_as_left(society: Society, resume: Path | None) -> Society:
-    """A resumed economy goes on from the ledger and members its last scored problem left, not afresh."""
+    """A resumed economy goes on from the ledger and members its last scored problem left, not afresh (a
+    problem whose society failed leaves no ledger: the one before it stands)."""
     rows = list(load_done(resume / "items.jsonl").values()) if resume is not None else []
-    if rows and society.economy is not None:
-        if "ledger" not in rows[-1]:
-            raise UsageError(f"{resume} was scored before rows kept the economy's ledger: start it again")
-        restore_market(society.members, society.economy, rows[-1]["ledger"])
+    ledger = next((row["ledger"] for row in reversed(rows) if "ledger" in row), None)
+    if ledger is None and any(not row.get("error") for row in rows):
+        raise UsageError(f"{resume} was scored before rows kept the economy's ledger: start it again")
+    if ledger is not None and society.economy is not None:
+        restore_market(society.members, society.economy, ledger)
     return society
 
 
@@ -144,7 +147,8 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
         config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, vote, n, model, limit,
                                                                          data, seed, match_run, set_)
-        _one_economy_at_a_time(config, parallel)  # before a new run's folder; a resumed one's config is read below
+        # refused before the run is opened (a resumed one's result.json stays as it was)
+        _one_economy_at_a_time(Run.saved_config(resume) if resume is not None else config, parallel)
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             items = gsm8k_bench.load_gsm8k(Path(saved["data"]) if saved.get("data") else None, limit=saved["limit"])
@@ -163,7 +167,6 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                 # Members keep a history while they work, so problems scored at once need a society each;
                 # an economy is one society throughout, because its ledger carries over.
                 if spec.organisation == "economy":
-                    _one_economy_at_a_time(saved, parallel)
                     solve = partial(gsm8k_bench.solve_society, _economy_as_left(build(), resume))
                 else:
                     solve = partial(gsm8k_bench.solve_in_new_society, build)
