@@ -225,6 +225,11 @@ def test_debaters_see_only_their_part_of_the_input_then_each_others_statements()
     assert "I heard a meow" in round_one_left
     assert result.answer == "cat" and result.decided_by == "vote"
     assert trace.of_kind("soc_tally")[0].scores == {"cat": 2}
+    calls = len(backend.history)
+    mistyped = Observation.of({"first": "whiskers in the frame", "secnd": "a meow on the track"})
+    with pytest.raises(UnknownNameError, match="Did you mean secnd"):  # right would see nothing: refused, no call
+        debate(debaters, rounds=1).run_sync("Which animal is it?", mistyped)
+    assert len(backend.history) == calls
 
 
 def test_debaters_who_read_the_same_problem_are_not_told_the_others_saw_more() -> None:

@@ -72,6 +72,8 @@ class Society:
                   answer_key: Callable[[str], str] = default_key,
                   reward: Callable[[str], float] | None = None) -> SocietyResult:
         """Run the phases on `task`. `reward` scores the final answer for economies (None: no reward)."""
+        if observation is not None:
+            self._check_views(observation)
         # an economy's members may all have gone bankrupt by now; its arbiter (staff) is still there
         trace = trace if trace is not None else [*self.members, *self.staff][0].model.trace
         for member in [*self.members, *self.staff]:
@@ -97,6 +99,14 @@ class Society:
         return SocietyResult(session.answer, session.decided_by, session.summary, tuple(session.records),
                              tuple(session.ballots), session.support if session.support is not None
                              else session.agreement())
+
+    def _check_views(self, observation: Observation) -> None:
+        """A view a member is to see must be in the input: a mistyped name would leave it seeing nothing."""
+        names = [view.name for view in observation.views]
+        for member in [*self.members, *self.staff]:
+            for view in member.sees or ():
+                if view not in names:
+                    raise UnknownNameError(f"view for {member.name} to see", view, names)
 
     async def _run_phases(self, session: Session, allowance: Allowance | None) -> list[Phase] | None:
         """Run the phases in order. When this society's own budget runs out, stop after the phase it ran out
