@@ -217,7 +217,7 @@ def summary(suite: Suite, out: Path) -> None:
         items = load_done(folders[-1] / "items.jsonl")
         report_path = folders[-1] / "report.json"
         report = json.loads(report_path.read_text()) if report_path.exists() else {}
-        if not report and not items:
+        if not items:  # nothing scored yet (a run created, or stopped before its first item)
             continue
         metrics, spent = report.get("metrics", {}), report.get("costs", {})
         in_report = metrics.get("n", metrics.get("games"))
