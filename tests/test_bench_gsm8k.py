@@ -121,6 +121,17 @@ def rows(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
 
 
+def one_problem(society: str, options: list[str], script: Any, data: Path, out: Path) -> tuple[Path, dict[str, Any]]:
+    """A society bench run on the first problem into a new folder under `out`: the folder and its one row."""
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / society), *options,
+                           "--data", str(data), "--limit", "1", "--out", str(out), "--no-cache", "--quiet"],
+                          opener_for(script))
+    assert code == 0, err
+    [run_dir] = list(out.iterdir())
+    [row] = rows(run_dir)
+    return run_dir, row
+
+
 def test_base_and_best_of_n_score_exact_numbers_with_calls_per_item(data: Path, tmp_path: Path) -> None:
     # Right on the apples, wrong on the book.
     code, _, err = invoke(["bench", "gsm8k", "--system", "base", "--data", str(data), "--out", str(tmp_path / "b"),
@@ -200,12 +211,7 @@ def test_society_system_runs_the_declared_society_and_resumes(data: Path, tmp_pa
 def test_rights_override_takes_the_vote_away_and_the_leader_decides(data: Path, tmp_path: Path) -> None:
     script = by_agent({"planner": [said("7")], "calculator": [said("7")], "checker": [said("8")],
                        "organizer": [json.dumps({"summary": "mostly 7", "answer": "7"})], "leader": [said("8")]})
-    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"),
-                           "--rounds", "0", "--rights", "know", "--data", str(data), "--limit", "1",
-                           "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"], opener_for(script))
-    assert code == 0, err
-    [run_dir] = list((tmp_path / "runs").iterdir())
-    [row] = rows(run_dir)
+    _, row = one_problem("democracy.yaml", ["--rounds", "0", "--rights", "know"], script, data, tmp_path / "runs")
     assert row["decided_by"] == "leader" and row["prediction"] == "8" and not row["correct"]
     code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"),
                            "--rights", "know,vote", "--data", str(data), "--out", str(tmp_path / "x")])
@@ -215,13 +221,8 @@ def test_rights_override_takes_the_vote_away_and_the_leader_decides(data: Path, 
 def test_vote_override_counts_standing_answers_and_is_refused_where_nobody_votes(data: Path, tmp_path: Path) -> None:
     script = by_agent({"planner": [said("7")], "calculator": [said("8")], "checker": [said("7")],
                        "organizer": [json.dumps({"summary": "mostly 8", "answer": "8"})]})
-    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"),
-                           "--rounds", "0", "--rights", "know,execute", "--vote", "standing", "--data", str(data),
-                           "--limit", "1", "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"],
-                          opener_for(script))
-    assert code == 0, err
-    [run_dir] = list((tmp_path / "runs").iterdir())
-    [row] = rows(run_dir)
+    _, row = one_problem("democracy.yaml", ["--rounds", "0", "--rights", "know,execute", "--vote", "standing"], script,
+                         data, tmp_path / "runs")
     assert (row["decided_by"], row["prediction"], row["calls"]) == ("count", "7", 3 + 1)
     code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "monarchy.yaml"),
                            "--vote", "standing", "--data", str(data), "--out", str(tmp_path / "x")])
@@ -233,12 +234,8 @@ def test_a_vote_records_each_ballot_beside_the_voters_own_answer(data: Path, tmp
     script = by_agent({"planner": [said("7"), vote_for["A"]], "calculator": [said("8"), vote_for["A"]],
                        "checker": [said("7"), vote_for["A"]],
                        "organizer": [json.dumps({"summary": "mostly 7", "answer": "7"})]})
-    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"),
-                           "--rounds", "0", "--rights", "know,execute", "--data", str(data), "--limit", "1",
-                           "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"], opener_for(script))
-    assert code == 0, err
-    [run_dir] = list((tmp_path / "runs").iterdir())
-    [row] = rows(run_dir)
+    run_dir, row = one_problem("democracy.yaml", ["--rounds", "0", "--rights", "know,execute"], script, data,
+                               tmp_path / "runs")
     assert (row["decided_by"], row["prediction"], row["calls"]) == ("vote", "7", 3 + 1 + 3)
     assert row["ballots"] == {"planner": "7", "calculator": "7", "checker": "7"}  # the calculator left its 8
     report = json.loads((run_dir / "report.json").read_text())["metrics"]
