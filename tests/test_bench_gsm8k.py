@@ -192,11 +192,11 @@ def test_society_system_runs_the_declared_society_and_resumes(data: Path, tmp_pa
     [row] = rows(run_dir)
     # The checker changes to the majority's 7 under the right to change, so one option is left and no
     # ballots need to be asked for: mission 3, one round 1 + 3, changes 3, summary 1.
-    assert row["correct"] and row["decided_by"] == "vote" and row["calls"] == 3 + (1 + 3) + 3 + 1
+    assert row["correct"] and row["decided_by"] == "unanimous" and row["calls"] == 3 + (1 + 3) + 3 + 1
     assert row["standing"] == {"planner": "7", "calculator": "7", "checker": "7"}  # the checker changed to 7
     report = json.loads((run_dir / "report.json").read_text())["metrics"]
     assert (report["answer_accuracy"], report["gold_among_answers"], report["rows_with_answers"]) == (100.0, 100.0, 1)
-    assert report["decided_by"] == {"vote": 1}  # who decided, so that votes that all failed would show
+    assert report["decided_by"] == {"unanimous": 1}  # who decided, so that votes that all failed would show
     # a row scored before rows recorded it gets the same standing answers back from the run's trace
     items = run_dir / "items.jsonl"
     items.write_text(json.dumps({k: v for k, v in row.items() if k != "standing"}) + "\n")

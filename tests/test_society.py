@@ -223,7 +223,7 @@ def test_debaters_see_only_their_part_of_the_input_then_each_others_statements()
     assert "whiskers in the frame" in first_left and "a meow on the track" not in first_left
     round_one_left = left_requests[1].messages[-1].content
     assert "I heard a meow" in round_one_left
-    assert result.answer == "cat" and result.decided_by == "vote"
+    assert result.answer == "cat" and result.decided_by == "unanimous"
     assert trace.of_kind("soc_tally")[0].scores == {"cat": 2}
     calls = len(backend.history)
     mistyped = Observation.of({"first": "whiskers in the frame", "secnd": "a meow on the track"})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -115,11 +116,9 @@ def build_society(spec: SocietySpec, open_model: Callable[[str], Model], default
                   paintings: Path = Path("paintings")) -> Society:
     """Members that name the same model share one loaded `Model`; a painter saves its images in `paintings`
     (the run folder's, from the CLI)."""
-    society = _organise(spec, open_model, default_model, paintings)
-    society.max_concurrency = spec.max_concurrency
-    if spec.budget is not None:
-        society.budget = Budget(**spec.budget.model_dump())
-    return society
+    budget = Budget(**spec.budget.model_dump()) if spec.budget is not None else None
+    return replace(_organise(spec, open_model, default_model, paintings), max_concurrency=spec.max_concurrency,
+                   budget=budget)
 
 
 def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str, paintings: Path) -> Society:

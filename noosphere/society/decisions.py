@@ -134,8 +134,8 @@ class MembersVote:
         if self.by_standing:
             count_standing(session, decided_by="count")
             return
-        if len(options) <= 1:  # the members agree: a vote would be unanimous
-            count_standing(session, decided_by="vote")
+        if len(options) <= 1:  # the members agree: no ballot is asked for, and the label says so
+            count_standing(session, decided_by="unanimous")
             return
         context = f"Summary: {session.summary}\n\n" if session.summary and self.shows_summary else ""
         listed = lettered(options)
