@@ -12,10 +12,11 @@ _SECRET_SHAPES = re.compile(
     r"|Bearer\s+[A-Za-z0-9._\-]{16,})"
 )
 _SIGNED_URL_PARAMS = re.compile(
-    r"([?&](?:sig|signature|x-amz-signature|x-amz-security-token|x-goog-signature|x-goog-credential|token"
+    r"((?:[?&]|&amp;)(?:sig|signature|x-amz-signature|x-amz-security-token|x-goog-signature|x-goog-credential|token"
     r"|access_token|api_key|key|client_secret|password)=)[^&\s\"'<>\\]+", re.IGNORECASE)
 """The query parameters that make a URL a credential: an image provider's signed link, a key in a URL. The
-value ends before a backslash too, since the text redacted is JSON, where a quote is escaped as `\\"`."""
+value ends before a backslash too, since the text redacted is JSON, where a quote is escaped as `\\"`; a
+parameter may follow `&amp;`, as in a link copied out of HTML."""
 REDACTED = "[REDACTED]"
 
 

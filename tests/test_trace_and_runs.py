@@ -108,13 +108,15 @@ def test_secrets_from_environment_and_key_shapes_are_redacted(tmp_path: Path,
                          response="use sk-abcdefghijklmnopqrstuvwx please"))
     trace.emit(Event(kind="soc_image", location="https://img.example/p.png?se=2026&sp=r&sig=AbC%2Bd3&Key=k"))
     trace.emit(Event(kind="code", text='requests.get("https://api.example/v1?token=tok123")\nprint(1)'))
+    trace.emit(Event(kind="html", text='<img src="https://img.example/q.png?se=1&amp;sig=Zz9x">'))
     trace.close()
     text = path.read_text()
-    [_, _, code] = [json.loads(line) for line in text.splitlines()]  # every line still JSON: quotes stay escaped
+    [_, _, code, _] = [json.loads(line) for line in text.splitlines()]  # every line still JSON: quotes stay escaped
     assert code["text"] == 'requests.get("https://api.example/v1?token=[REDACTED]")\nprint(1)'
     assert "very-secret-value-123" not in text and "sk-abcdefghijklmnop" not in text and "AbC" not in text
+    assert "Zz9x" not in text  # a parameter after `&amp;` (a link copied out of HTML) is found too
     assert "https://img.example/p.png?se=2026&sp=r&sig=" in text  # where the image is stays readable
-    assert text.count(REDACTED) == 5
+    assert text.count(REDACTED) == 6
 
 
 def test_unknown_event_kinds_load_as_plain_events_and_torn_lines_are_skipped(tmp_path: Path) -> None:
