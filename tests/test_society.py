@@ -58,7 +58,7 @@ def test_monarchy_runs_the_four_phases_and_the_leader_decides() -> None:
     assert (result.answer, result.decided_by) == ("12", "leader")
     assert result.support == pytest.approx(2 / 3)  # the leader decided: a and b hold 12, c holds 13
     phases = [(e.phase, e.round) for e in trace.of_kind("soc_phase")]
-    assert phases == [("mission", 0), ("mindstorm", 1), ("mindstorm", 2), ("opinion", 0), ("execution", 0)]
+    assert phases == [("mission", 0), ("mindstorm", 1), ("mindstorm", 2), ("opinion", 3), ("execution", 4)]
     assert len(backend.history) == 3 + 2 * (1 + 3) + 1 + 1
     # Without the right to know, a member never sees another member's words.
     member_b_prompts = [m.content for r in backend.history if r.agent == "b" for m in r.messages]

@@ -81,7 +81,8 @@ class CriticsVote:
     name: str = "execution"
 
     async def run(self, session: Session) -> None:
-        session.phase(self.name)
+        round_ = session.rounds + 2
+        session.phase(self.name, round_)
         proposals = session.latest()
         artists = list(proposals)
         if not artists:
@@ -94,7 +95,7 @@ class CriticsVote:
             return await critic.ask(f"Theme: {session.task}\nProposals:\n{listing}\nVote for the one you find best.",
                                     choice)
 
-        votes = await session.each(self.critics, self.name, session.rounds + 2, vote)
+        votes = await session.each(self.critics, self.name, round_, vote)
         ballots = session.ballots = [Ballot(name, (artists[int(v.choice) - 1],)) for name, v in votes.items()]
         if not ballots:  # every critic forfeited: a tally of nothing would draw a "winner" nobody chose
             return
@@ -112,10 +113,11 @@ class Collect:
     name: str = "collect"
 
     async def run(self, session: Session) -> None:
-        session.phase(self.name)
+        round_ = session.rounds + 3
+        session.phase(self.name, round_)
         if session.answer is None:
             return
-        restated = await session.each([self.collector], self.name, session.rounds + 3, lambda m: m.ask(
+        restated = await session.each([self.collector], self.name, round_, lambda m: m.ask(
             f"The critics chose the proposal of {session.decided_by}: {session.answer}\nRestate it as one clear "
             "prompt for a painter.", Statement))
         if restated:

@@ -40,8 +40,8 @@ class GatherOpinions:
     name: str = "opinion"
 
     async def run(self, session: Session) -> None:
-        session.phase(self.name)
         round_ = session.rounds + 1
+        session.phase(self.name, round_)
         options = session.options()
         if self.right_to_change and len(options) > 1:
             choice = choice_model(len(options))
@@ -81,12 +81,13 @@ class LeaderDecides:
     name: str = "execution"
 
     async def run(self, session: Session) -> None:
-        session.phase(self.name)
+        round_ = session.rounds + 2
+        session.phase(self.name, round_)
         latest = session.latest()
         options = session.options(also=session.summary_answer)  # the organizer's correction is a candidate
         reasoning = "\n".join(said_line(r) for r in latest.values())
         summary = f"\n\nThe organizer's summary: {session.summary}" if session.summary else ""
-        decided = await session.each([self.leader], self.name, session.rounds + 2, lambda m: m.ask(
+        decided = await session.each([self.leader], self.name, round_, lambda m: m.ask(
             f"Task: {session.task}\n\nThe members' latest reasoning:\n{reasoning}{summary}\n\nAnswers proposed:\n"
             f"{lettered(options)}\n\nWho holds each:\n{holders(session, options)}\n\nDecide the final answer: check "
             "the reasoning behind each, and trust sound reasoning over the number who hold it.", Statement))
@@ -94,7 +95,7 @@ class LeaderDecides:
             decision = decided[self.leader.name]
             session.answer = named_option(decision.answer, options)
             session.decided_by = self.leader.name
-            session.trace.emit(MemberSpoke(phase=self.name, round=session.rounds + 2, member=self.leader.name,
+            session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=self.leader.name,
                                            text=decision.reasoning, answer=session.answer))
         else:  # the leader forfeited: the society's majority stands in
             count_standing(session)
@@ -129,7 +130,8 @@ class MembersVote:
     discussion, which is what makes a plurality of independent voters more often right than any one of them."""
 
     async def run(self, session: Session) -> None:
-        session.phase(self.name)
+        round_ = session.rounds + 2
+        session.phase(self.name, round_)
         options = session.options()
         if self.by_standing:
             count_standing(session, decided_by="count")
@@ -148,7 +150,7 @@ class MembersVote:
         async def turn(member: Member) -> Any:
             return await member.ask(f"{context}{ask} to the task ({session.task}):\n{listed}", form)
 
-        votes = await session.each(session.members, self.name, session.rounds + 2, turn)
+        votes = await session.each(session.members, self.name, round_, turn)
         if not votes:  # every vote forfeited: the members' standing answers are their votes
             count_standing(session)
             return

@@ -24,6 +24,8 @@ class PhaseStarted(Event):
     kind: str = "soc_phase"
     phase: str  # "mission", "mindstorm", "opinion" or "execution"
     round: int = 0
+    """The step its messages carry: 0 for the mission, 1 to R for the mindstorm rounds, then R + 1 for
+    opinions and R + 2 for the execution, so that messages sort and join to their phase by it."""
 
 
 class MemberSpoke(Event):

@@ -42,13 +42,16 @@ function message(event, staff) {
     block(event.text));
 }
 
-function phaseGroups(events) {
+// Opinions and the execution carry the steps after the last round (R + 1, R + 2): only a mindstorm
+// round is labelled as one.
+function phaseGroups(events, rounds) {
   const groups = [];
   let current = {label: "start", events: []};
   for (const event of events) {
     if (event.kind === "soc_phase") {
       if (current.events.length) groups.push(current);
-      current = {label: `${event.phase}${event.round ? ` · round ${event.round}` : ""}`, events: []};
+      const inRound = event.round >= 1 && !(rounds >= 1 && event.round > rounds);
+      current = {label: `${event.phase}${inRound ? ` · round ${event.round}` : ""}`, events: []};
     } else if (["soc_message", "soc_forfeit", "soc_image"].includes(event.kind)) {
       current.events.push(event);
     }
@@ -126,7 +129,7 @@ function societyEpisodeView(episode) {
   const summaries = events.filter((e) => e.kind === "soc_message" && staff.has(e.member) && e.phase !== "execution");
   const ballots = events.filter((e) => e.kind === "soc_ballot");
   const tallies = events.filter((e) => e.kind === "soc_tally");
-  const groups = phaseGroups(events);
+  const groups = phaseGroups(events, started.rounds);
   return el("div", {class: "society"},
     section("Organisation", keyValues({organisation: started.organisation, rounds: started.rounds,
       rights: (started.rights || []).join(", ") || "–", vote: started.vote || "–", answer: finished ? finished.answer : "(not finished)",
