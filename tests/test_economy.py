@@ -109,6 +109,10 @@ def test_an_economy_society_hires_under_an_arbiter_pays_rent_votes_and_rewards()
     assert (contract.client, contract.provider, contract.price) == ("a", "b", 3.0)
     [service] = [e for e in trace.of_kind("soc_message") if e.phase == "service"]
     assert (service.member, service.to, service.answer) == ("b", "a", "12 (checked)")  # a message to its buyer
+    offers = [(e.member, e.text) for e in trace.of_kind("soc_message") if e.phase == "market"]
+    assert offers[:2] == [("a", "offers b 3.0 for: check my sum (due this round)"), ("b", "hires no one")]
+    [verdict] = [e for e in trace.of_kind("soc_message") if e.phase == "arbiter"]
+    assert (verdict.member, verdict.to, verdict.text, verdict.answer) == ("arbiter", "a", "a real service", "valid")
     ledger = society.economy
     assert ledger is not None and ledger.conserved()
     # a: 10 - 3 - 1 rent + 4 reward - 2 brigade = 8; b: 10 + 3 - 1 + 4 + 2 = 18
@@ -263,3 +267,22 @@ def test_a_saved_ledger_brings_back_who_left_and_variants_of_variants() -> None:
     assert fresh.snapshot() == economy.snapshot() and fresh.conserved() and fresh.free_name("a") == "a.2"
     with pytest.raises(UsageError, match="'zed'"):
         restore_market([Member("a", model, "r")], fresh, {**saved, "balances": {"zed": 1.0}})
+
+
+def test_a_task_whose_market_never_ran_passes_no_reward_along_the_last_tasks_contracts() -> None:
+    from dataclasses import replace
+
+    from noosphere.llm import Budget
+
+    hire = json.dumps({"hire": True, "provider": "b", "service": "check", "price": 3.0})
+    model, _, trace = scripted(by_agent({
+        "a": [said("12"), hire, said("12"), said("12")], "b": [said("13"), json.dumps({"hire": False}), said("12")],
+        "arbiter": [json.dumps({"reason": "ok", "valid": True})]}))
+    society = economy_of_minds([Member("a", model, "ra"), Member("b", model, "rb")], Member("arbiter", model, "rz"),
+                               rounds=1, start=10.0, rent=0.0, spawn_above=100.0)
+    society.run_sync("5 + 7?")
+    assert [e.reason for e in trace.of_kind("econ_payment")] == ["contract 1"]  # a bought b's service in task 1
+    second = len(trace.events)
+    replace(society, budget=Budget(max_calls=1)).run_sync("5 + 7?", reward=lambda answer: 8.0)  # no market
+    paid = [(e.payer, e.payee, e.reason) for e in trace.events[second:] if e.kind == "econ_payment"]
+    assert paid == [("environment", "a", "reward")]

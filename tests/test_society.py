@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from noosphere.errors import UnknownNameError, UsageError
+from noosphere.errors import OutputParseError, UnknownNameError, UsageError
 from noosphere.observation import Observation
 from noosphere.society import Ballot, Member, debate, democracy, monarchy, tally
 from noosphere.society.phases import SNIPPET, excerpt
@@ -126,6 +126,27 @@ def test_a_member_whose_replies_never_parse_forfeits_and_the_society_still_answe
     forfeits = trace.of_kind("soc_forfeit")
     assert {e.member for e in forfeits} == {"b"} and len(forfeits) == 2  # mission and round 1
 
+
+
+def test_later_turns_keep_the_picture_and_a_member_who_missed_the_mission_is_briefed(tmp_path) -> None:
+    """A member's history holds what it perceived, media and all; one whose mission turn forfeited has no
+    history, so its first round question comes after its view of the input and the task."""
+    picture = tmp_path / "p.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16)
+    observation = Observation.of({"caption": "a chart of sales"}, {"chart": picture})
+    broken = ["not json"] * 3  # the first try and both retries
+    model, backend, trace = scripted(by_agent({
+        "a": [said("4")], "b": [*broken, said("5")],
+        "organizer": [{"question": "Which bar is tallest?"}, {"summary": "s", "answer": "4"}],
+        "leader": [said("4")]}))
+    monarchy(members(model, ("a", "b")), Member("organizer", model, "o"), Member("leader", model, "l"),
+             rounds=1).run_sync("How many bars?", observation)
+    assert [e.member for e in trace.of_kind("soc_forfeit")] == ["b"]
+    [a_round] = [r for r in backend.history if r.agent == "a" and "organizer asks" in r.messages[-1].content]
+    assert [part.kind for m in a_round.messages for part in m.media] == ["image"]  # from the mission turn
+    [b_round] = [r for r in backend.history if r.agent == "b" and "organizer asks" in r.messages[-1].content]
+    assert b_round.messages[-1].content.startswith("caption:\na chart of sales\n\nTask: How many bars?")
+    assert [part.kind for part in b_round.messages[-1].media] == ["image"]
 
 # democracy -----------------------------------------------------------------------------------------
 def test_right_to_know_shows_last_rounds_answers_to_every_member() -> None:
@@ -305,12 +326,15 @@ def test_members_answer_at_most_max_concurrency_at_a_time() -> None:
         nonlocal running, peak
         running += 1
         peak = max(peak, running)
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3 if member.name == "m1" else 0.01 * (7 - int(member.name[1:])))  # first ones last
         running -= 1
+        if member.name in ("m1", "m5"):
+            raise OutputParseError("scripted", "Statement", 3, "", ["no JSON"])
         return member.name
 
     done = asyncio.run(session.each(crowd, "p", 1, turn))
-    assert list(done) == [m.name for m in crowd] and peak == 3  # results in member order, never more than 3 at once
+    assert list(done) == ["m0", "m2", "m3", "m4", "m6"] and peak == 3  # member order, never more than 3 at once
+    assert [e.member for e in session.trace.of_kind("soc_forfeit")] == ["m1", "m5"]  # m5 failed first
 
 
 def test_images_reach_only_members_whose_model_can_see(tmp_path) -> None:

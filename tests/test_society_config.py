@@ -71,6 +71,26 @@ def test_an_organisation_without_its_staff_is_rejected(tmp_path: Path) -> None:
     assert error.value.field == "leader" and error.value.line == 1
 
 
+
+def test_a_society_in_a_seat_it_could_only_forfeit_is_located(tmp_path: Path) -> None:
+    """A society answers and votes: as an organizer (questions, summaries) or in a role-play it is refused."""
+    (tmp_path / "panel.yaml").write_text("organisation: debate\nmembers: [{name: x, role: r}]\n")
+    path = tmp_path / "monarchy.yaml"
+    path.write_text("organisation: monarchy\nmembers: [{name: a, role: r}]\nleader: {name: l, role: r}\n"
+                    "organizer:\n  name: o\n  society: {organisation: debate, members: [{name: x, role: r}]}\n")
+    with pytest.raises(ConfigError, match="cannot be the organizer") as error:
+        load_society_spec(path)
+    assert error.value.field == "organizer.society" and error.value.line == 6
+    path = tmp_path / "roleplay.yaml"
+    path.write_text("organisation: roleplay\nmembers:\n  - {name: user, role: r}\n  - name: team\n"
+                    "    society: panel.yaml\n")
+    with pytest.raises(ConfigError, match="members converse") as error:
+        load_society_spec(path)
+    assert error.value.field == "members.1.society" and error.value.line == 5
+    path.write_text("organisation: debate\nmembers: [{name: a, role: r}, {name: team, society: panel.yaml}]\n"
+                    "editor:\n  name: e\n  society: {organisation: debate, members: [{name: y, role: r}]}\n")
+    assert load_society_spec(path).editor is not None  # a society may answer and decide
+
 def test_an_unknown_voting_rule_and_a_toml_table_array_entry_are_located(tmp_path: Path) -> None:
     path = tmp_path / "vote.yaml"
     path.write_text("organisation: debate\nmembers: [{name: a, role: r}]\nvoting: borad\n")

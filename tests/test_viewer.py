@@ -236,7 +236,7 @@ def test_society_members_phases_summaries_votes(view: Any) -> None:
     text = panel.inner_text()
     assert "democracy" in text and "change, execute, know" in text
     assert panel.locator(".badge", has_text="staff").count() >= 1  # the organizer
-    assert "Most members found 60" in card(panel, "Summaries").inner_text()
+    assert "Most members found 60" in card(panel, "Staff: questions, summaries, verdicts").inner_text()
     assert "mindstorm · round 2" in text and "checker works it through step by step and gets 50." in text
     votes = card(panel, "Votes").inner_text()
     assert "plurality: winner 60" in votes

@@ -49,12 +49,20 @@ class SubSociety(Member):
         self._observation = None
         self._first_prompt = ""
 
+    @property
+    def knows_task(self) -> bool:
+        return bool(self._first_prompt)  # each later question reaches its society after the task
+
     def perception(self, observation: Observation | None) -> tuple[str, tuple[MediaPart, ...]]:
         """Keep the observation for the inner society, whose members perceive it each in their own way."""
         if observation is not None and self.sees is not None:
             observation = Observation(tuple(v for v in observation.views if v.name in self.sees))
         self._observation = observation
         return "", ()
+
+    async def reply(self, prompt: str) -> tuple[str, int]:
+        """A conversation turn (a role-play's) is not a question a society can answer by deciding."""
+        raise UsageError(f"{self.name} is a society: it answers statements and ballots, not a conversation")
 
     async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = (),
                   alone: bool = False) -> OutputT:
@@ -75,14 +83,19 @@ class SubSociety(Member):
             label = _option_for(result.answer, prompt, labels)
             if label is None:
                 raise UsageError(f"{self.name}'s society answered {result.answer!r}, which is none of the options")
-            return output.model_validate({"reasoning": reasoning, name: [label] if is_list else label})
+            return _in_form(output, {"reasoning": reasoning, name: [label] if is_list else label}, self.name)
         if not result.answer.strip():  # a placeholder would stand as an option beside real answers
             raise RuntimeFault(f"{self.name}'s society reached no answer ({result.decided_by})")
         answer = result.answer[:properties["answer"].get("maxLength", 300)]
-        try:
-            return output.model_validate({"reasoning": reasoning, "answer": answer})
-        except ValidationError as exc:
-            raise UsageError(f"{self.name} could not put its society's answer in the form asked: {exc}") from exc
+        return _in_form(output, {"reasoning": reasoning, "answer": answer}, self.name)
+
+
+def _in_form(output: type[OutputT], fields: dict[str, Any], name: str) -> OutputT:
+    """The society's decision in the form the outer society asked for; one it cannot fill forfeits the turn."""
+    try:
+        return output.model_validate(fields)
+    except ValidationError as exc:
+        raise UsageError(f"{name} could not put its society's answer in the form asked: {exc}") from exc
 
 
 def _choice_field(properties: dict[str, Any]) -> tuple[str, list[str], bool] | None:

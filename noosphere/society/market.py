@@ -46,8 +46,6 @@ class MarketRounds:
     name: str = "market"
 
     async def run(self, session: Session) -> None:
-        self.economy.trace = session.trace
-        self.economy.start_task()
         self.economy.report(0)
         open_contracts: list[Contract] = []
         for round_ in session.round_numbers():
@@ -78,6 +76,9 @@ class MarketRounds:
         decisions = await session.each(session.members, self.name, round_, decide)
         contracts = []
         for client, decision in decisions.items():
+            session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=client, text=(
+                f"offers {decision.provider.strip()} {decision.price:.1f} for: {decision.service} "
+                f"(due {_due(decision.rounds)})" if decision.hire else "hires no one")))
             if not decision.hire:
                 continue
             contract = self.economy.propose(client, decision.provider.strip(), decision.service, decision.price,
@@ -97,6 +98,8 @@ class MarketRounds:
         judged = verdict.get(self.arbiter.name)
         if judged is None:
             return "the arbiter could not judge the contract"
+        session.trace.emit(MemberSpoke(phase="arbiter", round=round_, member=self.arbiter.name, to=contract.client,
+                                       text=judged.reason, answer="valid" if judged.valid else "refused"))
         return None if judged.valid else f"the arbiter refused: {judged.reason}"
 
     async def _deliver(self, session: Session, round_: int,

@@ -34,6 +34,11 @@ class Member:
         self.history.clear()
         self.model = self.model.bind(trace=trace)
 
+    @property
+    def knows_task(self) -> bool:
+        """Whether an earlier turn of this run put the task before it (its history holds that turn)."""
+        return bool(self.history)
+
     def perception(self, observation: Observation | None) -> tuple[str, tuple[MediaPart, ...]]:
         if observation is None:
             return "", ()
@@ -64,5 +69,6 @@ class Member:
         assert completion.output is not None
         if alone:
             return completion.output
-        self.history += [Message.user(prompt), Message.assistant(completion.text)]
+        # the message itself, media and all: later turns ask about the same picture or recording
+        self.history += [message, Message.assistant(completion.text)]
         return completion.output

@@ -12,6 +12,7 @@ from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
+from noosphere.llm.messages import MediaPart
 from noosphere.society.events import MemberSpoke
 from noosphere.society.member import Member
 from noosphere.society.session import Contribution, Session, Statement
@@ -85,6 +86,21 @@ async def follow(session: Session, member: Member, instruction: str, output: typ
     return reply
 
 
+def briefing(session: Session, member: Member) -> tuple[str, tuple[MediaPart, ...]]:
+    """The task as this member perceives it: its views of the input, then the task."""
+    text, media = member.perception(session.observation)
+    return (f"{text}\n\nTask: {session.task}" if text else f"Task: {session.task}"), media
+
+
+def catch_up(session: Session, member: Member) -> tuple[str, tuple[MediaPart, ...]]:
+    """A member whose mission turn was forfeited has no history: a later turn briefs it first, or it would
+    answer a sub-question about a task it never saw."""
+    if member.knows_task:
+        return "", ()
+    prompt, media = briefing(session, member)
+    return f"{prompt}\n\n", media
+
+
 @dataclass(frozen=True)
 class SolveAlone:
     """Mission initialisation: every member meets the task with its own perception and answers alone."""
@@ -95,8 +111,7 @@ class SolveAlone:
         session.phase(self.name)
 
         async def turn(member: Member) -> Statement:
-            text, media = member.perception(session.observation)
-            prompt = f"{text}\n\nTask: {session.task}" if text else f"Task: {session.task}"
+            prompt, media = briefing(session, member)
             return await member.ask(prompt, Statement, media=media)
 
         for name, statement in (await session.each(session.members, self.name, 0, turn)).items():
@@ -143,7 +158,8 @@ class OrganizerRounds:
                     peers = "Last round's answers:\n" + "\n".join(
                         f"Answer{i + 1} ({r.member}): {excerpt(r.text)} (answer: {r.answer or 'none yet'})"
                         for i, r in enumerate(previous)) + "\n\n"
-                return await member.ask(f"{peers}The organizer asks: {question}", Reply)
+                brief, media = catch_up(session, member)
+                return await member.ask(f"{brief}{peers}The organizer asks: {question}", Reply, media=media)
 
             for name, reply in (await session.each(session.members, self.name, round_, turn)).items():
                 standing = session.latest().get(name)
@@ -170,9 +186,10 @@ class DebateRounds:
 
             async def turn(member: Member, latest: dict[str, Contribution] = latest) -> Statement:
                 others = "\n".join(said_line(r) for name, r in latest.items() if name != member.name)
+                brief, media = catch_up(session, member)
                 return await member.ask(
-                    f"{lead}\n{others or '(no statements)'}\n\nSay where you agree or disagree and give your "
-                    f"answer to the task again: {session.task}", Statement)
+                    f"{brief}{lead}\n{others or '(no statements)'}\n\nSay where you agree or disagree and give "
+                    f"your answer to the task again: {session.task}", Statement, media=media)
 
             for name, statement in (await session.each(session.members, self.name, round_, turn)).items():
                 session.say(name, self.name, round_, statement)

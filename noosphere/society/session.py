@@ -131,17 +131,25 @@ class Session:
         society stops after the phase. Anything else (a bug) is raised as itself."""
         if self.spent:
             return {}
+        forfeited: dict[str, NoosphereError] = {}
 
         async def guarded(member: Member) -> T | None:
             async with self._gate:
+                if self.spent:  # the budget ran out while this turn waited for its place
+                    forfeited[member.name] = self.spent[0]
+                    return None
                 try:
                     return await turn(member)
                 except NoosphereError as exc:
                     if isinstance(exc, BudgetExceededError):
                         self.spent.append(exc)
-                    self.trace.emit(MemberForfeited(phase=phase, round=round, member=member.name,
-                                                    error=f"{type(exc).__name__}: {exc}"))
+                    forfeited[member.name] = exc
                     return None
 
         results = await run_in_order(guarded(member) for member in members)
+        for member in members:  # traced in member order, as the statements are, not in the order turns failed
+            if member.name in forfeited:
+                exc = forfeited[member.name]
+                self.trace.emit(MemberForfeited(phase=phase, round=round, member=member.name,
+                                                error=f"{type(exc).__name__}: {exc}"))
         return {member.name: value for member, value in zip(members, results, strict=True) if value is not None}

@@ -85,6 +85,9 @@ class Society:
                                   staff=[m.name for m in self.staff],
                                   vote=None if voting is None else "standing" if voting.by_standing else "ballot",
                                   members={m.name: m.role for m in [*self.members, *self.staff]}))
+        if self.economy is not None:  # whatever phases run, the reward flows back only along this task's services
+            self.economy.trace = trace
+            self.economy.start_task()
         with spending_limit(self.budget) if self.budget is not None else contextlib.nullcontext() as allowance:
             skipped = await self._run_phases(session, allowance)
         if session.answer is None:  # nobody decided (every turn forfeited, everyone left, or the budget ran out)

@@ -63,6 +63,8 @@ class BudgetSpec(BaseModel):
 
 Organisation = Literal["monarchy", "democracy", "debate", "economy", "roleplay", "artist-critic"]
 STAFF = ("organizer", "leader", "editor", "arbiter", "specifier")
+SOCIETY_SEATS = ("leader", "editor")
+"""The staff seats a whole society can fill: their turns are statements, as a member's are."""
 _ECONOMY = ("economy",)
 USED_BY: dict[str, tuple[str, ...]] = {
     "rounds": ("monarchy", "democracy", "debate", "economy", "artist-critic"),
@@ -120,7 +122,7 @@ class SocietySpec(BaseModel):
     def problem(self) -> tuple[tuple[str | int, ...], str] | None:
         """(path of the field, what is wrong) for the first thing this society, or a society inline in it,
         needs and the file leaves out or gets wrong."""
-        own = self._own_problem() or self._repeated_name() or self._unused_setting()
+        own = self._own_problem() or self._repeated_name() or self._unused_setting() or self._misplaced_society()
         if own is not None:
             return own
         for index, member in enumerate(self.members):
@@ -156,6 +158,22 @@ class SocietySpec(BaseModel):
             default = type(self).model_fields[name].get_default(call_default_factory=True)
             if self.organisation not in organisations and getattr(self, name) != default:
                 return (name,), f"{name} means nothing to a {self.organisation} (only to: {', '.join(organisations)})"
+        return None
+
+    def _misplaced_society(self) -> tuple[tuple[str | int, ...], str] | None:
+        """A society stands as a member by answering and voting (a statement or a ballot). Seats that ask for
+        anything else, a question, a summary, a verdict, a hire, a conversation, it could only forfeit."""
+        for name in STAFF:
+            seat = getattr(self, name)
+            if seat is not None and seat.society is not None and name not in SOCIETY_SEATS:
+                return (name, "society"), (f"a society cannot be the {name}: it answers and votes, so it can stand "
+                                           f"as a member, a leader or an editor")
+        if self.organisation in ("roleplay", "economy"):
+            for index, member in enumerate(self.members):
+                if member.society is not None:
+                    does = "converse" if self.organisation == "roleplay" else "hire and serve each other"
+                    return ("members", index, "society"), (f"a {self.organisation}'s members {does}; a society only "
+                                                           "answers and votes, so it cannot be one of them")
         return None
 
     def _members_vote(self) -> bool:

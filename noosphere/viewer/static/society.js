@@ -136,7 +136,7 @@ function societyEpisodeView(episode) {
       decided_by: finished ? finished.decided_by : "–"}),
     table(["member", "role"], Object.entries(started.members || {}).map(([name, role]) => [
       staff.has(name) ? [name, " ", el("span", {class: "badge"}, "staff")] : name, block(role)]))),
-    summaries.length ? section("Summaries", summaries.map((e) => message(e, staff))) : null,
+    summaries.length ? section("Staff: questions, summaries, verdicts", summaries.map((e) => message(e, staff))) : null,
     section("Messages by phase", groups.map((group, i) => lazyDetails(
       `${group.label} (${group.events.length} messages)`, () => {
         const list = el("div", {class: "messages"});
