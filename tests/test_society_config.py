@@ -26,33 +26,37 @@ def test_every_example_society_file_builds(path: Path) -> None:
     assert len(society.members) == len(spec.members or spec.styles)
 
 
+def refused(path: Path, match: str | None = None) -> ConfigError:
+    """The error loading the society file at `path` is refused with (it names the field and the line)."""
+    with pytest.raises(ConfigError, match=match) as error:
+        load_society_spec(path)
+    return error.value
+
+
 def test_a_yaml_error_names_the_field_and_its_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("organisation: monarchy\nrounds: 2\nmembers:\n  - name: a\n    role: r\n    colour: blue\n"
                     "organizer: {name: o, role: r}\nleader: {name: l, role: r}\n")
-    with pytest.raises(ConfigError) as error:
-        load_society_spec(path)
-    assert error.value.field == "members.0.colour" and error.value.line == 6
-    assert "bad.yaml:6" in str(error.value)
+    error = refused(path)
+    assert (error.field, error.line) == ("members.0.colour", 6)
+    assert "bad.yaml:6" in str(error)
 
 
 def test_a_toml_error_names_the_field_and_a_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
     path.write_text('organisation = "democracy"\nrounds = "many"\n[[members]]\nname = "a"\nrole = "r"\n'
                     '[organizer]\nname = "o"\nrole = "r"\n')
-    with pytest.raises(ConfigError) as error:
-        load_society_spec(path)
-    assert error.value.field == "rounds" and error.value.line == 2
+    error = refused(path)
+    assert (error.field, error.line) == ("rounds", 2)
 
 
 def test_a_missing_member_society_file_is_located_in_the_file_that_names_it(tmp_path: Path) -> None:
     path = tmp_path / "outer.yaml"
     path.write_text("organisation: monarchy\nmembers:\n  - name: panel\n    role: r\n    society: gone.yaml\n"
                     "organizer: {name: o, role: r}\nleader: {name: l, role: r}\n")
-    with pytest.raises(ConfigError, match=r"gone\.yaml") as error:
-        load_society_spec(path)
-    assert error.value.field == "members.0.society" and error.value.line == 5
-    assert "outer.yaml:5" in str(error.value)
+    error = refused(path, r"gone\.yaml")
+    assert (error.field, error.line) == ("members.0.society", 5)
+    assert "outer.yaml:5" in str(error)
 
 
 def test_a_painter_saves_into_the_folder_it_is_given(tmp_path: Path) -> None:
@@ -66,9 +70,8 @@ def test_a_painter_saves_into_the_folder_it_is_given(tmp_path: Path) -> None:
 def test_an_organisation_without_its_staff_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "monarchy.yaml"
     path.write_text("organisation: monarchy\nmembers: [{name: a, role: r}]\norganizer: {name: o, role: r}\n")
-    with pytest.raises(ConfigError, match="leader") as error:
-        load_society_spec(path)
-    assert error.value.field == "leader" and error.value.line == 1
+    error = refused(path, "leader")
+    assert (error.field, error.line) == ("leader", 1)
 
 
 
@@ -78,15 +81,13 @@ def test_a_society_in_a_seat_it_could_only_forfeit_is_located(tmp_path: Path) ->
     path = tmp_path / "monarchy.yaml"
     path.write_text("organisation: monarchy\nmembers: [{name: a, role: r}]\nleader: {name: l, role: r}\n"
                     "organizer:\n  name: o\n  society: {organisation: debate, members: [{name: x, role: r}]}\n")
-    with pytest.raises(ConfigError, match="cannot be the organizer") as error:
-        load_society_spec(path)
-    assert error.value.field == "organizer.society" and error.value.line == 6
+    error = refused(path, "cannot be the organizer")
+    assert (error.field, error.line) == ("organizer.society", 6)
     path = tmp_path / "roleplay.yaml"
     path.write_text("organisation: roleplay\nmembers:\n  - {name: user, role: r}\n  - name: team\n"
                     "    society: panel.yaml\n")
-    with pytest.raises(ConfigError, match="members converse") as error:
-        load_society_spec(path)
-    assert error.value.field == "members.1.society" and error.value.line == 5
+    error = refused(path, "members converse")
+    assert (error.field, error.line) == ("members.1.society", 5)
     path.write_text("organisation: debate\nmembers: [{name: a, role: r}, {name: team, society: panel.yaml}]\n"
                     "editor:\n  name: e\n  society: {organisation: debate, members: [{name: y, role: r}]}\n")
     assert load_society_spec(path).editor is not None  # a society may answer and decide
@@ -94,23 +95,20 @@ def test_a_society_in_a_seat_it_could_only_forfeit_is_located(tmp_path: Path) ->
 def test_an_unknown_voting_rule_and_a_toml_table_array_entry_are_located(tmp_path: Path) -> None:
     path = tmp_path / "vote.yaml"
     path.write_text("organisation: debate\nmembers: [{name: a, role: r}]\nvoting: borad\n")
-    with pytest.raises(ConfigError, match="borda") as error:
-        load_society_spec(path)
-    assert error.value.field == "voting" and error.value.line == 3
+    error = refused(path, "borda")
+    assert (error.field, error.line) == ("voting", 3)
     path = tmp_path / "second.toml"
     path.write_text('organisation = "debate"\n[[members]]\nname = "a"\nrole = "r"\nsees = ["x"]\n[[members]]\n'
                     'name = "b"\nrole = "r"\nsees = 3\n')
-    with pytest.raises(ConfigError) as error:
-        load_society_spec(path)
-    assert error.value.field == "members.1.sees" and error.value.line == 9
+    error = refused(path)
+    assert (error.field, error.line) == ("members.1.sees", 9)
 
 
 def test_a_mistyped_model_id_is_located_when_the_file_is_read(tmp_path: Path) -> None:
     path = tmp_path / "debate.yaml"
     path.write_text("organisation: debate\nmembers:\n  - name: a\n    role: r\n    model: lcoal:qwen2.5-coder-0.5b\n")
-    with pytest.raises(ConfigError, match=r"Did you mean local:qwen2\.5-coder-0\.5b") as error:
-        load_society_spec(path)
-    assert error.value.field == "members.0.model" and error.value.line == 5
+    error = refused(path, r"Did you mean local:qwen2\.5-coder-0\.5b")
+    assert (error.field, error.line) == ("members.0.model", 5)
     path.write_text("organisation: debate\nmodel: litellm:openai/gpt-4o\nmembers: [{name: a, role: r}]\n")
     assert load_society_spec(path).model == "litellm:openai/gpt-4o"  # a provider's model is found out on use
 
@@ -121,9 +119,8 @@ def test_a_setting_that_means_nothing_to_the_organisation_is_refused(tmp_path: P
     path = tmp_path / "monarchy.yaml"
     path.write_text("organisation: monarchy\nmembers: [{name: a, role: r}]\norganizer: {name: o, role: r}\n"
                     f"leader: {{name: l, role: r}}\n{setting}\n")
-    with pytest.raises(ConfigError, match="means nothing to a monarchy") as error:
-        load_society_spec(path)
-    assert error.value.field == setting.split(":")[0] and error.value.line == line
+    error = refused(path, "means nothing to a monarchy")
+    assert (error.field, error.line) == (setting.split(":")[0], line)
     code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "monarchy.yaml"),
                            "--rights", "know", "--out", str(tmp_path / "x")])
     assert code == 2 and "rights means nothing to a monarchy" in err and not (tmp_path / "x").exists()
@@ -133,9 +130,8 @@ def test_a_vote_by_standing_answers_needs_members_who_vote(tmp_path: Path) -> No
     path = tmp_path / "monarchy.yaml"
     path.write_text("organisation: monarchy\nmembers: [{name: a, role: r}]\norganizer: {name: o, role: r}\n"
                     "leader: {name: l, role: r}\nvote: standing\n")
-    with pytest.raises(ConfigError, match="where they vote") as error:
-        load_society_spec(path)
-    assert error.value.field == "vote" and error.value.line == 5
+    error = refused(path, "where they vote")
+    assert (error.field, error.line) == ("vote", 5)
     path.write_text("organisation: democracy\nrights: [know, execute]\nvote: standing\n"
                     "members: [{name: a, role: r}]\norganizer: {name: o, role: r}\n")
     assert load_society_spec(path).vote == "standing"
@@ -145,9 +141,8 @@ def test_the_summary_goes_on_ballots_only_where_members_fill_them_in(tmp_path: P
     path = tmp_path / "democracy.yaml"
     path.write_text("organisation: democracy\nrights: [know, execute]\nvote: standing\n"
                     "members: [{name: a, role: r}]\norganizer: {name: o, role: r}\nballot_summary: true\n")
-    with pytest.raises(ConfigError, match="vote: ballot") as error:
-        load_society_spec(path)
-    assert error.value.field == "ballot_summary" and error.value.line == 6
+    error = refused(path, "vote: ballot")
+    assert (error.field, error.line) == ("ballot_summary", 6)
     path.write_text(path.read_text().replace("vote: standing", "vote: ballot"))
     society = build_society(load_society_spec(path), lambda model_id: Model(ScriptedBackend([])), "scripted")
     assert [p.shows_summary for p in society.phases if isinstance(p, MembersVote)] == [True]
@@ -169,10 +164,9 @@ def test_an_inline_sub_society_is_checked_at_load_with_its_line(tmp_path: Path) 
     path.write_text("organisation: debate\nmembers:\n  - name: panel\n    society:\n      organisation: monarchy\n"
                     "      members: [{name: a, role: r}]\n      organizer: {name: o, role: r}\n"
                     "  - name: b\n    role: r\n")
-    with pytest.raises(ConfigError, match="a monarchy needs: leader") as error:
-        load_society_spec(path)
-    assert error.value.field == "members.0.society.leader" and error.value.line == 4  # its `society:` key
-    assert "outer.yaml:4" in str(error.value)
+    error = refused(path, "a monarchy needs: leader")
+    assert (error.field, error.line) == ("members.0.society.leader", 4)  # its `society:` key
+    assert "outer.yaml:4" in str(error)
 
 
 def test_a_member_that_is_a_society_keeps_what_it_sees(tmp_path: Path) -> None:
@@ -191,17 +185,15 @@ def test_a_member_that_is_a_society_keeps_what_it_sees(tmp_path: Path) -> None:
 def test_a_repeated_member_name_is_located_at_its_second_use(tmp_path: Path, text: str, field: str, line: int) -> None:
     path = tmp_path / "twice.yaml"
     path.write_text(text)
-    with pytest.raises(ConfigError, match="'a' is used twice") as error:
-        load_society_spec(path)
-    assert error.value.field == field and error.value.line == line
+    error = refused(path, "'a' is used twice")
+    assert (error.field, error.line) == (field, line)
 
 
 def test_members_that_are_not_a_list_get_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "five.yaml"
     path.write_text("organisation: debate\nmembers: 5\n")
-    with pytest.raises(ConfigError, match="valid list") as error:
-        load_society_spec(path)
-    assert error.value.field == "members" and error.value.line == 2
+    error = refused(path, "valid list")
+    assert (error.field, error.line) == ("members", 2)
 
 
 def test_a_society_file_sets_what_one_run_may_spend_and_a_wrong_budget_field_is_located(tmp_path: Path) -> None:
@@ -216,9 +208,8 @@ def test_a_society_file_sets_what_one_run_may_spend_and_a_wrong_budget_field_is_
     assert planned_calls(spec) == 6  # the budget caps the 13 calls the monarchy would plan
     lines = path.read_text().splitlines()
     path.write_text("\n".join([*lines[:-2], "  max_call: 6"]) + "\n")
-    with pytest.raises(ConfigError, match="Extra inputs") as error:
-        load_society_spec(path)
-    assert error.value.field == "budget.max_call" and error.value.line == len(lines) - 1
+    error = refused(path, "Extra inputs")
+    assert (error.field, error.line) == ("budget.max_call", len(lines) - 1)
 
 
 def test_ask_with_a_society_file_runs_the_society_and_traces_it(tmp_path: Path) -> None:
@@ -254,18 +245,16 @@ def test_a_member_may_be_a_society_of_its_own_file_and_needs_a_role_otherwise(tm
     assert type(society.members[0]).__name__ == "SubSociety" and society.members[0].society.organisation == "monarchy"
     path = tmp_path / "roleless.yaml"
     path.write_text("organisation: debate\nmembers:\n  - name: a\n  - name: b\n    role: r\n")
-    with pytest.raises(ConfigError, match="role, or a society") as error:
-        load_society_spec(path)
-    assert error.value.field == "members.0" and error.value.line == 3
+    error = refused(path, "role, or a society")
+    assert (error.field, error.line) == ("members.0", 3)
     loop = tmp_path / "loop.yaml"
     loop.write_text("organisation: debate\nmembers:\n  - name: me\n    society: loop.yaml\n")
     with pytest.raises(ConfigError, match="nest at most"):
         load_society_spec(loop)
     pair = tmp_path / "trio.yaml"
     pair.write_text("organisation: roleplay\nmembers: [{name: a, role: r}, {name: b, role: r}, {name: c, role: r}]\n")
-    with pytest.raises(ConfigError, match="two members") as error:
-        load_society_spec(pair)
-    assert error.value.field == "members" and error.value.line == 2
+    error = refused(pair, "two members")
+    assert (error.field, error.line) == ("members", 2)
 
 
 def test_a_role_play_file_runs_as_a_society_and_answers_with_the_last_solution(tmp_path: Path) -> None:
@@ -292,9 +281,8 @@ def test_members_sample_at_their_own_temperature_each_with_its_own_seed() -> Non
 def test_a_members_temperature_is_checked_where_the_file_says_it(tmp_path: Path) -> None:
     path = tmp_path / "hot.yaml"
     path.write_text("organisation: debate\nmembers:\n  - name: a\n    role: r\n    temperature: 3\n")
-    with pytest.raises(ConfigError, match="less than or equal to 2") as error:
-        load_society_spec(path)
-    assert error.value.field == "members.0.temperature" and error.value.line == 5
+    error = refused(path, "less than or equal to 2")
+    assert (error.field, error.line) == ("members.0.temperature", 5)
 
 
 def test_a_society_standing_as_a_member_takes_no_temperature(tmp_path: Path) -> None:
