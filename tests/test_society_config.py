@@ -74,7 +74,6 @@ def test_an_organisation_without_its_staff_is_rejected(tmp_path: Path) -> None:
     assert (error.field, error.line) == ("leader", 1)
 
 
-
 def test_a_society_in_a_seat_it_could_only_forfeit_is_located(tmp_path: Path) -> None:
     """A society answers and votes: as an organizer (questions, summaries) or in a role-play it is refused."""
     (tmp_path / "panel.yaml").write_text("organisation: debate\nmembers: [{name: x, role: r}]\n")
@@ -91,6 +90,7 @@ def test_a_society_in_a_seat_it_could_only_forfeit_is_located(tmp_path: Path) ->
     path.write_text("organisation: debate\nmembers: [{name: a, role: r}, {name: team, society: panel.yaml}]\n"
                     "editor:\n  name: e\n  society: {organisation: debate, members: [{name: y, role: r}]}\n")
     assert load_society_spec(path).editor is not None  # a society may answer and decide
+
 
 def test_an_unknown_voting_rule_and_a_toml_table_array_entry_are_located(tmp_path: Path) -> None:
     path = tmp_path / "vote.yaml"
