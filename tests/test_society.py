@@ -127,7 +127,6 @@ def test_a_member_whose_replies_never_parse_forfeits_and_the_society_still_answe
     assert {e.member for e in forfeits} == {"b"} and len(forfeits) == 2  # mission and round 1
 
 
-
 def test_later_turns_keep_the_picture_and_a_member_who_missed_the_mission_is_briefed(tmp_path) -> None:
     """A member's history holds what it perceived, media and all; one whose mission turn forfeited has no
     history, so its first round question comes after its view of the input and the task."""
@@ -147,6 +146,7 @@ def test_later_turns_keep_the_picture_and_a_member_who_missed_the_mission_is_bri
     [b_round] = [r for r in backend.history if r.agent == "b" and "organizer asks" in r.messages[-1].content]
     assert b_round.messages[-1].content.startswith("caption:\na chart of sales\n\nTask: How many bars?")
     assert [part.kind for part in b_round.messages[-1].media] == ["image"]
+
 
 # democracy -----------------------------------------------------------------------------------------
 def test_right_to_know_shows_last_rounds_answers_to_every_member() -> None:
