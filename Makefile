@@ -1,12 +1,24 @@
 # The two commands of the README. `make test` is what CI runs.
 PIP ?= python -m pip
 
-.PHONY: install test lint
+.PHONY: install test lint docs
 
 install:
 	$(PIP) install -e ".[qwen15]"
 
+# Chromium (browser tests) and bubblewrap (sandbox tests) come from the system: .ci/system-deps installs them
+# (apt-get as root or with password-less sudo, else Playwright's download) or stops, naming the command to run.
+# pytest prints every skip's reason; CI (.ci/run) also fails on any skip but a missing ../shared.
 test:
-	$(PIP) install -e ".[test]"
+	$(PIP) install -e ".[test,docs]"
+	bash .ci/system-deps
 	ruff check noosphere tests benchmarks
+	lint-imports  # the import layers of pyproject's [tool.importlinter]
+	$(MAKE) --no-print-directory docs
 	python -m pytest
+
+# The docs site (mkdocs.yml, docs/; needs the docs extra, which `make test` installs): the how-to pages' examples
+# run on the scripted model, then a strict build into build/site (any warning, a broken link included, fails it).
+docs:
+	python docs/check_examples.py
+	NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict

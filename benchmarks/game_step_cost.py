@@ -1,13 +1,17 @@
-"""What one action of a game costs on the local model: calls, prompt tokens evaluated and reused, tokens
-generated and seconds, for ReAct and the meta-agent (no memory) on the first ALFWorld games.
+"""What one action of a game costs on a model: calls, tokens and seconds per action, for the meta-agent
+(no memory) or ReAct, on the first ALFWorld games (one per task type, as `bench alfworld` plays them)
+or on generated TextWorld games.
 
-The local backend evaluates only the part of a prompt that no cached prompt shares, so how the
-prompts are ordered decides most of the cost of a game; this reads the batch engine's counters
-rather than the token counts of the calls. The call cache is off: every call is decoded.
+The call cache is off: every call is decoded. On the local backend the batch engine's counters say
+how many prompt tokens were evaluated and how many were reused from a cached prefix (how the prompts
+are ordered decides most of the cost of a game).
 
-    python benchmarks/game_step_cost.py [--system react|metaagent] [--games 1] [--actions 4] [--model ID]
+    python benchmarks/game_step_cost.py [--system metaagent|react] [--env alfworld|textworld]
+                                        [--games 1] [--actions 4] [--model ID]
 
-The last line is JSON: per action and per call figures for the chosen system.
+It prints one JSON line (the figures, and the calls per agent: a shared call is named by every role
+it serves, e.g. `planning+motor`), then as its last line
+`calls_per_action=X tokens_per_action=Y seconds_per_action=Z`.
 """
 
 from __future__ import annotations
@@ -15,41 +19,68 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
-from noosphere.envs.alfworld import load_alfworld
+from noosphere.envs import Environment
+from noosphere.llm import Model
 from noosphere.llm.registry import DEFAULT_MODEL, open_model
 from noosphere.metaagent.baselines import react
+from noosphere.metaagent.cost import StepCost
 from noosphere.metaagent.engine import MetaAgent
 
 
-async def play(system: str, model_id: str, games: int, actions: int) -> dict[str, float]:
-    model = open_model(model_id)
-    chosen = load_alfworld(per_type=1, demo=True)[:games]  # as `bench alfworld` plays them
+def games(env: str, count: int, folder: Path) -> list[Any]:
+    if env == "textworld":
+        from noosphere.envs import textworld_games
+
+        return textworld_games(folder, tier=1, per_challenge=max(1, -(-count // 4)))[:count]
+    from noosphere.envs.alfworld import load_alfworld
+
+    return load_alfworld(per_type=1, demo=True)[:count]
+
+
+async def play(system: str, model: Model, chosen: list[Environment], actions: int) -> tuple[StepCost, dict[str, Any]]:
     started = time.perf_counter()
     if system == "react":
         results = await asyncio.gather(*(react(model, game, max_actions=actions) for game in chosen))
     else:
         results = await asyncio.gather(*(MetaAgent(model, max_actions=actions).play(game) for game in chosen))
-    seconds = time.perf_counter() - started
-    stats = model.backend.engine.stats
-    taken = sum(result.actions for result in results)
-    calls = model.ledger.calls
-    return {"system": system, "games": games, "actions": taken, "calls": calls, "seconds": round(seconds, 1),
-            "calls_per_action": round(calls / taken, 2), "seconds_per_action": round(seconds / taken, 1),
-            "evaluated_per_call": round(stats.evaluated_prompt_tokens / calls),
-            "reused_per_call": round(stats.reused_prompt_tokens / calls),
-            "generated_per_call": round(stats.generated_tokens / calls)}
+    cost = StepCost.of(model, results, time.perf_counter() - started)
+    figures: dict[str, Any] = {
+        "system": system, "model": model.id, "games": len(chosen), "won": sum(result.won for result in results),
+        "actions": cost.actions, "calls": cost.calls, "tokens": cost.tokens, "seconds": round(cost.seconds, 1),
+        "calls_per_action": round(cost.calls_per_action, 2), "tokens_per_action": round(cost.tokens_per_action),
+        "seconds_per_action": round(cost.seconds_per_action, 2),
+        "calls_by_agent": {agent: row["calls"] for agent, row in model.ledger.summary()["by_agent"].items()},
+        "focus_loops": sum(getattr(result, "focus_loops", 0) for result in results)}
+    stats = getattr(getattr(model.backend, "engine", None), "stats", None)
+    if stats is not None and cost.calls:  # the local batch engine: what the prompt prefixes saved
+        figures |= {"evaluated_per_call": round(stats.evaluated_prompt_tokens / cost.calls),
+                    "reused_per_call": round(stats.reused_prompt_tokens / cost.calls),
+                    "generated_per_call": round(stats.generated_tokens / cost.calls)}
+    return cost, figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--system", choices=("react", "metaagent"), default="metaagent")
+    parser.add_argument("--env", choices=("alfworld", "textworld"), default="alfworld")
     parser.add_argument("--games", type=int, default=1, help="games played at once (the first of each task type)")
-    parser.add_argument("--actions", type=int, default=4, help="actions per game")
+    parser.add_argument("--actions", type=int, default=4, help="actions per game at most")
     parser.add_argument("--model", default=DEFAULT_MODEL)
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(play(args.system, args.model, args.games, args.actions))))
+    with tempfile.TemporaryDirectory() as folder:
+        chosen = games(args.env, args.games, Path(folder))
+        try:
+            cost, figures = asyncio.run(play(args.system, open_model(args.model), chosen, args.actions))
+        finally:
+            for game in chosen:
+                game.close()
+    print(json.dumps(figures))
+    print(cost.line())
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ game suites) every chosen run is played side by side instead, each game after ga
 bench together` process whose calls are decoded together: eleven ALFWorld runs keep the batch engine's
 slots busy where one in-order run at a time would leave most of them idle.
 
-    python benchmarks/suite.py SUITE [--only NAME ...] [--limit N] [--parallel P] [--model ID]
+    python benchmarks/suite.py SUITE [--only NAME ...] [--limit N] [--offset N] [--parallel P] [--model ID]
                                [--together] [--out benchmarks/results] [--summary-only]
 
 Suites: mustard (issue 3: base and ctm on 200 items, the four ablations on the first 100), bfcl
@@ -20,6 +20,18 @@ Suites: mustard (issue 3: base and ctm on 200 items, the four ablations on the f
 paper on 50 problems), alfworld (issue 5: ReAct, Reflexion, the meta-agent, its memory ablations and
 the k sweep of table 1) and textworld (issue 5: the three systems on each tier).
 `--limit` replaces every run's own item count (a quick pass).
+
+The summary has a row for every run of every configuration, oldest first, each named by its folder: a
+configuration measured twice (before and after a prompt changed, say) shows both results, never only the
+newest. "vs <first configuration>" compares a run item by item with the first configuration's first run on the
+same items.
+
+Measuring again on items a change was not tuned on: a prompt, role or setting changed after looking at results
+on dev items has seen those items, so its figure there is optimistic. `--offset N` (MUStARD, GSM8K; `noosphere
+bench mustard|gsm8k --offset N`) starts each configuration's item selection after the first N, in a run folder of
+its own beside the earlier ones: `python benchmarks/suite.py gsm8k --offset 50` measures every configuration on
+problems 51-100 when the prompts were tuned on 1-50. The summary marks those rows "from item 51" and compares them
+with the first configuration's run on the same items; report both, the tuned-on figure as such.
 """
 
 from __future__ import annotations
@@ -94,6 +106,8 @@ def _textworld() -> tuple[Config, ...]:
 
 
 GAME_SUITES = ("alfworld", "textworld")
+OFFSET_SUITES = ("mustard", "gsm8k")
+"""The benchmarks whose commands take `--offset` (an item selection that starts later)."""
 GAME_METRICS = ("success_rate", "actions_per_success", "transitions_per_game", "focus_loops", "focus_recoveries")
 
 SUITES: dict[str, Suite] = {
@@ -102,10 +116,18 @@ SUITES: dict[str, Suite] = {
         Config("ctm", _ctm(), 200),
         *(Config(f"ctm-{ablation.replace('_', '-')}", _ctm("--ablation", ablation), 100)
           for ablation in ("no_uptree", "no_broadcast", "no_fusion", "no_ltm")),
-    ), ("accuracy", "precision", "recall", "f1"), parallel=4),
+        # issue 26: scores from token probabilities instead of the model's words
+        Config("base-logprob", ("--system", "base", "--scores", "logprob"), 200),
+        Config("ctm-logprob", ("--system", "ctm", "--scores", "logprob"), 40),
+        Config("ctm-logprob-cc", ("--system", "ctm", "--scores", "logprob", "--calibrate"), 40),
+        *(Config(f"ctm-logprob-{ablation.replace('_', '-')}", ("--system", "ctm", "--scores", "logprob",
+                                                               "--ablation", ablation), 40)
+          for ablation in ("no_uptree", "no_broadcast", "no_fusion", "no_ltm")),
+    ), ("accuracy", "precision", "recall", "f1", "past_first_iteration", "ece", "auroc"), parallel=4),
     "bfcl": Suite("bfcl", (
         Config("base", ("--system", "base"), 10),
         Config("ctm", ("--system", "ctm"), 10),
+        Config("ctm-logprob", ("--system", "ctm", "--scores", "logprob"), 10),
     ), ("simple_python_accuracy", "multiple_accuracy", "parallel_accuracy", "parallel_multiple_accuracy",
         "irrelevance_accuracy", "overall_accuracy"), parallel=4),
     "gsm8k": Suite("gsm8k", (
@@ -126,6 +148,12 @@ SUITES: dict[str, Suite] = {
                                 "--vote", "standing"), 50),
         *(Config(f"monarchy-r{rounds}", ("--system", "society", "--society", MONARCHY, "--rounds", str(rounds)), 50)
           for rounds in (1, 3, 5)),
+        # issue 26: six samples, each also scored by P(True); `benchmarks/cisc_table.py` recounts the plain and
+        # weighted votes at every number of samples, and so at equal calls
+        Config("best-of-n-weighted", ("--system", "best-of-n", "--n", "6", "--weighted"), 30),
+        # the best society of the table, its standing answers weighted by each member's P(True)
+        Config("democracy-weighted", ("--system", "society", "--society", DEMOCRACY, "--rights",
+                                      "know,change,execute", "--vote", "weighted"), 50),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4),
@@ -133,8 +161,19 @@ SUITES: dict[str, Suite] = {
 }
 
 
-def run_folders(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("*") if (p / "config.json").exists()) if folder.exists() else []
+def run_folders(folder: Path, offset: int | None = None) -> list[Path]:
+    """A configuration's run folders, oldest first (their names start with the time); only those whose items
+    start after `offset` items when it is given."""
+    found = sorted(p for p in folder.glob("*") if (p / "config.json").exists()) if folder.exists() else []
+    return found if offset is None else [p for p in found if offset_of(p) == offset]
+
+
+def offset_of(folder: Path) -> int:
+    """How many items the run left out before its own (`--offset`; 0 for runs from before there was one)."""
+    try:
+        return int(json.loads((folder / "config.json").read_text()).get("offset") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0
 
 
 def finished(folder: Path) -> bool:
@@ -150,7 +189,7 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> No
     folder = out / config.name
     parallel = 1 if config.in_order else args.parallel or suite.parallel
     command = [sys.executable, "-m", "noosphere", "bench", suite.benchmark, "--quiet", "--parallel", str(parallel)]
-    existing = run_folders(folder)
+    existing = run_folders(folder, _offset(args))
     if existing and finished(existing[-1]):
         print(f"== {config.name}: finished ({existing[-1]})", flush=True)
         return
@@ -159,7 +198,7 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> No
     else:
         command += _new_run(config, folder, args)
         if config.match:
-            matched = run_folders(out / config.match)
+            matched = run_folders(out / config.match, _offset(args))
             if not matched:
                 print(f"== {config.name}: skipped until {config.match} has run (its calls set N)", flush=True)
                 return
@@ -168,8 +207,14 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> No
     subprocess.run(command, check=False)
 
 
+def _offset(args: argparse.Namespace) -> int:
+    return getattr(args, "offset", None) or 0
+
+
 def _new_run(config: Config, folder: Path, args: argparse.Namespace) -> list[str]:
-    return [*config.args, "--limit", str(args.limit or config.limit), "--model", args.model, "--out", str(folder)]
+    offset = ["--offset", str(_offset(args))] if _offset(args) else []
+    return [*config.args, "--limit", str(args.limit or config.limit), *offset, "--model", args.model, "--out",
+            str(folder)]
 
 
 def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.Namespace) -> None:
@@ -202,44 +247,67 @@ def against(items: dict[str, dict], reference: dict[str, dict]) -> str:
     return f"+{gained} / -{lost} of {len(shared)}"
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What a run folder says so far: its rows, and its report's figures where the report covers every row."""
+
+    items: dict[str, dict]
+    metrics: dict
+    spent: dict
+    reported: bool
+    in_report: int | None
+
+
+def measured(folder: Path) -> Measured | None:
+    """None for a run that has scored nothing yet (created, or stopped before its first item)."""
+    items = load_done(folder / "items.jsonl")
+    if not items:
+        return None
+    report_path = folder / "report.json"
+    report = json.loads(report_path.read_text()) if report_path.exists() else {}
+    metrics, spent = report.get("metrics", {}), report.get("costs", {})
+    in_report = metrics.get("n", metrics.get("games"))
+    reported = bool(report) and (in_report is None or in_report == len(items))
+    if not reported:  # a run in progress rewrites its report when it stops; its rows say more now
+        metrics = {**metrics, "accuracy": round(100 * sum(bool(r["correct"]) for r in items.values()) / len(items),
+                                                2)}  # what rows cannot give stays as last reported
+        spent = averages(list(items.values()))
+    return Measured(items, metrics, spent, reported, in_report)
+
+
+COSTS = ("calls_per_item", "tokens_per_item", "prompt_tokens_per_item", "reused_prompt_tokens_per_item",
+         "seconds_per_item", "wall_seconds_per_item")
+
+
 def summary(suite: Suite, out: Path) -> None:
-    costs = ("calls_per_item", "tokens_per_item", "prompt_tokens_per_item", "reused_prompt_tokens_per_item",
-             "seconds_per_item", "wall_seconds_per_item")
+    """A row for every run of every configuration (oldest first), never only the newest."""
     reference_name = suite.configs[0].name
-    print(f"| run | n | {' | '.join(suite.metrics)} | vs {reference_name} | {' | '.join(costs)} |")
-    print("|---" * (3 + len(suite.metrics) + len(costs)) + "|")
-    reference: dict[str, dict] | None = None
-    diagnosed: dict[str, dict] = {}
+    print(f"| run | folder | n | {' | '.join(suite.metrics)} | vs {reference_name} | {' | '.join(COSTS)} |")
+    print("|---" * (4 + len(suite.metrics) + len(COSTS)) + "|")
+    references: dict[int, tuple[Path, dict[str, dict]]] = {}  # offset -> the first reference run on those items
+    diagnosed: dict[tuple[str, str], dict] = {}
     for config in suite.configs:
-        folders = run_folders(out / config.name)
-        if not folders:
-            continue
-        items = load_done(folders[-1] / "items.jsonl")
-        report_path = folders[-1] / "report.json"
-        report = json.loads(report_path.read_text()) if report_path.exists() else {}
-        if not items:  # nothing scored yet (a run created, or stopped before its first item)
-            continue
-        metrics, spent = report.get("metrics", {}), report.get("costs", {})
-        in_report = metrics.get("n", metrics.get("games"))
-        reported = bool(report) and (in_report is None or in_report == len(items))
-        if not reported:  # a run in progress rewrites its report when it stops; its rows say more now
-            metrics = {**metrics, "accuracy": round(100 * sum(bool(r["correct"]) for r in items.values()) / len(items),
-                                                    2)}  # what rows cannot give stays as last reported
-            spent = averages(list(items.values()))
-        if config.name == reference_name:
-            reference = items
-        versus = against(items, reference) if reference is not None and config.name != reference_name else "-"
-        cells = [str(metrics.get(key, "-")) for key in suite.metrics] + [versus] + [
-            str(spent.get(key, "-")) for key in costs]
-        scored = f"{len(items)}" if reported else f"{len(items)} (in progress; report: {in_report or 0})"
-        print(f"| {config.name} | {scored} | {' | '.join(cells)} |")
-        if suite.diagnose is not None and (found := suite.diagnose(list(items.values()))):
-            diagnosed[config.name] = found
+        for folder in run_folders(out / config.name):
+            found = measured(folder)
+            if found is None:
+                continue
+            offset = offset_of(folder)
+            if config.name == reference_name:
+                references.setdefault(offset, (folder, found.items))
+            reference = references.get(offset)
+            versus = "-" if reference is None or reference[0] == folder else against(found.items, reference[1])
+            cells = [str(found.metrics.get(key, "-")) for key in suite.metrics] + [versus] + [
+                str(found.spent.get(key, "-")) for key in COSTS]
+            scored = f"{len(found.items)}" + (f" from item {offset + 1}" if offset else "") + (
+                "" if found.reported else f" (in progress; report: {found.in_report or 0})")
+            print(f"| {config.name} | {folder.name} | {scored} | {' | '.join(cells)} |")
+            if suite.diagnose is not None and (figures := suite.diagnose(list(found.items.values()))):
+                diagnosed[(config.name, folder.name)] = figures
     if diagnosed:
         keys = list(dict.fromkeys(key for found in diagnosed.values() for key in found))  # some runs have more
-        print(f"\n| run | {' | '.join(keys)} |\n" + "|---" * (1 + len(keys)) + "|")
-        for name, found in diagnosed.items():
-            print(f"| {name} | {' | '.join(str(found.get(key, '-')) for key in keys)} |")
+        print(f"\n| run | folder | {' | '.join(keys)} |\n" + "|---" * (2 + len(keys)) + "|")
+        for (name, folder_name), found in diagnosed.items():
+            print(f"| {name} | {folder_name} | {' | '.join(str(found.get(key, '-')) for key in keys)} |")
 
 
 def main() -> None:
@@ -247,6 +315,8 @@ def main() -> None:
     parser.add_argument("suite", choices=list(SUITES))
     parser.add_argument("--only", nargs="*", help="run these configurations only (names as in the summary)")
     parser.add_argument("--limit", type=int, help="items per run instead of each run's own count")
+    parser.add_argument("--offset", type=int, default=0,
+                        help=f"skip each run's first N items, in new run folders ({', '.join(OFFSET_SUITES)})")
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--parallel", type=int, help="items scored at once (default: the suite's own)")
@@ -259,6 +329,10 @@ def main() -> None:
     unknown = sorted(set(args.only or ()) - set(names))
     if unknown:
         parser.error(f"unknown configuration(s) {unknown}; this suite has {names}")
+    if args.offset and suite.benchmark not in OFFSET_SUITES:
+        parser.error(f"--offset applies to {', '.join(OFFSET_SUITES)}, not {suite.benchmark}")
+    if args.offset < 0:
+        parser.error("--offset must be 0 or more")
     if args.together and suite.benchmark not in GAME_SUITES:
         parser.error(f"--together plays game runs ({', '.join(GAME_SUITES)}), not {suite.benchmark}")
     out = args.out / args.suite

@@ -93,6 +93,11 @@ class ConfigError(UsageError):
         super().__init__(f"{prefix}{field_part}{message}")
 
 
+class DataError(ConfigError):
+    """A data file given to noosphere (benchmark items, a trace, a memory) is malformed: the message names the
+    file, the line or key, and what was expected there. Raised before any run folder is made."""
+
+
 class ModelError(RuntimeFault):
     """A model call failed (provider fault, timeout, crash of the backend)."""
 
@@ -135,6 +140,11 @@ class OutputParseError(RuntimeFault):
         self.errors = errors
         last = errors[-1] if errors else "no reply"
         super().__init__(f"{model} gave no valid {schema} in {attempts} attempts; last error: {last}")
+
+
+class TurnRefused(RuntimeFault):
+    """A participant cannot take the turn it was given (a society asked for a probability, a conversation
+    turn or a form it cannot fill): that turn is forfeited, the run goes on."""
 
 
 class BudgetExceededError(RuntimeFault):

@@ -1,7 +1,9 @@
 """A run is a folder: `trace.jsonl`, `config.json` and `result.json`, written as the run goes.
 
 Use it as a context manager; the result is written even when the run fails, with the error, so
-nothing is lost. The run owns the trace and the usage ledger that its models report into.
+nothing is lost. The run owns the trace and the usage ledger that its models report into. A
+benchmark run also keeps `items.jsonl`, one row per scored item; `load_done` reads it back (for
+resuming, reports and the viewer).
 """
 
 from __future__ import annotations
@@ -11,11 +13,15 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from noosphere.datafiles import BadLine, describe, scan_json_lines
 from noosphere.errors import UsageError
 from noosphere.llm.usage import Budget, UsageLedger
 from noosphere.trace import Redactor, RunFinished, RunStarted, Trace
@@ -33,8 +39,12 @@ class Run:
         self.command = command
         self.config = config
         self.redactor = redactor or Redactor.from_environment()
-        directory.mkdir(parents=True, exist_ok=True)
-        self.trace = Trace(directory / "trace.jsonl", redactor=self.redactor)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self.trace = Trace(directory / "trace.jsonl", redactor=self.redactor)
+        except OSError as exc:
+            raise UsageError(f"cannot write a run folder at {directory} ({exc.strerror or exc}); "
+                             "give --out a folder you can write to") from None
         saved_budget = config.get("budget")  # a budget set on the command line lives in the config: a resume keeps it
         self.ledger = UsageLedger(budget or (Budget(**saved_budget) if saved_budget else None))
         self.started = time.time()
@@ -56,7 +66,8 @@ class Run:
             budget = Budget(**config["budget"])
         run = cls(directory, command=saved.get("command", "?"), config=config, budget=budget)
         with contextlib.suppress(OSError, ValueError):  # killed before any result: nothing earlier to add
-            run.earlier = dict(json.loads((directory / "result.json").read_text()))
+            earlier = json.loads((directory / "result.json").read_text(encoding="utf-8"))
+            run.earlier = earlier if isinstance(earlier, dict) else {}
         run.ledger.carry_over((run.earlier.get("usage") or {}).get("total") or {})
         return run
 
@@ -64,9 +75,13 @@ class Run:
     def saved_config(directory: Path | str) -> dict[str, Any]:
         """A run folder's `config.json`, read without reopening the run."""
         try:
-            return dict(json.loads((Path(directory) / "config.json").read_text()))
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{directory} is not a run folder that can be resumed ({exc})") from exc
+            config = json.loads((Path(directory) / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else f"config.json is not JSON: {exc}"
+            raise UsageError(f"{directory} is not a run folder that can be resumed ({reason})") from None
+        if not isinstance(config, dict):
+            raise UsageError(f"{directory} is not a run folder that can be resumed (config.json is not an object)")
+        return config
 
     @classmethod
     def create(cls, out: Path | str = "runs", *, command: str, config: dict[str, Any] | None = None,
@@ -76,10 +91,7 @@ class Run:
     def _write(self, name: str, data: dict[str, Any]) -> None:
         """Written whole or not at all: `result.json` holds every session's totals, and a kill mid-write
         must not leave it torn."""
-        text = json.dumps(data, indent=2, default=str)
-        partial = self.directory / f".{name}.partial"
-        partial.write_text(self.redactor(text) + "\n", encoding="utf-8")
-        os.replace(partial, self.directory / name)
+        write_atomically(self.directory / name, self.redactor(json.dumps(data, indent=2, default=str)) + "\n")
 
     def finish(self, result: dict[str, Any], *, status: str = "ok", error: str | None = None) -> None:
         """Write `result.json`; for a resumed run, seconds and usage are those of every session so far."""
@@ -116,6 +128,17 @@ class Run:
             self.finish({}, status=status, error=None if exc is None else f"{type(exc).__name__}: {exc}")
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """Write `path` whole or not at all: a temporary file beside it, flushed to disk, then renamed over it. A kill
+    at any moment leaves the old file or the new one, never a torn one."""
+    partial = path.with_name(f".{path.name}.partial")
+    with partial.open("w", encoding="utf-8") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(partial, path)
+
+
 def added_usage(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
     """Two usage summaries (`UsageLedger.summary`) as one, row by row and agent by agent."""
     def add(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -127,3 +150,29 @@ def added_usage(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
     return {"total": add(earlier.get("total", {}), now.get("total", {})),
             "by_agent": {name: add(earlier.get("by_agent", {}).get(name, {}), now.get("by_agent", {}).get(name, {}))
                          for name in sorted(agents)}}
+
+
+class ResultRow(BaseModel):
+    """What any reader of `items.jsonl` needs of a row: the id of its item."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    id: str = Field(min_length=1)
+
+
+def load_done(path: Path, *, row: type[ResultRow] = ResultRow,
+              on_bad_line: Callable[[BadLine], None] | None = None) -> dict[str, dict[str, Any]]:
+    """The rows of `items.jsonl` by item id (a later row of an id replaces an earlier one). A line torn by a kill,
+    not UTF-8, not an object, or not a `row` is handed to `on_bad_line` and skipped: its item is scored again."""
+    done: dict[str, dict[str, Any]] = {}
+    objects, bad = scan_json_lines(path)
+    for number, data in objects:
+        try:
+            row.model_validate(data)
+        except ValidationError as exc:
+            bad.append(BadLine(path, number, f"not a result row ({describe(exc, 'a row of results')})"))
+            continue
+        done[data["id"]] = data
+    for line in sorted(bad, key=lambda b: b.line):
+        if on_bad_line is not None:
+            on_bad_line(line)
+    return done

@@ -9,14 +9,14 @@ Secrets never reach a trace: every line passes through a `Redactor` before it is
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from noosphere.datafiles import BadLine, describe, scan_json_lines
 from noosphere.redact import REDACTED, Redactor
 from noosphere.scope import current_scope, current_society
 
@@ -75,6 +75,29 @@ class ModelCall(Event):
     latency_s: float = 0.0
     cached: bool = False
     finish_reason: str = "stop"
+
+
+class OptionsScored(Event):
+    """One scoring of options: each option's probability as the continuation of the prompt."""
+
+    kind: str = "options_scored"
+    model: str
+    agent: str | None = None
+    messages: list[dict[str, Any]]
+    prefix: str = ""
+    options: list[str]
+    probs: list[float]
+    logprobs: list[float | None]
+    tokens: list[int]
+    method: str
+    normalise: str
+    entropy: float
+    prompt_tokens: int = 0
+    reused_prompt_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    note: str | None = None
+    """Why the scores are not exact log-probabilities (a first-token approximation, a sampling fallback)."""
 
 
 class OutputRepaired(Event):
@@ -148,14 +171,28 @@ class Trace:
             self._file = None
 
 
-def read_trace(path: Path) -> Iterator[Event]:
-    """Read a trace file back as typed events, skipping a torn last line from a killed run."""
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                yield Event.parse(json.loads(line))
-            except json.JSONDecodeError:
-                continue
+def read_trace(path: Path, *, on_bad_line: Callable[[BadLine], None] | None = None) -> Iterator[Event]:
+    """Read a trace file back as typed events. A line that is not one (torn by a killed run, not UTF-8, not an
+    object, an event of a known kind without its fields) is handed to `on_bad_line` and skipped."""
+    objects, bad = scan_json_lines(path)
+    bad_by_line = {b.line: b for b in bad}
+    for number, data in objects:
+        for line in sorted(n for n in bad_by_line if n < number):
+            _report(bad_by_line.pop(line), on_bad_line)
+        kind = data.get("kind", "")
+        if not isinstance(kind, str):
+            _report(BadLine(path, number, "its kind is not a string"), on_bad_line)
+            continue
+        try:
+            event = Event.parse(data)
+        except ValidationError as exc:
+            _report(BadLine(path, number, f"not a {kind or 'trace'} event ({describe(exc, 'an event')})"), on_bad_line)
+            continue
+        yield event
+    for line in sorted(bad_by_line):
+        _report(bad_by_line[line], on_bad_line)
+
+
+def _report(bad: BadLine, on_bad_line: Callable[[BadLine], None] | None) -> None:
+    if on_bad_line is not None:
+        on_bad_line(bad)

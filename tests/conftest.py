@@ -1,4 +1,5 @@
-"""Test setup: a guard that fails any real model call outside tests marked `real_model`."""
+"""Test setup: a guard that fails any real model call outside tests marked `real_model`, and CI's rule on skipped
+tests (`tests/skip_policy.py`: with NOOSPHERE_EXPECT_NO_SKIPS=1 a skip for anything but a missing ../shared fails)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from noosphere.llm.batching import BatchEngine
 from noosphere.llm.litellm_backend import LiteLLMBackend
 from noosphere.llm.local import LocalBackend
+from tests.skip_policy import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401  (hooks)
 
 
 class RealModelCallInTest(AssertionError):

@@ -116,3 +116,26 @@ def test_a_conversation_keeps_its_cache_while_as_many_unrelated_requests_as_othe
     follow_up = model.complete_sync([*opening, Message.assistant(first.text), Message.user("And to drink?")],
                                     settings=GREEDY)
     assert follow_up.usage.reused_prompt_tokens >= first.usage.prompt_tokens - 4
+
+
+def test_deterministic_decoding_does_not_depend_on_what_runs_beside_it() -> None:
+    """Isolated jobs run one at a time from an empty cache: the same text alone and among three others
+    that share its prefix (which, batched, would have copied that prefix and decoded beside it)."""
+    model_id = _require("qwen2.5-coder-0.5b")
+    model = open_model(model_id, deterministic=True)
+    system = Message.system("You are a careful assistant who explains arithmetic step by step.")
+    target = [system, Message.user("What is 17 times 23? Explain briefly.")]
+
+    async def alone() -> str:
+        return (await model.complete(target, settings=GREEDY)).text
+
+    async def crowded() -> str:
+        others = [model.complete([system, Message.user(f"What is {n} times 7?")], settings=GREEDY)
+                  for n in range(11, 14)]
+        results = await asyncio.gather(model.complete(target, settings=GREEDY), *others)
+        return results[0].text
+
+    first = asyncio.run(alone())
+    assert first.strip()
+    assert asyncio.run(crowded()) == first
+    assert model.backend.engine.stats.reused_prompt_tokens == 0 or model.backend.deterministic

@@ -14,7 +14,7 @@ from noosphere.bench.gsm8k import load_gsm8k, normalise_number, planned_calls
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.observation import Observation
 from noosphere.society.config import build_society, load_society_spec
-from tests.helpers import by_agent
+from tests.helpers import by_agent, scripted
 from tests.test_cli import invoke
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "societies"
@@ -319,3 +319,36 @@ def test_a_spent_budget_stops_best_of_n_instead_of_passing_for_failed_samples() 
     model = Model(ScriptedBackend([said("7")] * 4), ledger=UsageLedger(Budget(max_calls=2)))
     with pytest.raises(BudgetExceededError):
         asyncio.run(solve_best_of_n(model, 4, GsmItem("q", "3 + 4?", "7")))
+
+
+def test_weighted_best_of_n_lets_a_believed_minority_outvote_a_doubted_majority() -> None:
+    """CISC: two samples say 8 but the model doubts them; one says 7 and the model believes it."""
+    import asyncio
+
+    from noosphere.bench.gsm8k import GsmItem, solve_best_of_n
+    from noosphere.llm.types import ScoreRequest
+
+    answers = {"sample-0": "8", "sample-1": "7", "sample-2": "8"}
+
+    def reply(request: Any) -> Any:
+        return {"reasoning": "3 + 4 = 7", "answer": answers[request.agent]}
+
+    def scorer(request: ScoreRequest) -> dict[str, float]:
+        solution = request.messages[-2].content
+        return {"Yes": 0.9, "No": 0.1} if '"7"' in solution else {"Yes": 0.3, "No": 0.7}
+
+    model, backend, trace = scripted(reply, scorer=scorer)
+    scored = asyncio.run(solve_best_of_n(model, 3, GsmItem("q", "3 + 4?", "7"), weighted=True))
+    assert scored.prediction == "7" and scored.correct
+    assert scored.detail["plain"] == "8" and scored.detail["votes"] == {"8": 2, "7": 1}
+    assert scored.confidence == pytest.approx(0.9 / 1.5)
+    assert [s["number"] for s in scored.detail["samples"]] == ["8", "7", "8"]
+    assert len(backend.score_history) == 3 and len(trace.of_kind("options_scored")) == 3
+    plain = asyncio.run(solve_best_of_n(scripted(reply, scorer=scorer)[0], 3, GsmItem("q", "3 + 4?", "7")))
+    assert plain.prediction == "8"
+
+
+def test_weighted_is_refused_outside_best_of_n(data: Path, tmp_path: Path) -> None:
+    code, _, err = invoke(["bench", "gsm8k", "--system", "base", "--weighted", "--data", str(data),
+                           "--out", str(tmp_path / "runs")])
+    assert code == 2 and "--weighted" in err and not (tmp_path / "runs").exists()

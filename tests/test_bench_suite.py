@@ -106,14 +106,76 @@ def test_the_summary_has_a_row_per_reported_run(suite: Any, tmp_path: Path, caps
     (in_progress / "report.json").write_text(json.dumps({"metrics": {"accuracy": 0.0, "n": 0}, "costs": {}}))
     suite.summary(suite.SUITES["gsm8k"], tmp_path)
     rows = capsys.readouterr().out.splitlines()
-    assert rows[0].startswith("| run | n | accuracy | vs base |")
-    assert rows[2].startswith("| base | 3 | 66.7 | - | 1.0 |")
-    assert rows[3].startswith("| debate | 2 | 50.0 | +1 / -1 of 2 | 1.0 |")
+    run = "20260101-000000-abcdef"
+    assert rows[0].startswith("| run | folder | n | accuracy | vs base |")
+    assert rows[2].startswith(f"| base | {run} | 3 | 66.7 | - | 1.0 |")
+    assert rows[3].startswith(f"| debate | {run} | 2 | 50.0 | +1 / -1 of 2 | 1.0 |")
     # a run in progress: accuracy and costs from its rows, not from its report
-    assert rows[4].startswith("| monarchy-r1 | 2 (in progress; report: 0) | 100.0 | +1 / -0 of 2 | 4.0 | 10.0 |")
+    assert rows[4].startswith(f"| monarchy-r1 | {run} | 2 (in progress; report: 0) | 100.0 | +1 / -0 of 2 | 4.0 "
+                              "| 10.0 |")
     # the second table: only the run whose rows record the members' answers
-    assert rows[6].startswith("| run | answer_accuracy | gold_among_answers |")
-    assert rows[8:] == ["| debate | 50.0 | 100.0 | 0.0 | 0 | 1 | 2 |"]
+    assert rows[6].startswith("| run | folder | answer_accuracy | gold_among_answers |")
+    assert rows[8:] == [f"| debate | {run} | 50.0 | 100.0 | 0.0 | 0 | 1 | 2 |"]
+
+
+def test_every_run_of_a_configuration_has_its_row_not_only_the_newest(suite: Any, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    reported(tmp_path / "base" / "20260101-000000-aaaaaa", {"1": True, "2": False}, 50.0)
+    reported(tmp_path / "base" / "20260102-000000-bbbbbb", {"1": True, "2": True}, 100.0)  # measured again
+    reported(tmp_path / "debate" / "20260101-000000-cccccc", {"1": False, "2": True}, 50.0)
+    reported(tmp_path / "debate" / "20260103-000000-dddddd", {"1": True, "2": True}, 100.0)  # after a change
+    suite.summary(suite.SUITES["gsm8k"], tmp_path)
+    rows = [row for row in capsys.readouterr().out.splitlines() if row.startswith(("| base |", "| debate |"))]
+    assert [row.split(" | ")[1:4] for row in rows] == [
+        ["20260101-000000-aaaaaa", "2", "50.0"], ["20260102-000000-bbbbbb", "2", "100.0"],
+        ["20260101-000000-cccccc", "2", "50.0"], ["20260103-000000-dddddd", "2", "100.0"]]
+    # every run is set against the first base run, the base's own second run included
+    assert [row.split(" | ")[4] for row in rows] == ["-", "+1 / -0 of 2", "+1 / -1 of 2", "+1 / -0 of 2"]
+
+
+def test_runs_on_later_items_get_their_own_folders_rows_and_reference(suite: Any, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    reported(tmp_path / "base" / "20260101-000000-aaaaaa", {"gsm8k-0000": True}, 100.0)
+    finished = tmp_path / "base" / "20260101-000000-aaaaaa"
+    (finished / "result.json").write_text(json.dumps({"status": "ok"}))
+    later = commands(suite, monkeypatch, "gsm8k", "base", tmp_path, offset=50)  # not "finished": other items
+    assert later[later.index("--offset") + 1] == "50" and "--resume" not in later
+    assert later[later.index("--limit") + 1] == "50"
+    reported(tmp_path / "base" / "20260102-000000-bbbbbb", {"gsm8k-0050": False}, 0.0)
+    (tmp_path / "base" / "20260102-000000-bbbbbb" / "config.json").write_text(json.dumps({"offset": 50}))
+    resumed = commands(suite, monkeypatch, "gsm8k", "base", tmp_path, offset=50)
+    assert resumed[-2:] == ["--resume", str(tmp_path / "base" / "20260102-000000-bbbbbb")]
+    reported(tmp_path / "debate" / "20260103-000000-cccccc", {"gsm8k-0050": True}, 100.0)
+    (tmp_path / "debate" / "20260103-000000-cccccc" / "config.json").write_text(json.dumps({"offset": 50}))
+    suite.summary(suite.SUITES["gsm8k"], tmp_path)
+    rows = [row.split(" | ") for row in capsys.readouterr().out.splitlines() if row.startswith(("| base", "| debate"))]
+    assert [row[2] for row in rows] == ["1", "1 from item 51", "1 from item 51"]
+    assert rows[2][4] == "+1 / -0 of 1"  # against the base run on the same items, not the first base run
+
+
+def test_bench_offset_leaves_out_the_items_measured_before(tmp_path: Path) -> None:
+    from noosphere.llm import Model, ScriptedBackend
+    from tests.test_cli import invoke
+
+    data = tmp_path / "gsm8k.jsonl"
+    data.write_text("".join(json.dumps({"question": f"What is {n} + 1?", "answer": f"#### {n + 1}"}) + "\n"
+                            for n in range(4)))
+    backend = ScriptedBackend(lambda request: {"reasoning": "r", "answer": "2"})
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    code, _, err = invoke(["bench", "gsm8k", "--system", "base", "--data", str(data), "--offset", "1", "--limit", "2",
+                           "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"], opener)
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    rows = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    assert [row["id"] for row in rows] == ["gsm8k-0001", "gsm8k-0002"] and [r["correct"] for r in rows] == [True, False]
+    assert json.loads((run_dir / "config.json").read_text())["offset"] == 1
+    code, _, err = invoke(["bench", "gsm8k", "--system", "base", "--data", str(data), "--offset", "4", "--out",
+                           str(tmp_path / "more"), "--no-cache", "--quiet"], opener)
+    assert code == 2 and "--offset 4 leaves none of the 4 items" in err and not (tmp_path / "more").exists()
 
 
 def test_best_of_n_matches_the_calls_of_the_society_run_once_there_is_one(suite: Any, tmp_path: Path,

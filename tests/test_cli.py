@@ -167,3 +167,21 @@ def test_ask_ctm_with_a_builtin_tool(tmp_path: Path) -> None:
     assert code == 2 and "--system ctm" in err
     code, _, err = invoke(["ask", "q", "--system", "ctm", "--tool", "calculater", "--out", str(tmp_path)])
     assert code == 2 and "Did you mean calculator" in err
+
+
+def test_ask_with_probability_scores_takes_the_confidence_from_p_true(tmp_path: Path) -> None:
+    backend = ScriptedBackend(['{"answer": "Yes, it is sarcastic."}'], scorer=lambda r: {"Yes": 0.6, "No": 0.4})
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    code, out, _ = invoke(["ask", "Is it sarcastic? 'Oh great.'", "--scores", "logprob", "--out", str(tmp_path),
+                           "--no-cache"], opener)
+    assert code == 0, out
+    assert "Yes, it is sarcastic." in out and "0.60" in out
+    [request] = backend.score_history
+    assert request.messages[-2].content == "Yes, it is sarcastic." and "correct" in request.messages[-1].content
+    code, _, err = invoke(["ask", "q", "--scores", "logprob", "--out", str(tmp_path / "x")])
+    assert code == 2 and "logprobs" in err
+    code, _, err = invoke(["ask", "q", "--scores", "logprb", "--out", str(tmp_path / "y")])
+    assert code == 2 and "logprob" in err and not (tmp_path / "y").exists()

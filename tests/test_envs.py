@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from noosphere.errors import UsageError
+from tests.skip_policy import GAME_EXTRAS, shared_data
 
-pytest.importorskip("textworld")
-pytest.importorskip("alfworld")
+pytest.importorskip("textworld", reason=GAME_EXTRAS)
+pytest.importorskip("alfworld", reason=GAME_EXTRAS)
 
 from noosphere.envs import TASK_TYPES, load_alfworld, textworld_games, walkthrough
 from noosphere.envs.base import Reset, Step
@@ -22,7 +23,7 @@ def alfworld_games() -> list:
     try:
         return load_alfworld(per_type=1)
     except UsageError:
-        pytest.skip("../shared/data/alfworld is not here")
+        pytest.skip(shared_data("alfworld"))
 
 
 def test_alfworld_loader_balances_task_types(alfworld_games: list) -> None:
@@ -42,7 +43,7 @@ def _oracle_games() -> list:
 @pytest.mark.parametrize("game", _oracle_games() or [None], ids=lambda g: g.name if g else "no-data")
 def test_the_walkthrough_plays_each_game_to_a_win(game) -> None:
     if game is None:
-        pytest.skip("../shared/data/alfworld is not here")
+        pytest.skip(shared_data("alfworld"))
     start = game.reset()
     assert start.task.startswith("Your task is to: ") and start.admissible
     assert "desklamp" in start.guide and "sinkbasin" in start.guide  # ALFWorld's affordances come with the game
@@ -124,7 +125,7 @@ def test_with_a_demo_the_last_game_of_each_type_is_kept_back_and_shown(monkeypat
         everything = load_alfworld()
         shown = load_alfworld(demo=True)
     except UsageError:
-        pytest.skip("../shared/data/alfworld is not here")
+        pytest.skip(shared_data("alfworld"))
     played = {game.path for game in shown}
     kept_back = {game.path for game in everything} - played
     assert len(kept_back) == len(TASK_TYPES) and played < {game.path for game in everything}
@@ -168,7 +169,7 @@ def test_a_task_type_with_a_single_game_is_played_without_a_demonstration(
     try:
         everything = load_alfworld()
     except UsageError:
-        pytest.skip("../shared/data/alfworld is not here")
+        pytest.skip(shared_data("alfworld"))
     lamp = [game.path for game in everything if game.kind == "look_at_obj_in_light"][:2]
     cool = [game.path for game in everything if game.kind == "pick_cool_then_place_in_recep"][:1]
     for path in (*lamp, *cool):  # a data folder with two games of one type and one of another

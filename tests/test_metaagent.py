@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,11 +23,14 @@ from noosphere.metaagent import (
     react,
     reflexion,
 )
-from noosphere.metaagent.agents import TEAM
+from noosphere.metaagent.cost import StepCost
+from noosphere.metaagent.prompts import TEAM
 from tests.helpers import by_agent, scripted
+from tests.skip_policy import GAME_EXTRAS
 
 WEST = ("go east", "look", "wait")
 EAST = ("go west", "take key", "look", "wait")
+EAST_ROOM = "You are in the east room. A key lies here."
 
 
 class TwoRooms:
@@ -40,7 +45,7 @@ class TwoRooms:
     def step(self, action: str) -> Step:
         if action == "go east" and self.room == "west":
             self.room = "east"
-            return Step("You are in the east room. A key lies here.", 0.0, False, False, EAST)
+            return Step(EAST_ROOM, 0.0, False, False, EAST)
         if action == "take key" and self.room == "east":
             return Step("You take the key.", 1.0, True, True, ())
         return Step("Nothing happens.", 0.0, False, False, WEST if self.room == "west" else EAST)
@@ -53,14 +58,26 @@ def reply(**fields: object) -> str:
     return json.dumps(fields)
 
 
-def belief(text: str = "the key may be east", *, location: str = "the west room") -> str:
-    """A conscious agent's reply: the belief state in its four parts."""
-    return reply(location=location, progress="nothing yet", known=text, next="find the key")
+def belief(text: str = "the key may be east", *, location: str = "the west room", pick: str = "planning") -> str:
+    """A conscious agent's reply: the belief state in its four parts, then the orchestrator's pick."""
+    return reply(location=location, progress="nothing yet", known=text, next="find the key", next_agent=pick)
+
+
+def by_role(replies: dict[str, list[str]]) -> Any:
+    """Answers each call from the queue of the role that opens its label: a shared call such as
+    "planning+motor" from the planning agent's, "conscious+orchestrator" from the conscious agent's."""
+    answer = by_agent(replies)
+    return lambda request: answer(SimpleNamespace(agent=(request.agent or "").split("+")[0]))
+
+
+def calls(backend: Any, role: str) -> list[Any]:
+    """The requests of every call that served `role`, alone or sharing it with others."""
+    return [r for r in backend.history if role in (r.agent or "").split("+")]
 
 
 def winning_script(orchestrator: list[str] | None = None) -> dict[str, list[str]]:
     return {"conscious": [belief()], "orchestrator": orchestrator or [reply(next="planning")],
-            "planning": [reply(reason="the key is east", action="go east"), reply(reason="grab it", action="take key")],
+            "planning": [reply(plan="the key is east", action="go east"), reply(plan="grab it", action="take key")],
             "motor": [reply(action="go east"), reply(action="take key")],
             "learning": [reply(text="Search the neighbouring room before anything else when an item is missing.")]}
 
@@ -70,37 +87,94 @@ def kinds(trace, kind: str) -> list:
 
 
 def test_autopilot_loop_wins_and_every_transition_follows_the_graph() -> None:
-    model, backend, trace = scripted(by_agent(winning_script()))
+    model, backend, trace = scripted(by_role(winning_script()))
     result = asyncio.run(MetaAgent(model).play(TwoRooms()))
-    offered = next(r for r in backend.history if r.agent == "orchestrator").messages[-1].content
-    assert "Who acts next?\n- planning (the usual next step): " in offered  # the graph's default, first and marked
+    offered = next(r for r in backend.history if r.agent == "conscious+orchestrator").messages[-1].content
+    assert "who acts next:\n- planning (the usual next step): " in offered  # the graph's default, first and marked
     assert result.won and result.actions == 2
-    hops = [(t.source, t.target) for t in kinds(trace, "ma_transition")]
-    assert hops[:4] == [("conscious", "planning"), ("planning", "motor"), ("motor", "external_perception"),
-                        ("external_perception", "conscious")]
+    # an action costs two calls: the belief with the orchestrator's pick, then the plan with the motor's action
+    assert [r.agent for r in backend.history] == ["conscious+orchestrator", "planning+motor"] * 2
+    hops = [(t.source, t.target, t.by) for t in kinds(trace, "ma_transition")]
+    assert hops[:4] == [("conscious", "planning", "orchestrator"), ("planning", "motor", "graph"),
+                        ("motor", "external_perception", "graph"), ("external_perception", "conscious", "graph")]
+    hops = [(source, target) for source, target, _ in hops]
+    spoke = [(s.agent, s.output, s.call) for s in kinds(trace, "ma_step")][1:4]
+    assert spoke == [("planning", "go east (because the key is east)", "planning+motor"),
+                     ("motor", "go east", "planning+motor"), ("external_perception", EAST_ROOM, "")]
     assert all(DEFAULT_GRAPH.allows(source, target) for source, target in hops)
     assert [a.action for a in kinds(trace, "ma_action")] == ["go east", "take key"]
     assert [b.step for b in kinds(trace, "ma_belief")] == [0, 1]
     assert list(result.moves) == hops and result.transitions == len(hops)
 
 
+def form_driven(plan: tuple[str, ...], trace: Any, picks: list[str]) -> Any:
+    """A script that answers each call by the form it asks for, whoever asks: the same game for any step
+    structure. Actions follow `plan` by how many were taken; the orchestrator picks from `picks`, then planning."""
+
+    def answer(request: Any) -> str:
+        fields = (request.json_schema or {}).get("properties", {})
+        action = plan[min(len(trace.of_kind("ma_action")), len(plan) - 1)]
+        if "location" in fields:
+            said = json.loads(belief())
+            return reply(**{k: v for k, v in said.items() if k != "next_agent"},
+                         **({"next_agent": picks.pop(0) if picks else "planning"} if "next_agent" in fields else {}))
+        if "next" in fields:
+            return reply(next=picks.pop(0) if picks else "planning")
+        if "situation" in fields:
+            return reply(situation="The key is east.", action="go east")
+        if "action" in fields:
+            return reply(reason="r", plan="r", action=action)
+        return reply(text="Try the east room.")
+
+    return answer
+
+
+def test_an_action_costs_at_most_three_model_calls_on_a_scripted_game() -> None:
+    """Issue 27: the paper's loops at a small model's price. Two wasted actions (a focus loop) and a detour
+    through the idea agent in four actions: with a call per agent and one per orchestrator pick, this game
+    cost 19 calls (4.75 an action); now the belief carries the pick, the plan carries the motor's action, and
+    the belief waits for the focus loop's replay: 10 calls."""
+    holder: dict[str, Any] = {}
+    model, backend, trace = scripted(lambda request: holder["answer"](request))
+    holder["answer"] = form_driven(("wait", "wait", "go east", "take key"), trace, ["idea"])
+    result = asyncio.run(MetaAgent(model).play(TwoRooms()))
+    assert result.won and result.actions == 4 and result.focus_loops == result.focus_recoveries == 1
+    assert {("conscious", "idea"), ("idea", "planning"), ("conscious", "focus"), ("focus", "internal_perception"),
+            ("internal_perception", "conscious"), ("planning", "motor"), ("motor", "external_perception")} <= set(
+        result.moves)  # every loop, role by role
+    cost = StepCost.of(model, [result])
+    assert cost.calls_per_action <= 3, cost.line()
+    assert sorted(r.agent for r in backend.history) == sorted(
+        ["conscious+orchestrator"] * 4 + ["planning+motor"] * 4 + ["idea", "focus"])
+    assert re.fullmatch(r"calls_per_action=2\.50 tokens_per_action=\d+ seconds_per_action=0\.00", cost.line())
+
+
 def test_an_orchestrator_pick_outside_the_graph_falls_back_to_the_default_successor() -> None:
-    script = winning_script(orchestrator=[reply(next="motor")])
-    model, backend, trace = scripted(by_agent(script))
+    """In the conscious agent's call the pick is not retried: a bad pick must not cost the belief written
+    before it. In the orchestrator's own call (after a code agent) it is retried, then replaced."""
+    script = {**winning_script(orchestrator=[reply(next="motor")]), "conscious": [belief(pick="motor")]}
+    model, backend, trace = scripted(by_role(script))
     result = asyncio.run(MetaAgent(model, max_actions=1).play(TwoRooms()))
     first = kinds(trace, "ma_transition")[0]
     assert (first.source, first.target, first.valid, first.fallback) == ("conscious", "planning", False, True)
+    assert [r.agent for r in backend.history] == ["conscious+orchestrator", "planning+motor"]
+    assert kinds(trace, "ma_belief") and result.actions == 1
+    branching = TransitionGraph({"conscious": ("planning",), "planning": ("motor",), "motor": ("external_perception",),
+                                 "external_perception": ("conscious", "idea"), "idea": ("planning",)})
+    model, backend, trace = scripted(by_role(script))
+    asyncio.run(MetaAgent(model, graph=branching, max_actions=1).play(TwoRooms()))
+    last = kinds(trace, "ma_transition")[-1]
+    assert (last.source, last.target, last.valid, last.fallback) == ("external_perception", "conscious", False, True)
     assert sum(1 for r in backend.history if r.agent == "orchestrator") == 3  # asked, then retried twice
-    assert result.actions == 1
 
 
 def test_actions_that_keep_doing_nothing_send_the_agent_round_the_focus_loop() -> None:
     script = winning_script()
-    script["planning"] = [reply(reason="rest", action="wait"), reply(reason="rest", action="wait"),
-                          reply(reason="the key is east", action="go east"), reply(reason="grab", action="take key")]
+    script["planning"] = [reply(plan="rest", action="wait"), reply(plan="rest", action="wait"),
+                          reply(plan="the key is east", action="go east"), reply(plan="grab", action="take key")]
     script["motor"] = [reply(action="wait"), reply(action="wait"), reply(action="go east"), reply(action="take key")]
     script["focus"] = [reply(situation="The key is not here.", action="go east")]
-    model, _, trace = scripted(by_agent(script))
+    model, _, trace = scripted(by_role(script))
     result = asyncio.run(MetaAgent(model).play(TwoRooms()))
     assert result.won and result.focus_loops == 1 and result.focus_recoveries == 1
     [caught] = kinds(trace, "ma_focus")
@@ -141,63 +215,68 @@ def test_a_planner_that_proposes_no_admissible_action_forfeits_and_the_team_refo
     """The planner's form takes only admissible actions: a plan outside them is sent back, and a planner
     that keeps proposing one forfeits its turn, which counts as a hallucination."""
     script = winning_script()
-    script["planning"] = [reply(reason="why not", action="fly to the moon")] * 3 + [
-        reply(reason="east", action="go east"), reply(reason="grab", action="take key")]
+    script["planning"] = [reply(plan="why not", action="fly to the moon")] * 3 + [
+        reply(plan="east", action="go east"), reply(plan="grab", action="take key")]
     script["motor"] = [reply(action="look"), reply(action="go east"), reply(action="take key")]
     script["focus"] = [reply(situation="The key is east.", action="go east")]
-    model, backend, trace = scripted(by_agent(script))
+    model, backend, trace = scripted(by_role(script))
     result = asyncio.run(MetaAgent(model).play(TwoRooms()))
     assert result.won and kinds(trace, "ma_focus")[0].reason == "planning gave no usable output (OutputParseError)"
     [refused] = kinds(trace, "output_failed")
-    assert refused.agent == "planning" and refused.attempts == 3 and "should be 'go east'" in refused.errors[0]
+    assert refused.agent == "planning+motor" and refused.attempts == 3 and "should be 'go east'" in refused.errors[0]
+    assert [r.agent for r in backend.history].count("motor") == 1  # with no plan decided, the motor asks alone
     [focus_call] = [r for r in backend.history if r.agent == "focus"]  # told what failed and what can be done
     assert "planning gave no usable output" in focus_call.messages[-1].content
     assert "Admissible actions: go east, look, wait" in focus_call.messages[-1].content
-    after_focus = [r.messages[-1].content for r in backend.history if r.agent == "conscious"][2]
+    # the belief waits for the replay when the focus loop is decided before the conscious agent's turn
+    [handed_over] = [s.output for s in kinds(trace, "ma_step") if s.agent == "conscious" and not s.call]
+    assert handed_over.startswith("(to the focus loop first: planning gave no usable output")
+    after_focus = [r.messages[-1].content for r in calls(backend, "conscious")][1]
     assert "last real observation, replayed" in after_focus  # not "the result of the last action"
-    *_, advised, last_plan = [r.messages[-1].content for r in backend.history if r.agent == "planning"]
+    *_, advised, last_plan = [r.messages[-1].content for r in calls(backend, "planning")]
     assert "Focus: The key is east. Next action: go east." in advised
     assert "The key is east. Next action: go east." not in last_plan  # the focus note went with the action it advised
 
 
 def test_the_motor_never_reads_the_plan_of_a_planner_that_then_forfeited() -> None:
     script = winning_script()
-    script["planning"] = [reply(reason="rest", action="wait"), *[reply(reason="?", action="fly")] * 3,
-                          reply(reason="east", action="go east"), reply(reason="grab", action="take key")]
-    script["motor"] = [reply(action="wait"), reply(action="go east"), reply(action="take key")]
+    script["planning"] = [reply(plan="rest", action="wait"), *[reply(plan="?", action="fly")] * 3,
+                          reply(plan="east", action="go east"), reply(plan="grab", action="take key")]
+    script["motor"] = [reply(action="go east")]
     script["focus"] = [reply(situation="The key is east.", action="go east")]
-    model, backend, _ = scripted(by_agent(script))
+    model, backend, _ = scripted(by_role(script))
     asyncio.run(MetaAgent(model).play(TwoRooms()))
-    after_forfeit = [r.messages[-1].content for r in backend.history if r.agent == "motor"][1]
+    [after_forfeit] = [r.messages[-1].content for r in backend.history if r.agent == "motor"]  # alone: no plan
     assert "Plan: wait" not in after_forfeit
 
 
 def test_a_steps_agents_share_one_prompt_prefix_and_differ_only_in_their_role_and_form() -> None:
     """The local backend evaluates a shared prefix once: the team prompt and context come before the role."""
-    model, backend, _ = scripted(by_agent(winning_script()))
+    model, backend, _ = scripted(by_role(winning_script()))
     asyncio.run(MetaAgent(model).play(TwoRooms()))
-    first_step = [r for r in backend.history if r.agent in ("conscious", "planning", "motor")][:3]
-    assert [r.agent for r in first_step] == ["conscious", "planning", "motor"]
+    conscious, planning, next_conscious = (r.messages[1].content for r in backend.history[:3])
+    assert [r.agent for r in backend.history[:2]] == ["conscious+orchestrator", "planning+motor"]
     assert len({r.messages[0].content for r in backend.history}) == 1  # one system prompt for every agent
-    planning, motor = (r.messages[1].content for r in first_step[1:])
     shared = planning.split("You are the planning agent")[0]
     assert "Your task is to: take the key." in shared and "Admissible actions: go east" in shared
-    assert motor.startswith(shared.rsplit("Plan:", 1)[0])  # the motor's prompt grows the planner's by the plan
-    assert "JSON schema" in motor.rsplit("You are the motor agent", 1)[1]  # its form comes after its role
-    assert '"go east"' not in motor  # the admissible actions are listed once, not again in the schema
+    assert next_conscious.startswith(shared.split("Recent actions:")[0])  # task and belief: the next step's prefix
+    assert "JSON schema" in planning.rsplit("You are the planning agent", 1)[1]  # the form comes after the role
+    assert '"go east"' not in planning  # the admissible actions are listed once, not again in the schema
+    role, pick, form = (conscious.index(text) for text in ("You are the conscious agent", "who acts next", "JSON"))
+    assert role < pick < form and '"idea"' not in conscious  # the orchestrator's question after the conscious role
 
 
 def test_memory_stores_the_episode_and_a_rule_after_a_win_and_recalls_them_next_game(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path)
     memory = MemorySettings(store, method="relevant", k=1, embedder=HashingEmbedder())
-    model, _, trace = scripted(by_agent(winning_script()))
+    model, _, trace = scripted(by_role(winning_script()))
     asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms()))
     [episode] = store.episodes()
     assert episode.won and [s.action for s in episode.steps] == ["", "go east", "take key"] and episode.actions == 2
     assert episode.steps[0].t == 0 and episode.steps[0].observation  # the opening: first observation and belief
     assert all(step.belief for step in episode.steps)  # a belief state for every timestep, before and after acting
     assert store.concepts() == ["Search the neighbouring room before anything else when an item is missing."]
-    model, backend, trace = scripted(by_agent(winning_script()))
+    model, backend, trace = scripted(by_role(winning_script()))
     asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms()))
     retrieved = {e.memory: e.items for e in kinds(trace, "ma_retrieval")}
     assert retrieved["episodic"] == ["Your task is to: take the key."]
@@ -206,14 +285,15 @@ def test_memory_stores_the_episode_and_a_rule_after_a_win_and_recalls_them_next_
 
 
 def test_without_memory_the_orchestrator_is_not_offered_the_memory_agents() -> None:
-    model, backend, _ = scripted(by_agent(winning_script()))
+    model, backend, _ = scripted(by_role(winning_script()))
     agent = MetaAgent(model)
     assert agent.graph.successors("conscious") == ("planning", "focus", "idea")
     assert "retrieve_memory" not in agent.graph.edges and agent.graph.default("conscious") == "planning"
     asyncio.run(agent.play(TwoRooms()))
-    [first_pick, *_] = [r for r in backend.history if r.agent == "orchestrator"]
+    [first_pick, *_] = [r for r in backend.history if r.agent == "conscious+orchestrator"]
     offered = first_pick.messages[-1].content
     assert "- idea:" in offered and "retrieve_memory" not in offered and "learning" not in offered
+    assert first_pick.json_schema["properties"]["next_agent"]["enum"] == ["planning", "focus", "idea"]
     with pytest.raises(ConfigError, match="no successor"):
         TransitionGraph({"conscious": ("learning",), "learning": ("conscious",)}).without("learning")
 
@@ -232,10 +312,10 @@ def test_a_replacement_graph_is_checked_when_it_is_built() -> None:
 
 
 def test_react_plays_and_reflexion_retries_with_a_lesson() -> None:
-    model, _, _ = scripted(by_agent({"react": [reply(thought="east", action="go east"),
+    model, _, _ = scripted(by_role({"react": [reply(thought="east", action="go east"),
                                                reply(thought="take", action="take key")]}))
     assert asyncio.run(react(model, TwoRooms())).won
-    model, backend, _ = scripted(by_agent({
+    model, backend, _ = scripted(by_role({
         "reflexion": [reply(thought="wait", action="wait"), reply(thought="wait", action="wait"),
                       reply(thought="east", action="go east"), reply(thought="take", action="take key")],
         "reflection": [reply(text="Waiting wastes actions; move towards the key.")]}))
@@ -256,21 +336,21 @@ class GuidedTwoRooms(TwoRooms):
 
 def test_the_worlds_guide_opens_every_agents_system_message() -> None:
     """The environment's affordances reach the meta-agent's team and ReAct alike, where they stay a cached prefix."""
-    model, backend, _ = scripted(by_agent(winning_script()))
+    model, backend, _ = scripted(by_role(winning_script()))
     assert asyncio.run(MetaAgent(model).play(GuidedTwoRooms())).won
     systems = {r.messages[0].content for r in backend.history}
     assert len(systems) == 1 and systems.pop().endswith("\n\nKeys open nothing here; take them.")
-    model, backend, _ = scripted(by_agent({"react": [reply(thought="east", action="go east"),
+    model, backend, _ = scripted(by_role({"react": [reply(thought="east", action="go east"),
                                                      reply(thought="take", action="take key")]}))
     assert asyncio.run(react(model, GuidedTwoRooms())).won
     assert all("Keys open nothing here" in r.messages[0].content for r in backend.history)
-    model, backend, _ = scripted(by_agent(winning_script()))
+    model, backend, _ = scripted(by_role(winning_script()))
     asyncio.run(MetaAgent(model).play(TwoRooms()))  # no guide: the team's prompt alone
     assert {r.messages[0].content for r in backend.history} == {TEAM}
 
 
 def test_textworld_bench_plays_generated_games_resumably_with_success_per_type(tmp_path: Path) -> None:
-    pytest.importorskip("textworld")
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
     from noosphere.envs import textworld_games
     from noosphere.llm import Model, ScriptedBackend
     from tests.test_cli import invoke
@@ -295,7 +375,7 @@ def test_textworld_bench_plays_generated_games_resumably_with_success_per_type(t
 
 
 def test_game_runs_created_apart_are_played_together_each_in_order_with_its_own_report(tmp_path: Path) -> None:
-    pytest.importorskip("textworld")
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
     from noosphere.envs import textworld_games
     from noosphere.llm import Model, ScriptedBackend
     from tests.test_cli import invoke
@@ -324,7 +404,7 @@ def test_game_runs_created_apart_are_played_together_each_in_order_with_its_own_
 
 
 def test_a_run_that_cannot_start_fails_alone_and_the_others_play_on(tmp_path: Path) -> None:
-    pytest.importorskip("textworld")
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
     from noosphere.envs import textworld_games
     from noosphere.errors import ModelError
     from noosphere.llm import Model, ScriptedBackend
@@ -395,7 +475,7 @@ def test_a_belief_that_gives_up_or_invents_objects_goes_round_the_focus_loop_onc
     script["conscious"] = [belief("The key is nowhere; this task is unsolvable."),
                            belief("Stuck again: the task cannot be completed."), belief()]
     script["focus"] = [reply(situation="The key is east.", action="go east")]
-    model, backend, trace = scripted(by_agent(script))
+    model, backend, trace = scripted(by_role(script))
     result = asyncio.run(MetaAgent(model).play(TwoRooms()))
     assert result.won and result.focus_loops == 1  # the second give-up at the same timestep is not looped again
     caught = kinds(trace, "ma_focus")[0]
@@ -427,7 +507,7 @@ def test_an_agent_that_keeps_failing_gets_one_focus_loop_per_timestep_then_the_t
     script = winning_script()
     script["conscious"] = ["not json at all"]  # every belief fails to parse: the conscious agent always forfeits
     script["focus"] = [reply(situation="Still west.", action="go east")]
-    model, _, trace = scripted(by_agent(script))
+    model, _, trace = scripted(by_role(script))
     result = asyncio.run(MetaAgent(model, max_actions=2).play(TwoRooms()))
     assert result.won and result.actions == 2
     loops = kinds(trace, "ma_focus")
@@ -435,11 +515,35 @@ def test_an_agent_that_keeps_failing_gets_one_focus_loop_per_timestep_then_the_t
     assert [(o.step, o.recovered) for o in kinds(trace, "ma_focus_outcome")] == [(1, True), (2, True)]
 
 
+@pytest.mark.parametrize(("known", "pick"), [
+    ("The task is complete.", "focus"),  # a belief that claims success, then asks for the focus loop again
+    ("The task is complete.", "motor"),  # ... or picks outside the graph
+    ("the key may be east", "focus"),  # a sound belief whose orchestrator keeps picking the focus loop
+])
+def test_the_focus_loop_runs_at_most_once_per_timestep_whoever_asks_for_it(known: str, pick: str) -> None:
+    """The 0.5B model on TextWorld: the conscious agent's call kept picking `focus` after the focus loop had
+    replayed the observation, and the team went round it until the transition cap without one action."""
+    script = {**winning_script(orchestrator=[reply(next="focus")]), "conscious": [belief(known, pick=pick)],
+              "focus": [reply(situation="The key is near.", action="look")]}
+    model, backend, trace = scripted(by_role(script))
+    agent = MetaAgent(model, max_actions=2)
+    result = asyncio.run(agent.play(TwoRooms()))
+    assert result.won and result.actions == 2 and result.transitions < agent.max_transitions
+    into_focus = [t.step for t in kinds(trace, "ma_transition") if t.target == "focus"]
+    assert sorted(set(into_focus)) == into_focus and into_focus  # entered, and never twice at one timestep
+    assert len(backend.history) <= 4 * result.actions  # at worst: belief, focus, belief again, plan and action
+    refused = [t for t in kinds(trace, "ma_transition") if t.source == "conscious" and not t.valid]
+    assert all(t.target == "planning" and t.by == "orchestrator" for t in refused)
+    if pick == "focus":  # after the loop the conscious agent is no longer offered it
+        offered = [r.json_schema["properties"]["next_agent"]["enum"] for r in calls(backend, "orchestrator")]
+        assert ["planning", "idea"] in offered and refused
+
+
 def test_each_memory_mode_stores_only_what_it_keeps(tmp_path: Path) -> None:
     for episodic, conceptual in ((True, False), (False, True)):
         store = MemoryStore(tmp_path / f"{episodic}-{conceptual}")
         memory = MemorySettings(store, episodic=episodic, conceptual=conceptual, embedder=HashingEmbedder())
-        model, backend, _ = scripted(by_agent(winning_script()))
+        model, backend, _ = scripted(by_role(winning_script()))
         asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms()))
         assert len(store.episodes()) == int(episodic)
         assert len(store.concepts()) == int(conceptual)
@@ -452,7 +556,7 @@ def test_a_graph_file_replaces_the_default_and_bad_agents_fail_before_the_run(tm
                          "  external_perception: [conscious]\n")
     graph = TransitionGraph.from_file(autopilot)
     assert TransitionGraph.from_data(graph.to_data()) == graph
-    model, backend, _ = scripted(by_agent(winning_script()))
+    model, backend, _ = scripted(by_role(winning_script()))
     assert asyncio.run(MetaAgent(model, graph=graph).play(TwoRooms())).won
     assert not any(r.agent == "orchestrator" for r in backend.history)  # one successor each: nothing to choose
     typo = TransitionGraph({"conscious": ("planer",), "planer": ("conscious",)})
@@ -466,7 +570,7 @@ def test_a_graph_file_replaces_the_default_and_bad_agents_fail_before_the_run(tm
 
 
 def test_textworld_bench_runs_the_metaagent_through_the_memory_loop_and_keeps_its_memory(tmp_path: Path) -> None:
-    pytest.importorskip("textworld")
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
     from noosphere.envs import textworld_games
     from noosphere.llm import Model, ScriptedBackend
     from noosphere.llm.types import Request
@@ -477,16 +581,20 @@ def test_textworld_bench_runs_the_metaagent_through_the_memory_loop_and_keeps_it
     expert = list(game.expert_actions())
     picked: list[str] = []
 
+    def pick(offered: list[str]) -> str:  # the extended loop once, then the autopilot
+        choice = next((a for a in ("retrieve_memory", "idea") if a in offered and a not in picked), "planning")
+        picked.append(choice)
+        return choice if choice in offered else offered[0]
+
     def play(request: Request) -> str:
         options = (request.json_schema or {}).get("properties", {})
-        if request.agent == "orchestrator":  # the extended loop once, then the autopilot
-            offered = options["next"]["enum"]
-            choice = next((a for a in ("retrieve_memory", "idea") if a in offered and a not in picked), "planning")
-            picked.append(choice)
-            return reply(next=choice if choice in offered else offered[0])
-        step = len([r for r in backend.history if r.agent == "motor"]) - 1
+        if request.agent == "orchestrator":  # its own call, after the retrieve-memory agent
+            return reply(next=pick(options["next"]["enum"]))
+        if request.agent == "conscious+orchestrator":  # the pick rides on the belief's call
+            return belief("I follow the path", pick=pick(options["next_agent"]["enum"]))
+        step = len(calls(backend, "motor")) - 1
         action = expert[min(step, len(expert) - 1)]
-        return {"conscious": belief("I follow the path"), "planning": reply(reason="r", action=action),
+        return {"conscious": belief("I follow the path"), "planning+motor": reply(plan="r", action=action),
                 "motor": reply(action=action)}.get(request.agent or "", reply(text="Keep going along the path."))
 
     backend = ScriptedBackend(play)
@@ -502,6 +610,11 @@ def test_textworld_bench_runs_the_metaagent_through_the_memory_loop_and_keeps_it
     assert {("conscious", "retrieve_memory"), ("retrieve_memory", "idea"), ("idea", "planning")} <= moves
     counts = json.loads((run_dir / "transitions.json").read_text())
     assert "retrieve_memory" in counts["agents"] and (run_dir / "transition_probabilities.png").exists()
+    hops = {(a, b): n for a, row_ in zip(counts["agents"], counts["counts"], strict=True)
+            for b, n in zip(counts["agents"], row_, strict=True)}
+    autopilot = [("conscious", "planning"), ("planning", "motor"), ("motor", "external_perception"),
+                 ("external_perception", "conscious")]  # the loop, role by role, though two roles share a call
+    assert [hops[hop] for hop in autopilot] == [len(expert) - 1, *[len(expert)] * 3] and row["focus_loops"] == 0
     [episode] = MemoryStore(run_dir / "memory").episodes()  # the episode survives in the run's memory
     assert episode.won and [s.action for s in episode.steps[1:]] == expert
 
@@ -522,10 +635,10 @@ def test_the_percept_history_window_moves_in_steps_so_prompts_share_a_prefix() -
 
 def test_the_conscious_agent_reads_its_dated_belief_before_the_result_it_must_update_it_with() -> None:
     """Placed last, the old belief was copied instead of updated: it now comes before the percept, dated."""
-    model, backend, _ = scripted(by_agent({**winning_script(), "conscious": [
+    model, backend, _ = scripted(by_role({**winning_script(), "conscious": [
         belief("In the west room; the key may be east."), belief("In the east room with the key.")]}))
     asyncio.run(MetaAgent(model).play(TwoRooms()))
-    second = [r for r in backend.history if r.agent == "conscious"][1].messages[1].content
+    second = calls(backend, "conscious")[1].messages[1].content
     dated, rest = second.split("Belief state at timestep 0: At: the west room. Done: nothing yet. "
                                "Known: In the west room; the key may be east. Next: find the key.", 1)
     assert "Your task is to: take the key." in dated and "Current observation: You are in the east room" in rest

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from noosphere.errors import OutputParseError, UnknownNameError, UsageError
+from noosphere.errors import CapabilityError, OutputParseError, UnknownNameError, UsageError
 from noosphere.observation import Observation
 from noosphere.society import Ballot, Member, debate, democracy, monarchy, tally
 from noosphere.society.phases import SNIPPET, excerpt
@@ -213,6 +213,54 @@ def test_a_vote_by_standing_answers_counts_them_without_asking_for_ballots() -> 
         debate(members(model), Member("editor", model, "e"), vote="standing")
     with pytest.raises(UsageError, match="fill in none"):  # no ballot to put the summary on
         democracy(members(model), Member("organizer", model, "o"), vote="standing", ballot_summary=True)
+
+
+def test_a_weighted_vote_counts_each_standing_answer_by_its_members_belief_in_it() -> None:
+    """Two debaters hold 5 and doubt it; one holds 6 and believes it: the weighted count decides 6."""
+    def scorer(request):
+        question = request.messages[-1].content
+        assert request.options == ("Yes", "No") and "Is your answer to the task" in question
+        assert request.messages[-2].role == "assistant"  # asked after the member's own conversation
+        return {"Yes": 0.9, "No": 0.1} if "6" in question else {"Yes": 0.2, "No": 0.8}
+
+    model, backend, trace = scripted(by_agent({"a": [said("6"), said("6")], "b": [said("5"), said("5")],
+                                               "c": [said("5"), said("5")]}), scorer=scorer)
+    result = debate(members(model), rounds=1, vote="weighted").run_sync("What is 3 x 2?")
+    assert (result.answer, result.decided_by) == ("6", "weighted")
+    assert result.support == pytest.approx(0.9 / 1.3)
+    assert [(b.voter, b.ranking, b.weight) for b in trace.of_kind("soc_ballot")] == [
+        ("a", ["6"], 0.9), ("b", ["5"], 0.2), ("c", ["5"], 0.2)]
+    [tally_event] = trace.of_kind("soc_tally")
+    assert tally_event.scores == pytest.approx({"6": 0.9, "5": 0.4})
+    assert len(backend.score_history) == 3 and len(backend.history) == 3 + 3  # no ballot asked for
+    unweighted = debate(members(scripted(by_agent({"a": [said("6"), said("6")], "b": [said("5"), said("5")],
+                                                   "c": [said("5"), said("5")]}))[0]), rounds=1,
+                        vote="standing").run_sync("What is 3 x 2?")
+    assert unweighted.answer == "5"
+
+
+def test_a_weighted_vote_is_refused_before_any_call_on_a_model_that_cannot_score() -> None:
+    model, backend, _ = scripted([])
+    with pytest.raises(CapabilityError, match="vote='weighted'"):
+        debate(members(model), rounds=1, vote="weighted")
+    with pytest.raises(CapabilityError, match="logprobs"):
+        democracy(members(model), Member("organizer", model, "o"), vote="weighted")
+    assert backend.history == []
+
+
+def test_a_member_whose_belief_forfeits_counts_as_no_information() -> None:
+    from noosphere.errors import ModelError
+
+    def scorer(request):
+        if "5" in request.messages[-1].content:
+            return ModelError("scripted", "scoring failed")
+        return {"Yes": 0.3, "No": 0.7}
+
+    model, _, trace = scripted(by_agent({"a": [said("6"), said("6")], "b": [said("5"), said("5")],
+                                         "c": [said("5"), said("5")]}), scorer=scorer)
+    result = debate(members(model), rounds=1, vote="weighted").run_sync("What is 3 x 2?")
+    assert result.answer == "5" and len(trace.of_kind("soc_forfeit")) == 2  # 0.5 + 0.5 outweigh 0.3
+    assert [b.weight for b in trace.of_kind("soc_ballot")] == [0.3, 0.5, 0.5]
 
 
 def test_debaters_without_an_editor_may_be_counted_by_their_standing_answers() -> None:

@@ -1,8 +1,10 @@
 """The run viewer: the page each kind of run gets, driven in Debian's Chromium through Playwright.
 
 The fixture runs under tests/fixtures were recorded by `tests/fixtures/make_fixtures.py`.
-Browser tests skip when playwright or /usr/bin/chromium is missing; screenshots go to the test's
-tmp_path and, when NOOSPHERE_ARTIFACTS names a folder, there too.
+The browser is Debian's Chromium (/usr/bin/chromium, or NOOSPHERE_CHROMIUM), else Playwright's own download;
+`make test` installs one (.ci/system-deps). Without either the browser tests skip, saying which command to run, and
+CI counts that skip as a failure (tests/skip_policy.py). Screenshots go to the test's tmp_path and, when
+NOOSPHERE_ARTIFACTS names a folder, there too.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from noosphere.viewer.page import embed_json
 from tests.test_cli import invoke
 
 RUNS = Path(__file__).parent / "fixtures"
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(os.environ.get("NOOSPHERE_CHROMIUM", "/usr/bin/chromium"))
+NO_CHROMIUM = (f"needs Chromium: no {CHROMIUM} (sudo apt-get install chromium) and no Playwright download "
+               "(python -m playwright install chromium); make test installs one")
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
@@ -129,11 +133,14 @@ def test_view_command_prints_the_url_and_stops_on_ctrl_c() -> None:
 # in the browser ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install playwright)")
-    if not CHROMIUM.exists():
-        pytest.skip("needs Debian's chromium at /usr/bin/chromium")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install -e '.[test]')")
     with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        if CHROMIUM.exists():
+            launched = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        elif Path(playwright.chromium.executable_path).exists():
+            launched = playwright.chromium.launch()
+        else:
+            pytest.skip(NO_CHROMIUM)
         yield launched
         launched.close()
 
@@ -399,3 +406,113 @@ def test_a_trace_of_ten_thousand_calls_opens_in_under_three_seconds(view: Any, t
     panel.locator("tr.clickable").nth(99).click()
     assert "Trace of item item-0099" in panel.locator("#item-trace").inner_text()
     viewer.shot("ten-thousand-calls")
+
+
+def write_calibrated_run(folder: Path) -> Path:
+    """A MUStARD run whose three items carry confidences (right at 0.9 and 0.6, wrong at 0.7), reported as
+    `noosphere bench` reports (the browser's event loop leaves no room for the CLI's own)."""
+    from noosphere.bench import averages, write_report
+    from noosphere.bench.calibration import calibrate_run
+
+    with Run(folder, command="bench", config={"benchmark": "mustard", "system": "base", "model": "scripted"}) as run:
+        rows = []
+        for index, (confidence, correct) in enumerate([(0.9, True), (0.7, False), (0.6, True)]):
+            item_id, gold = f"item-{index}", "sarcastic" if correct else "not sarcastic"
+            run.trace.emit(BenchItemStarted(item_id=item_id))
+            run.trace.emit(BenchItemFinished(item_id=item_id, prediction="sarcastic", gold=gold, correct=correct,
+                                             calls=1, tokens=10, seconds=0.1))
+            rows.append({"id": item_id, "prediction": "sarcastic", "gold": gold, "correct": correct, "calls": 1,
+                         "tokens": 10, "seconds": 0.1, "error": None, "confidence": confidence})
+        (folder / "items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+        calibration = calibrate_run(folder, rows, "MUStARD (text) · base")
+        report = write_report(run, "MUStARD (text)", {"accuracy": 66.67, **calibration.metrics}, averages(rows))
+        run.finish({"report": report})
+    return folder
+
+
+def test_benchmark_tab_and_compare_draw_the_reliability_diagram(view: Any, tmp_path: Path) -> None:
+    first, second = write_calibrated_run(tmp_path / "a"), write_calibrated_run(tmp_path / "b")
+    assert (first / "reliability.png").exists()
+    viewer = view(first)
+    panel = viewer.tab("benchmark")
+    calibration = card(panel, "Calibration")
+    assert calibration.locator("svg.reliability rect.bin").count() == 3  # bins 0.6, 0.7 and 0.9 hold an item each
+    assert calibration.locator("svg.reliability line.diagonal").count() == 1
+    assert "ECE 0.400 · Brier 0.220 · AUROC 0.500 · n 3" in calibration.locator("svg text.title").text_content()
+    assert "two right and two wrong answers" in calibration.inner_text()
+    metrics = card(panel, "Metrics").inner_text()
+    assert "ece\t0.40\n" in metrics and "calibration" not in metrics
+    assert viewer.page.locator("img").count() == 0  # drawn inline: the report file stays self-contained
+    viewer.shot("calibration")
+
+    compared = view(first, compare=str(second)).tab("compare")
+    assert card(compared, "Calibration").locator("svg.reliability").count() == 2
+    assert "ece\t0.40\t0.40\t0\n" in card(compared, "Metrics").inner_text()
+    one_sided = view(first, compare="bench-base").tab("compare")
+    assert card(one_sided, "Calibration").locator("svg.reliability").count() == 1
+    assert "no confidence in this run's items" in card(one_sided, "Calibration").inner_text()
+
+
+def parallel_ctm_run(tmp_path: Path, items: int = 12) -> Path:
+    """A MUStARD CTM benchmark scored four items at a time on the scripted model of `tests/ctm_driver.py` (in a
+    process of its own: the browser holds this one's event loop). Every third item's STM is sure at once (1
+    iteration), the others' never (3), so the items' workspace runs interleave in the trace and differ in length."""
+    data = tmp_path / "sarcasm.json"
+    data.write_text(json.dumps({f"{n}_1": {"utterance": f"Case {n}: oh, great.", "speaker": "CHANDLER",
+                                           "context": ["The car broke down."], "context_speakers": ["ROSS"],
+                                           "show": "FRIENDS", "sarcasm": n % 2 == 0} for n in range(items)}))
+    done = subprocess.run([sys.executable, "-m", "tests.ctm_driver", "bench", "mustard", "--system", "ctm", "--data",
+                           str(data), "--parallel", "4", "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"],
+                          capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent.parent)
+    assert done.returncode == 0, done.stderr
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    return run_dir
+
+
+def test_a_parallel_benchmark_shows_one_workspace_run_per_item(view: Any, tmp_path: Path) -> None:
+    run_dir = parallel_ctm_run(tmp_path)
+    rows = {row["id"]: row for row in map(json.loads, (run_dir / "items.jsonl").read_text().splitlines())}
+    assert len(rows) == 12 and {row["iterations"] for row in rows.values()} == {1, 3}
+    owners = [json.loads(line).get("item_id") for line in (run_dir / "trace.jsonl").open()]
+    started = [owner for owner in owners if owner]
+    assert started.index("1_1") < len(started) - 1 - started[::-1].index("0_1")  # the items did interleave
+    viewer = view(run_dir)
+    panel = viewer.tab("workspace")
+    assert "12 workspace runs, one per item (12 items)" in panel.locator(".episode-count").inner_text()
+    options = panel.locator("select.episode-select option").all_inner_texts()
+    assert sorted(options) == sorted(f"item {item} ({row['iterations']} iterations)" for item, row in rows.items())
+    panel.locator("select.episode-select").select_option(label="item 4_1 (3 iterations)")
+    assert panel.locator("button.iter").count() == 3
+    assert "case 4: " in panel.locator(".iteration").inner_text()  # only item 4's chunks
+    assert "case 5: " not in panel.inner_text()
+    viewer.shot("workspace-per-item")
+
+
+def test_the_overview_shows_the_report_as_tables_and_plots(view: Any, tmp_path: Path) -> None:
+    run_dir = parallel_ctm_run(tmp_path)
+    viewer = view(run_dir)
+    overview = viewer.page.locator("#panel-overview")
+    assert overview.locator("pre.json").count() == 0  # nothing of the result or the report as raw JSON
+    metrics = card(overview, "Metrics")
+    assert re.search(r"accuracy\t50(\.0)?\n", metrics.inner_text())
+    assert metrics.locator("table table", has_text="gold \\ predicted").count() == 1  # the confusion matrix
+    assert "ctm" in card(overview, "MUStARD (text)").inner_text()
+    viewer.shot("overview-report")
+
+    games = tmp_path / "games"
+    with Run(games, command="bench", config={"benchmark": "alfworld", "system": "react", "model": "scripted"}) as run:
+        report = {"benchmark": "ALFWorld", "system": "react", "model": "scripted", "metrics": {
+            "success_rate": 50.0, "games": 4, "decided": {"won": 2, "lost": 2},
+            "pick_and_place_simple_success_rate": 100.0, "pick_and_place_simple_games": 2,
+            "look_at_obj_in_light_success_rate": 0.0, "look_at_obj_in_light_games": 2}, "costs": {"calls_per_item": 3}}
+        (games / "report.json").write_text(json.dumps(report))
+        run.finish({"report": report})
+    viewer = view(games)
+    overview = viewer.page.locator("#panel-overview")
+    bars = overview.locator("svg.rates rect.rate")
+    assert [bars.nth(i).get_attribute("data-group") for i in range(bars.count())] == [
+        "pick_and_place_simple", "look_at_obj_in_light"]
+    assert "100 % (2)" in overview.locator("svg.rates").text_content()
+    assert card(overview, "Metrics").locator("table.nested", has_text="won").count() == 1
+    assert overview.locator("pre.json").count() == 0
+    viewer.shot("overview-success-per-type")

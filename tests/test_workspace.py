@@ -18,6 +18,7 @@ from noosphere.workspace import (
     LinkPolicy,
     Observation,
     Perception,
+    ProcessorMemory,
     ShortTermMemory,
     WeightRule,
     Workspace,
@@ -264,3 +265,53 @@ def test_stm_samples_turn_agreement_into_alpha() -> None:
     first_attempts = [r for r in backend.history if len(r.messages) == 2]
     assert len(first_attempts) == 4 and {r.settings.temperature for r in first_attempts} == {0.8}
     assert len({r.settings.seed for r in first_attempts}) == 4
+
+
+# per-run state ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("carry_over", [False, True])
+def test_each_run_starts_with_no_links_and_empty_memories_unless_the_settings_carry_them_over(
+        carry_over: bool) -> None:
+    workspace, backend, trace = make_workspace(full_loop_script(),
+                                               WorkspaceSettings(max_iterations=2, carry_over=carry_over))
+    first = workspace.run_sync("is the speaker sarcastic?", OBSERVATION)
+    assert first.links == [["a", "b"]]
+    seen = len(backend.history)
+    second = workspace.run_sync("is the speaker sarcastic?", OBSERVATION)  # the scripts' last replies ask nothing
+    first_bid_of_c = next(r for r in backend.history[seen:] if r.agent == "c").messages[-1].content
+    if carry_over:
+        assert second.links == [["a", "b"]] and "A: likely sarcastic" in first_bid_of_c
+    else:
+        assert second.links == [] and "A: likely sarcastic" not in first_bid_of_c
+        assert "Questions you already asked" not in first_bid_of_c
+    assert [e.links for e in trace.of_kind("ws_finished")] == [[["a", "b"]], second.links]
+
+
+def test_the_link_step_commits_the_broadcast_and_its_replies_or_rolls_both_back() -> None:
+    from noosphere.workspace.speculation import LinkStep
+
+    model = Model(ScriptedBackend([]), trace=Trace(None))
+    processors = {name: sensory(name, model, name) for name in "ab"}
+    winner = Chunk("a", 1, "A's gist", "what do you see?", 1.0, 1.0, 1.0, 0.0)
+    asked: list[str] = []
+
+    async def ask() -> dict[str, Chunk]:
+        asked.append("asked")
+        processors["b"].write(processors["b"].read().with_own(chunk("b", 0.9)))  # as the link question does
+        return {"b": chunk("b", 0.9)}
+
+    async def begin_then(end: str, speculative: bool) -> object:
+        step = LinkStep.begin(winner, processors, broadcast=True, ask=ask, speculative=speculative,
+                              trace=model.trace, iteration=1)
+        assert all(p.read().winners == (winner,) for p in processors.values())
+        await asyncio.sleep(0)  # a speculative question starts while the STM would be answering
+        return await step.commit() if end == "commit" else await step.rollback()
+
+    assert asyncio.run(begin_then("commit", speculative=False)) == {"b": chunk("b", 0.9)}
+    assert [e.winner for e in model.trace.of_kind("ws_broadcast")] == ["a"]
+    assert processors["b"].read().winners == (winner,) and len(processors["b"].read().own) == 1
+    for processor in processors.values():
+        processor.write(ProcessorMemory())
+    asked.clear()
+    asyncio.run(begin_then("rollback", speculative=True))
+    assert asked == ["asked"] and len(model.trace.of_kind("ws_broadcast")) == 1  # rolled back: not traced again
+    assert all(p.read().empty for p in processors.values())

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, create_model
 from noosphere.bench.bfcl_data import BfclItem
 from noosphere.bench.bfcl_match import score
 from noosphere.bench.runner import Scored
-from noosphere.errors import BudgetExceededError, RuntimeFault
+from noosphere.concurrent import Forfeit, attempt
 from noosphere.llm import Message, Model, ToolCall
 from noosphere.workspace import ShortTermMemory, Workspace, WorkspaceSettings
 from noosphere.workspace.proposer import FunctionProposer
@@ -30,10 +30,10 @@ SELECT_SYSTEM = "You decide which function calls to make for a request, precisel
 MIN_RELEVANCE = 0.5
 
 
-def _scored(item: BfclItem, calls: tuple[ToolCall, ...]) -> Scored:
+def _scored(item: BfclItem, calls: tuple[ToolCall, ...], confidence: float | None = None) -> Scored:
     correct, reason = score(item, calls)
     predicted = [{call.name: call.arguments} for call in calls]
-    return Scored(predicted, correct, {"reason": reason, "category": item.category})
+    return Scored(predicted, correct, {"reason": reason, "category": item.category}, confidence)
 
 
 async def solve_base(model: Model, item: BfclItem) -> Scored:
@@ -47,8 +47,9 @@ def _processor_name(index: int, function_name: str) -> str:
 
 async def solve_ctm(model: Model, settings: WorkspaceSettings, item: BfclItem) -> Scored:
     request = "\n".join(message.content for message in item.messages if message.role == "user")
-    proposers = [FunctionProposer(_processor_name(i, spec.name), model, spec) for i, spec in enumerate(item.tools)]
-    workspace = Workspace(list(proposers), ShortTermMemory(model), settings)
+    proposers = [FunctionProposer(_processor_name(i, spec.name), model, spec, scores=settings.scores)
+                 for i, spec in enumerate(item.tools)]
+    workspace = Workspace(list(proposers), ShortTermMemory(model, scores=settings.scores), settings)
     query = f"Request: {request}\nWhich function calls, with which arguments, does this request need?"
     result = await workspace.run(query)
     proposed: list[ToolCall] = []
@@ -57,7 +58,7 @@ async def solve_ctm(model: Model, settings: WorkspaceSettings, item: BfclItem) -
         if proposal is not None and proposal[0].relevance >= MIN_RELEVANCE:
             proposed += [call for call in proposal[1] if call not in proposed]
     calls = await _select(model, request, result.answer, proposed) if proposed else ()
-    scored = _scored(item, calls)
+    scored = _scored(item, calls, result.confidence)  # the STM's confidence in the workspace's conclusion
     scored.detail["proposed"] = len(proposed)
     return scored
 
@@ -89,12 +90,9 @@ async def _select(model: Model, request: str, conclusion: str, proposed: list[To
     prompt = (f"Request: {request}\nThe workspace concluded: {conclusion}\n\nProposed calls:\n{listed}\n\n"
               "List the separate things the request asks to be done (often just one), then for each the one "
               "proposed call that does it exactly, or none if no proposed call does.")
-    try:
-        completion = await model.complete([Message.system(SELECT_SYSTEM), Message.user(prompt)],
-                                          output=selection_form(letters), agent="motor")
-    except BudgetExceededError:
-        raise
-    except RuntimeFault:
+    completion = await attempt(model.complete([Message.system(SELECT_SYSTEM), Message.user(prompt)],
+                                              output=selection_form(letters), agent="motor"))
+    if isinstance(completion, Forfeit):
         return tuple(proposed)  # the motor forfeits: the proposals stand as they are
     chosen: Any = completion.output
     picked = [letter for letter in chosen.make[: len(chosen.asks)] if letter != "none"]

@@ -7,15 +7,18 @@ their dots; the ground truth maps each name to accepted values per parameter.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from noosphere.bench.data import shared_data
-from noosphere.errors import UnknownNameError
+from noosphere.datafiles import read_json_lines
+from noosphere.errors import DataError, UnknownNameError
 from noosphere.llm import Message, ToolSpec
 
+R = TypeVar("R", bound="BfclIdentified")
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 _TYPES = {"dict": "object", "float": "number", "tuple": "array", "integer": "integer", "int": "integer",
           "string": "string", "str": "string", "boolean": "boolean", "bool": "boolean", "array": "array",
@@ -58,20 +61,82 @@ def to_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read_lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+class BfclTurnMessage(BaseModel):
+    model_config = ConfigDict(strict=True, frozen=True)
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class BfclParameters(BaseModel):
+    """BFCL's parameter dialect, as deep as `to_json_schema` reads it."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="allow")
+    type: str | None = None
+    description: str = ""
+    properties: dict[str, BfclParameters] = {}
+    items: BfclParameters | None = None
+    required: list[str] = []
+    enum: list[Any] | None = None
+
+
+class BfclFunction(BaseModel):
+    model_config = ConfigDict(strict=True, frozen=True, extra="allow")
+    name: str = Field(min_length=1)
+    description: str = ""
+    parameters: BfclParameters = BfclParameters()
+
+
+class BfclIdentified(BaseModel):
+    model_config = ConfigDict(strict=True, frozen=True, extra="allow")
+    id: str = Field(min_length=1)
+
+
+class BfclRow(BfclIdentified):
+    question: list[list[BfclTurnMessage]] = Field(min_length=1)
+    function: list[BfclFunction]
+
+    @field_validator("question")
+    @classmethod
+    def _first_turn_speaks(cls, question: list[list[BfclTurnMessage]]) -> list[list[BfclTurnMessage]]:
+        if not question[0]:
+            raise ValueError("the first turn has no messages")
+        return question
+
+
+class BfclAnswer(BfclIdentified):
+    ground_truth: list[dict[str, dict[str, list[Any]]]]
+
+
+QUESTIONS = ('one JSON object a line: {"id", "question": [[{"role", "content"}, ...]], '
+             '"function": [{"name", "description", "parameters"}]}')
+ANSWERS = 'one JSON object a line: {"id", "ground_truth": [{"function": {"parameter": [accepted values]}}]}'
+
+
+def _read_rows(path: Path, row: type[R], expected: str) -> list[tuple[int, R, dict[str, Any]]]:
+    """Every line validated; an id given twice is refused too (a resumed run tells items apart by id)."""
+    rows = read_json_lines(path, row, expected=expected)
+    seen: dict[str, int] = {}
+    for line, parsed, _ in rows:
+        item_id = parsed.id
+        if item_id in seen:
+            raise DataError(f"id {item_id!r} is given again (first on line {seen[item_id]}); ids must be unique",
+                            source=str(path), line=line)
+        seen[item_id] = line
+    return rows
 
 
 def load_bfcl(category: str, folder: Path | None = None, *, limit: int | None = None) -> list[BfclItem]:
+    """A category's questions (and, where the folder has them, their possible answers), validated whole first."""
     if category not in CATEGORIES:
         raise UnknownNameError("BFCL category", category, CATEGORIES)
     source = shared_data("bfcl", f"BFCL_v4_{category}.json", folder / f"BFCL_v4_{category}.json" if folder else None)
     answers_path = source.parent / "possible_answer" / source.name
-    answers = {row["id"]: row["ground_truth"] for row in _read_lines(answers_path)} if answers_path.exists() else {}
+    answers = ({answer.id: answer.ground_truth for _, answer, _ in _read_rows(answers_path, BfclAnswer, ANSWERS)}
+               if answers_path.exists() else {})
+    rows = [(row, raw) for _, row, raw in _read_rows(source, BfclRow, QUESTIONS)]
     items = []
-    for row in _read_lines(source)[:limit] if limit else _read_lines(source):
-        turn = row["question"][0]
-        messages = tuple(Message(m["role"], m["content"]) for m in turn)
-        items.append(BfclItem(row["id"], category, messages, tuple(row["function"]),
-                              tuple(answers.get(row["id"], ()))))
+    for row, raw in rows[:limit] if limit else rows:
+        messages = tuple(Message(m.role, m.content) for m in row.question[0])
+        # the functions as written (validated above): their order of keys is the order of the schema shown
+        items.append(BfclItem(row.id, category, messages, tuple(raw["function"]), tuple(answers.get(row.id, ()))))
     return items

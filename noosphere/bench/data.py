@@ -1,23 +1,6 @@
-"""Where benchmark data lives: an explicit path always wins; otherwise `../shared/data/<name>`."""
+"""Where benchmark data lives: moved to `noosphere.data`, below both the benchmarks and the environments
+(which read ALFWorld's games from the same place); kept here so that `noosphere.bench.data` still works."""
 
-from __future__ import annotations
+from noosphere.data import shared_data
 
-from pathlib import Path
-
-from noosphere.errors import UsageError
-
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def shared_data(name: str, filename: str, path: Path | None = None) -> Path:
-    """Return `path` if given, else the first `shared/data/<name>/<filename>` found next to cwd or the repo."""
-    if path is not None:
-        if not path.exists():
-            raise UsageError(f"no data at {path}")
-        return path
-    candidates = [base / "shared" / "data" / name / filename
-                  for base in (Path.cwd().parent, Path.cwd(), _REPO_ROOT.parent)]
-    for candidate in candidates:
-        if candidate.exists():
-            return candidate
-    raise UsageError(f"{name} data not found (looked in {', '.join(str(c) for c in candidates)}); pass --data PATH")
+__all__ = ["shared_data"]

@@ -8,17 +8,19 @@ whose options are compared by their number, so "12", "12.0" and "$12" are one op
 
 from __future__ import annotations
 
-import asyncio
-import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from noosphere.bench.data import shared_data
 from noosphere.bench.runner import Scored
-from noosphere.errors import BudgetExceededError, NoosphereError
+from noosphere.concurrent import Forfeit, gather_turns
+from noosphere.datafiles import read_json_lines
 from noosphere.llm import Message, Model
 from noosphere.society import Society, Statement
 from noosphere.society.spec import SocietySpec
@@ -55,26 +57,40 @@ def answer_key(answer: str) -> str:
     return normalise_number(answer) or answer.strip().lower()
 
 
+class GsmRow(BaseModel):
+    """One line of GSM8K's JSONL: the problem, and the worked answer that ends in `#### <number>`."""
+
+    model_config = ConfigDict(strict=True, frozen=True)
+    question: str = Field(min_length=1)
+    answer: str
+
+    @field_validator("answer")
+    @classmethod
+    def _ends_in_a_number(cls, answer: str) -> str:
+        if "####" not in answer or normalise_number(answer.rsplit("####", 1)[-1]) is None:
+            raise ValueError("the answer must end in '#### <number>'")
+        return answer
+
+
+EXPECTED = 'one JSON object a line: {"question": "...", "answer": "... #### <number>"}'
+
+
 def load_gsm8k(path: Path | None = None, *, limit: int | None = None) -> list[GsmItem]:
-    """Problems in file order (the dev file is already a fixed sample); any file in the original format works."""
+    """Problems in file order (the dev file is already a fixed sample); any file in the original format works.
+    The whole file is validated first: a bad line is a `DataError` naming it."""
     source = shared_data("gsm8k", "test_dev.jsonl", path)
+    rows = read_json_lines(source, GsmRow, expected=EXPECTED)
     items = []
-    for index, line in enumerate(source.read_text(encoding="utf-8").splitlines()):
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        gold = normalise_number(row["answer"].rsplit("####", 1)[-1])
-        if gold is None:
-            continue
-        items.append(GsmItem(f"gsm8k-{index:04d}", row["question"], gold))
-        if limit is not None and len(items) >= limit:
-            break
-    return items
+    for line, row, _ in rows:  # an item's id is its line's index, as in every run so far
+        gold = normalise_number(row.answer.rsplit("####", 1)[-1])
+        assert gold is not None  # checked by GsmRow
+        items.append(GsmItem(f"gsm8k-{line - 1:04d}", row.question, gold))
+    return items[:limit] if limit else items
 
 
-def _scored(item: GsmItem, answer: str | None, **detail: object) -> Scored:
+def _scored(item: GsmItem, answer: str | None, confidence: float | None = None, **detail: object) -> Scored:
     prediction = normalise_number(answer) if answer else None
-    return Scored(prediction, prediction == item.gold, {"answer": (answer or "")[:300], **detail})
+    return Scored(prediction, prediction == item.gold, {"answer": (answer or "")[:300], **detail}, confidence)
 
 
 async def solve_base(model: Model, item: GsmItem) -> Scored:
@@ -84,24 +100,64 @@ async def solve_base(model: Model, item: GsmItem) -> Scored:
     return _scored(item, completion.output.answer)
 
 
-async def solve_best_of_n(model: Model, n: int, item: GsmItem) -> Scored:
-    """N seeded samples in parallel; the most frequent number wins (ties: the one seen first)."""
-    async def sample(index: int) -> str | None:
-        settings = model.settings.with_(temperature=SAMPLE_TEMPERATURE, seed=model.settings.seed + index)
-        completion = await model.complete([Message.system(SOLVER_ROLE), Message.user(item.question)],
-                                          output=Statement, settings=settings, agent=f"sample-{index}")
-        return normalise_number(completion.output.answer) if completion.output else None
+CORRECT_QUESTION = "Is the final answer above correct? Answer Yes or No."
 
-    results = await asyncio.gather(*[sample(i) for i in range(n)], return_exceptions=True)
-    stopping = next((r for r in results if isinstance(r, BaseException)
-                     and (isinstance(r, BudgetExceededError) or not isinstance(r, NoosphereError))), None)
-    if stopping is not None:  # a spent budget or a bug stops the run; a sample's own failure costs only itself
-        raise stopping
-    numbers = [r for r in results if isinstance(r, str)]
+
+async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weighted: bool = False) -> Scored:
+    """N seeded samples in parallel; the most frequent number wins (ties: the one seen first).
+
+    `weighted` (confidence-informed self-consistency, CISC): each sample's vote counts P(True), the
+    model's probability of "Yes" to "is the final answer correct?" asked after that sample, so a
+    number the model believes in outweighs one it doubts. That costs one scoring call a sample (the
+    sample's own conversation is still in the engine's cache: only the question is evaluated). The
+    row keeps every sample's number and P(True), and the plain vote, so any vote can be recounted.
+    """
+    messages = [Message.system(SOLVER_ROLE), Message.user(item.question)]
+
+    async def sample(index: int) -> tuple[str | None, float | None]:
+        settings = model.settings.with_(temperature=SAMPLE_TEMPERATURE, seed=model.settings.seed + index)
+        completion = await model.complete(messages, output=Statement, settings=settings, agent=f"sample-{index}")
+        number = normalise_number(completion.output.answer) if completion.output else None
+        if not weighted or number is None:
+            return number, None
+        p = await model.p_true([*messages, Message.assistant(completion.text), Message.user(CORRECT_QUESTION)],
+                               agent=f"judge-{index}")
+        return number, p
+
+    # a sample that fails at run time costs only itself; a spent budget, a usage error or a bug stops the run
+    results = await gather_turns(partial(sample, i) for i in range(n))
+    drawn = [r if isinstance(r, tuple) else (None, None) for r in results]
+    numbers = [number for number, _ in drawn if number is not None]
     votes = Counter(numbers)
-    best = max(votes, key=lambda number: (votes[number], -numbers.index(number))) if votes else None
-    return _scored(item, best, votes=dict(votes), failed=sum(1 for r in results if isinstance(r, BaseException)),
-                   no_number=sum(1 for r in results if r is None))
+    plain = majority(votes, numbers)
+    failed = sum(1 for r in results if isinstance(r, Forfeit))
+    detail: dict[str, object] = {"votes": dict(votes), "failed": failed,
+                                 "no_number": sum(1 for r in results if isinstance(r, tuple) and r[0] is None)}
+    if not weighted:
+        # its confidence: the share of the N samples that gave the winning number (self-consistency)
+        return _scored(item, plain, votes[plain] / n if plain is not None else None, **detail)
+    weights = weighted_votes(drawn)
+    best = majority(weights, numbers)
+    total = sum(weights.values())
+    detail |= {"plain": plain, "weights": {k: round(v, 4) for k, v in weights.items()},
+               "samples": [{"number": number, "p_true": round(p, 6) if p is not None else None}
+                           for number, p in drawn]}
+    # its confidence: the share of the weight behind the winning number
+    return _scored(item, best, weights[best] / total if best is not None and total > 0 else None, **detail)
+
+
+def majority(votes: Mapping[str, float], order: list[str]) -> str | None:
+    """The number with the most votes (or weight); ties go to the one seen first."""
+    return max(votes, key=lambda number: (votes[number], -order.index(number))) if votes else None
+
+
+def weighted_votes(samples: list[tuple[str | None, float | None]]) -> dict[str, float]:
+    """Each number's total P(True) over the samples that gave it (a sample without a score weighs 0)."""
+    weights: dict[str, float] = {}
+    for number, p in samples:
+        if number is not None:
+            weights[number] = weights.get(number, 0.0) + (p or 0.0)
+    return weights
 
 
 REWARD = 20.0
@@ -122,7 +178,7 @@ async def solve_society(society: Society, item: GsmItem) -> Scored:
     if society.economy is not None:  # the ledger lives across problems: record how it stands after each
         detail["balances"] = {name: round(v, 2) for name, v in society.economy.balances.items()}
         detail["ledger"] = society.economy.snapshot()  # exact, so that a resumed run goes on from here
-    return _scored(item, result.answer, **detail)
+    return _scored(item, result.answer, result.support, **detail)  # confidence: the share of the society behind it
 
 
 async def solve_in_new_society(build: Callable[[], Society], item: GsmItem) -> Scored:

@@ -8,20 +8,22 @@ with the utterance), and its STM picks the label. Both answer the same query wit
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from noosphere.bench.data import shared_data
 from noosphere.bench.runner import Scored
+from noosphere.datafiles import read_json
+from noosphere.errors import DataError
 from noosphere.llm import Message, Model
 from noosphere.observation import Observation
 from noosphere.workspace import WorkspaceSettings
 from noosphere.workspace.classify import classify
+from noosphere.workspace.scores import ScoreSource
 
 LABELS = ("sarcastic", "not sarcastic")
 SHOWS = {"BBT": "The Big Bang Theory", "FRIENDS": "Friends", "GOLDENGIRLS": "The Golden Girls",
@@ -34,6 +36,7 @@ TASK = (
 # The same task for both systems; only the answer format differs: the base model fills a label field,
 # processors explain their evidence (the STM then picks the label from the winning explanation).
 QUERY = f"{TASK} Answer 'sarcastic' or 'not sarcastic'."
+LABEL_QUERY = f"{TASK} Answer with one label: sarcastic or not sarcastic."
 WORKSPACE_QUERY = f"{TASK} Say what in your input points to sarcasm or against it, then give your verdict."
 
 
@@ -58,13 +61,39 @@ class MustardItem:
         return f"The speaker is {self.speaker.title()}, a character of the TV series {show}."
 
 
+class MustardRow(BaseModel):
+    """One entry of MUStARD's JSON, as the original file and our dev sample write it."""
+
+    model_config = ConfigDict(strict=True, frozen=True)
+    utterance: str = Field(min_length=1)
+    speaker: str = Field(min_length=1)
+    context: list[str] = []
+    context_speakers: list[str] = []
+    show: str = ""
+    sarcasm: bool
+
+    @model_validator(mode="after")
+    def _lines_have_speakers(self) -> MustardRow:
+        if len(self.context) != len(self.context_speakers):
+            raise ValueError(f"'context' has {len(self.context)} lines but 'context_speakers' has "
+                             f"{len(self.context_speakers)}")
+        return self
+
+
+MUSTARD_FILE = TypeAdapter(dict[str, MustardRow])
+EXPECTED = ("a JSON object mapping each item id to {utterance, speaker, sarcasm: true|false, "
+            "context: [lines], context_speakers: [names], show}")
+
+
 def load_mustard(path: Path | None = None, *, limit: int | None = None, sample_seed: int = 0) -> list[MustardItem]:
-    """Load MUStARD's JSON (the dev part or the full original file); a seeded shuffle, then the first `limit`."""
+    """Load MUStARD's JSON (the dev part or the full original file), validated whole (`DataError` names what
+    is wrong and where); a seeded shuffle, then the first `limit`."""
     source = shared_data("mustard", "sarcasm_dev.json", path)
-    raw: dict[str, dict[str, Any]] = json.loads(source.read_text(encoding="utf-8"))
-    items = [MustardItem(key, entry["utterance"], entry["speaker"],
-                         tuple(zip(entry.get("context_speakers", []), entry.get("context", []), strict=False)),
-                         entry.get("show", ""), bool(entry["sarcasm"]))
+    raw = read_json(source, MUSTARD_FILE, expected=EXPECTED)
+    if not raw:
+        raise DataError(f"holds no items; expected {EXPECTED}", source=str(source))
+    items = [MustardItem(key, entry.utterance, entry.speaker,
+                         tuple(zip(entry.context_speakers, entry.context, strict=True)), entry.show, entry.sarcasm)
              for key, entry in sorted(raw.items())]
     random.Random(sample_seed).shuffle(items)
     return items[:limit] if limit else items
@@ -76,15 +105,23 @@ class BaseVerdict(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
 
 
-async def solve_base(model: Model, item: MustardItem) -> Scored:
+async def solve_base(model: Model, item: MustardItem, *, scores: ScoreSource = "verbal") -> Scored:
+    """The model alone. `verbal`: it writes a reason, its label and its confidence. `logprob` / `samples`:
+    it writes nothing; each label is scored as its reply and the most probable one is the answer, its
+    probability the confidence."""
     prompt = (f"{item.speaker_card()}\n\nDialogue so far:\n{item.dialogue()}\n\n"
-              f"Final utterance, by {item.speaker}: \"{item.utterance}\"\n\n{QUERY}")
-    completion = await model.complete([Message.system("You are an expert in pragmatics and humour."),
-                                       Message.user(prompt)], output=BaseVerdict, agent="base")
+              f"Final utterance, by {item.speaker}: \"{item.utterance}\"\n\n")
+    system = Message.system("You are an expert in pragmatics and humour.")
+    if scores != "verbal":
+        scored = await model.score_options([system, Message.user(prompt + LABEL_QUERY)], LABELS, agent="base",
+                                           method="samples" if scores == "samples" else "logprob")
+        return Scored(scored.best, scored.best == item.gold, {"probs": scored.as_dict()},
+                      confidence=scored.prob(scored.best))
+    completion = await model.complete([system, Message.user(prompt + QUERY)], output=BaseVerdict, agent="base")
     verdict = completion.output
     assert verdict is not None
-    return Scored(verdict.label, verdict.label == item.gold,
-                  {"confidence": verdict.confidence, "answer": verdict.reason})
+    return Scored(verdict.label, verdict.label == item.gold, {"answer": verdict.reason},
+                  confidence=verdict.confidence)
 
 
 # As in CTM-AI, where every processor perceives the same utterance through another modality, every
@@ -109,6 +146,6 @@ async def solve_ctm(model: Model, settings: WorkspaceSettings, item: MustardItem
     result = await classify(model, WORKSPACE_QUERY, mustard_observation(item), LABELS, roles=ROLES,
                             settings=settings, stm_samples=stm_samples)
     return Scored(result.label, result.label == item.gold,
-                  {"confidence": result.confidence, "answer": result.answer, "iterations": result.iterations,
-                   "stopped_by": result.stopped_by, "winners": list(result.winners)})
+                  {"answer": result.answer, "iterations": result.iterations,
+                   "stopped_by": result.stopped_by, "winners": list(result.winners)}, confidence=result.confidence)
 

@@ -39,7 +39,8 @@ async def solve(model: Model, max_messages: int, task: CodingTask, *, specify: b
     # the tests run in a subprocess for up to seconds: off the event loop, so other tasks' calls go on meanwhile
     outcome = await asyncio.to_thread(run_python_program, f"{code}\n\n{task.tests}\n") if code else None
     passed = bool(outcome and outcome.passed)
-    return Scored("pass" if passed else "fail", passed, {
-        "stopped_by": result.stopped_by, "messages": len(result.transcript), "code_chars": len(code),
-        "test_output": outcome.output[-500:] if outcome else "no code block in the assistant's messages",
-        "network_isolated": outcome.network_isolated if outcome else None})
+    detail = {"stopped_by": result.stopped_by, "messages": len(result.transcript), "code_chars": len(code),
+              "test_output": outcome.output[-500:] if outcome else "no code block in the assistant's messages",
+              "network_isolated": outcome.network_isolated if outcome else None}
+    # its confidence, as a role-play society's support: 1.0 when the user agent declared the task done, else 0.5
+    return Scored("pass" if passed else "fail", passed, detail, 1.0 if result.stopped_by == "done" else 0.5)

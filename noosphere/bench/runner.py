@@ -12,19 +12,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from noosphere.concurrent import run_in_order
-from noosphere.errors import BudgetExceededError, RuntimeFault
-from noosphere.runs import Run
+from noosphere.bench.calibration import calibration_markdown
+from noosphere.concurrent import Forfeit, attempt, run_in_order
+from noosphere.datafiles import BadLine
+from noosphere.runs import ResultRow, Run, load_done, write_atomically
 from noosphere.scope import item_scope
 from noosphere.trace import Event
+
+
+class BenchLineSkipped(Event):
+    """A line of `items.jsonl` that could not be read (torn by a kill, damaged): its item is scored again."""
+
+    kind: str = "bench_line_skipped"
+    line: int
+    reason: str
 
 
 class BenchItemStarted(Event):
@@ -46,26 +57,26 @@ class BenchItemFinished(Event):
 
 @dataclass(frozen=True)
 class Scored:
-    """What a system returns for one item; `detail` is free-form and kept in items.jsonl."""
+    """What a system returns for one item; `detail` is free-form and kept in items.jsonl. `confidence` is the
+    system's own probability that its answer is right, where it has one (a report's calibration is drawn from it)."""
 
     prediction: Any
     correct: bool
     detail: dict[str, Any]
+    confidence: float | None = None
 
 
 Solve = Callable[[Any], Awaitable[Scored]]
 
 
-def load_done(path: Path) -> dict[str, dict[str, Any]]:
-    done: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line torn by a kill is redone
-            done[row["id"]] = row
-    return done
+class ScoredRow(ResultRow):
+    """A row as the loop writes it: what resuming and reporting read. A row without these is scored again."""
+
+    correct: bool
+    calls: int
+    tokens: int
+    seconds: float = Field(strict=False)
+    error: str | None
 
 
 def progress_bars(show: bool = True) -> Progress:
@@ -75,14 +86,21 @@ def progress_bars(show: bool = True) -> Progress:
 
 
 async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solve, *, show_progress: bool = True,
-                    parallel: int = 1, progress: Progress | None = None, label: str | None = None
-                    ) -> list[dict[str, Any]]:
+                    parallel: int = 1, progress: Progress | None = None, label: str | None = None,
+                    warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Score `(id, item, gold)` triples with `solve`, `parallel` at a time; returns all rows in item order,
-    resumed ones included. Rows are appended in the order items finish. The run's bar goes on `progress`
-    when given (several runs side by side), else on a display of its own."""
+    resumed ones included. Rows are appended in the order items finish, each flushed to disk before the next
+    is counted. The run's bar goes on `progress` when given (several runs side by side), else on a display of
+    its own. A line of an earlier session that cannot be read is traced, told to `warn`, and its item redone."""
     path = run.directory / "items.jsonl"
     run.checkpoint()  # this session counts from its start, even if it is killed before an item finishes
-    done = load_done(path)
+
+    def skipped(bad: BadLine) -> None:
+        run.trace.emit(BenchLineSkipped(line=bad.line, reason=bad.reason))
+        if warn is not None:
+            warn(f"{bad} (the item is scored again)")
+
+    done = load_done(path, row=ScoredRow, on_bad_line=skipped)
     todo = [entry for entry in items if entry[0] not in done]
     _end_torn_line(path)
     tally = {"correct": sum(1 for row in done.values() if row["correct"])}
@@ -97,6 +115,7 @@ async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solv
                 row = await _score_one(run, item_id, item, gold, solve)
             out.write(json.dumps(row, default=str) + "\n")
             out.flush()
+            os.fsync(out.fileno())  # on disk before the run counts it: a crash of the machine loses no row
             run.checkpoint()  # what was spent so far survives a kill that leaves no result
             done[item_id] = row
             tally["correct"] += int(row["correct"])
@@ -122,17 +141,14 @@ async def _score_one(run: Run, item_id: str, item: Any, gold: Any, solve: Solve)
         run.trace.emit(BenchItemStarted(item_id=item_id))
         started_at, started = time.time(), time.perf_counter()
         error = None
-        try:
-            scored = await solve(item)
-        except BudgetExceededError:  # the run's budget: it stops the run, the item stays to be scored
-            raise
-        except RuntimeFault as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            scored = Scored(None, False, {})
+        scored = await attempt(solve(item))  # a spent budget stops the run: the item stays to be scored
+        if isinstance(scored, Forfeit):
+            error, scored = str(scored), Scored(None, False, {})
         row = {"id": item_id, "prediction": scored.prediction, "gold": gold, "correct": scored.correct,
                "calls": scope.calls, "tokens": scope.tokens, "prompt_tokens": scope.prompt_tokens,
                "reused_prompt_tokens": scope.reused_prompt_tokens, "seconds": round(time.perf_counter() - started, 3),
-               "started": round(started_at, 3), "finished": round(time.time(), 3), "error": error, **scored.detail}
+               "started": round(started_at, 3), "finished": round(time.time(), 3), "error": error,
+               "confidence": scored.confidence, **scored.detail}
         run.trace.emit(BenchItemFinished(item_id=item_id, prediction=scored.prediction, gold=gold,
                                          correct=scored.correct, calls=row["calls"], tokens=row["tokens"],
                                          seconds=row["seconds"], error=error))
@@ -176,7 +192,7 @@ def write_report(run: Run, title: str, metrics: dict[str, Any], costs: dict[str,
     """Write report.json and report.md into the run folder and return the report."""
     report = {"benchmark": title, **{k: run.config.get(k) for k in ("system", "model", "ablation", "limit")},
               "metrics": metrics, "costs": costs}
-    (run.directory / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_atomically(run.directory / "report.json", json.dumps(report, indent=2) + "\n")
     lines = [f"# {title}", "", f"- system: {report['system']}", f"- model: {report['model']}"]
     if report.get("ablation"):
         lines.append(f"- ablation: {report['ablation']}")
@@ -190,5 +206,7 @@ def write_report(run: Run, title: str, metrics: dict[str, Any], costs: dict[str,
                   "| gold \\ predicted | " + " | ".join(predicted) + " |", "|---" * (len(predicted) + 1) + "|"]
         lines += [f"| {label} | " + " | ".join(str(v) for v in row) + " |"
                   for label, row in zip(confusion["gold"], confusion["matrix"], strict=True)]
-    (run.directory / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if metrics.get("calibration"):
+        lines += calibration_markdown(metrics["calibration"])
+    write_atomically(run.directory / "report.md", "\n".join(lines) + "\n")
     return report

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from noosphere.cli.ask import ModelOpener, add_ask
 from noosphere.cli.bench import add_bench
@@ -55,7 +56,8 @@ def run(app: typer.Typer, args: Sequence[str], *, stderr: Console | None = None)
             show()
         return exc.exit_code
     except NoosphereError as exc:
-        stderr.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        # a message may quote data, markup-like brackets included: shown as written
+        stderr.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2 if isinstance(exc, UsageError) else 1
     return 0
 

@@ -11,7 +11,8 @@ from typing import Annotated, Any, Protocol
 import typer
 from rich.console import Console
 
-from noosphere.errors import UnknownNameError, UsageError
+from noosphere.cli.signals import terminate_as_interrupt
+from noosphere.errors import CapabilityError, UnknownNameError, UsageError
 from noosphere.llm import DEFAULT_MODEL, CallCache, Model, Settings
 from noosphere.llm.usage import UsageLedger
 from noosphere.llm.weights import default_cache_dir
@@ -23,6 +24,7 @@ from noosphere.systems.ctm import ask_ctm
 from noosphere.systems.society import ask_society
 from noosphere.tools import builtin_tools
 from noosphere.trace import Trace
+from noosphere.workspace.scores import SCORE_SOURCES
 
 
 class ModelOpener(Protocol):
@@ -103,6 +105,9 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         no_cache: NoCacheOption = False,
         budget: BudgetOption = None,
         max_tokens: Annotated[int, typer.Option(help="output token limit per model call")] = 512,
+        scores: Annotated[str, typer.Option(
+            help="base, ctm: where confidences come from: verbal (the model's words), logprob (its token "
+                 "probabilities) or samples")] = "verbal",
     ) -> None:
         """Answer QUERY and print the answer, its confidence and where the run was written."""
         if system == "society":
@@ -113,6 +118,10 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
             raise UsageError("--society is for --system society")
         else:
             answer_with = get_system(system)
+        if scores not in SCORE_SOURCES:
+            raise UnknownNameError("score source", scores, SCORE_SOURCES)
+        if scores != "verbal" and system == "society":
+            raise UsageError("--scores is for base and ctm; a society weighs votes with `vote: weighted` in its file")
         if tool:
             if system != "ctm":
                 raise UsageError("tools are attached as tool processors: use them with --system ctm")
@@ -121,14 +130,17 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
                 if name not in available:
                     raise UnknownNameError("tool", name, available)
             answer_with = partial(ask_ctm, tools=tuple(available[name] for name in tool))
+        if system != "society":
+            answer_with = partial(answer_with, scores=scores)
         observation = parse_observation(text or [], [*(image or []), *(audio or [])])
         console = Console()
         config: dict[str, Any] = {"query": query, "system": system, "model": model, "seed": seed,
                                   "society": spec.model_dump() if system == "society" else None,
                                   "max_tokens": max_tokens, "cache": not no_cache, "views": observation.names,
-                                  "tools": tool or [], "budget": parse_budget(budget)}
-        with Run.create(out, command="ask", config=config) as run:
-            cache = open_cache(no_cache)
+                                  "tools": tool or [], "budget": parse_budget(budget), "scores": scores}
+        cache = open_cache(no_cache)
+        # SIGTERM stops it as Ctrl-C does: the run still writes result.json (status interrupted)
+        with Run.create(out, command="ask", config=config) as run, terminate_as_interrupt():
             settings = Settings(seed=seed, max_tokens=max_tokens)
             with console.status(f"loading {model}"):
                 if system == "society":
@@ -138,6 +150,8 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
                     answer_with = partial(ask_society, built)
                 else:
                     llm = opener(model, trace=run.trace, ledger=run.ledger, cache=cache, settings=settings)
+                    if scores == "logprob" and not llm.capabilities.logprobs:
+                        raise CapabilityError(llm.id, "logprobs (--scores logprob); use --scores samples or verbal")
                     answer_with = partial(answer_with, llm)
             with console.status(f"{system} is thinking"):
                 answer = asyncio.run(answer_with(query, observation))

@@ -54,6 +54,25 @@ def textworld_games(saved: dict[str, Any]) -> list[Any]:
     return games[: saved["limit"]] if saved.get("limit") else games
 
 
+def check_alfworld(saved: dict[str, Any]) -> None:
+    """Every game file validated and ALFWorld installed, before a run folder is made."""
+    from noosphere.envs.alfworld import game_files, require_alfworld
+
+    game_files(Path(saved["data"]) if saved.get("data") else None)
+    require_alfworld()
+
+
+def check_textworld(saved: dict[str, Any]) -> None:
+    """TextWorld installed and the games already compiled whole, before a run folder is made."""
+    from noosphere.envs.textworld_games import check_games
+
+    check_games(Path(saved["games_dir"]), tier=saved["tier"], per_challenge=saved["per_challenge"],
+                seed=saved["seed"])
+
+
+GAME_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {"alfworld": check_alfworld, "textworld": check_textworld}
+
+
 def _prepare_games(games_for: Callable[[dict[str, Any]], list[Any]], saved: dict[str, Any],
                    llm: Model) -> tuple[Items, Solve]:
     memory_folder = Path(llm.trace.path).parent / "memory" if llm.trace.path else Path("memory")
@@ -81,8 +100,8 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         return options
 
     def run_games(config: dict[str, Any], benchmark: Benchmark, *, out: Path, resume: Path | None, budget: str | None,
-                  no_cache: bool,
-                  quiet: bool, parallel: int, create_only: bool) -> None:
+                  no_cache: bool, quiet: bool, parallel: int, create_only: bool,
+                  check: Callable[[dict[str, Any]], None]) -> None:
         def check_parallel(settings: dict[str, Any]) -> None:
             if parallel > 1 and settings["system"] == "metaagent" and settings["memory"] != "none":
                 raise UsageError("the meta-agent's memory carries from one game to the next, in order: use "
@@ -93,6 +112,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         if create_only:
             if resume is not None:
                 raise UsageError("--create-only makes a new run folder; it cannot go with --resume")
+            check(config)
             with Run.create(out, command="bench", config=with_budget(config, budget)) as run:
                 run.finish({}, status="created")
             typer.echo(run.directory)
@@ -104,7 +124,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
         run_benchmark(opener, benchmark.title, config, out=out, resume=resume, budget=budget,
                       no_cache=no_cache, quiet=quiet, max_tokens=benchmark.max_tokens, prepare=prepare,
-                      summarise=benchmark.summarise, parallel=parallel, artefacts=benchmark.artefacts)
+                      summarise=benchmark.summarise, parallel=parallel, artefacts=benchmark.artefacts, check=check)
 
     @bench_app.command("alfworld")
     def alfworld(
@@ -112,8 +132,8 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         memory: MemoryOption = "both",
         retrieve: RetrieveOption = "random",
         k: KOption = 4,
-        per_type: Annotated[int | None, typer.Option(help="games of each of the six task types")] = 4,
-        limit: Annotated[int | None, typer.Option(help="first N games of that balanced list")] = None,
+        per_type: Annotated[int | None, typer.Option(min=1, help="games of each of the six task types")] = 4,
+        limit: Annotated[int | None, typer.Option(min=1, help="first N games of that balanced list")] = None,
         max_actions: MaxActionsOption = 50,
         graph: GraphOption = None,
         data: Annotated[Path | None, typer.Option(help="ALFWorld json_2.1.1 folder")] = None,
@@ -134,7 +154,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                                     "data": str(data) if data else None, "demo": demo,
                                     **game_options(system, memory, retrieve, k, max_actions, model, limit, seed, graph)}
         run_games(config, GAME_BENCHMARKS["alfworld"], out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                  budget=budget, parallel=parallel, create_only=create_only)
+                  budget=budget, parallel=parallel, create_only=create_only, check=check_alfworld)
 
     @bench_app.command("textworld")
     def textworld(
@@ -144,7 +164,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         k: KOption = 4,
         tier: Annotated[int, typer.Option(min=1, max=3, help="difficulty tier")] = 1,
         per_challenge: Annotated[int, typer.Option(min=1, help="games of each challenge")] = 3,
-        limit: Annotated[int | None, typer.Option(help="first N games")] = None,
+        limit: Annotated[int | None, typer.Option(min=1, help="first N games")] = None,
         max_actions: MaxActionsOption = 50,
         graph: GraphOption = None,
         games_dir: Annotated[Path | None, typer.Option(
@@ -166,7 +186,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                                     "games_dir": str(games_dir or default_cache_dir() / "textworld"),
                                     **game_options(system, memory, retrieve, k, max_actions, model, limit, seed, graph)}
         run_games(config, GAME_BENCHMARKS["textworld"], out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                  budget=budget, parallel=parallel, create_only=create_only)
+                  budget=budget, parallel=parallel, create_only=create_only, check=check_textworld)
 
     @bench_app.command("together")
     def together(
@@ -176,7 +196,11 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     ) -> None:
         """Resume several game runs side by side in one process, each playing its games in order; their calls
         are decoded together (the way to run the meta-agent's memory ablations, which cannot use --parallel)."""
-        run_together(opener, [(folder, game_benchmark(folder)) for folder in runs], no_cache=no_cache, quiet=quiet)
+        chosen = [(folder, game_benchmark(folder)) for folder in runs]
+        for folder in runs:  # every run's games whole before any is played
+            saved = Run.saved_config(folder)
+            GAME_CHECKS[saved["benchmark"]](saved)
+        run_together(opener, chosen, no_cache=no_cache, quiet=quiet)
 
 
 def game_benchmark(folder: Path) -> Benchmark:

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from noosphere.bench import averages, run_items, write_report
-from noosphere.bench.runner import Solve, load_done, progress_bars
+from noosphere.bench.calibration import calibrate_run
+from noosphere.bench.runner import ScoredRow, Solve, load_done, progress_bars
 from noosphere.cli.ask import ModelOpener, open_cache, parse_budget
+from noosphere.cli.signals import terminate_as_interrupt
+from noosphere.datafiles import describe
 from noosphere.errors import BudgetExceededError, UsageError
 from noosphere.llm import Budget, Model, Settings
 from noosphere.runs import Run
@@ -25,30 +28,74 @@ ResumeOption = Annotated[Path | None, typer.Option(help="resume a killed benchma
 QuietOption = Annotated[bool, typer.Option(help="no progress bar")]
 ParallelOption = Annotated[int, typer.Option(
     min=1, help="items scored at once; the batched local backend decodes their calls together")]
+OffsetOption = Annotated[int, typer.Option(
+    min=0, help="leave out the first N items (those a prompt was tuned on); --limit counts from there")]
 
 
+T = TypeVar("T")
 Items = list[tuple[str, Any, Any]]
 Prepare = Callable[[dict[str, Any], Model], tuple[Items, Solve]]
 Summarise = Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any]]
 Artefacts = Callable[[Path, list[dict[str, Any]]], list[Path]]
+Check = Callable[[dict[str, Any]], object]
+"""Reads and validates a run's data from its config, before the run folder is made (or reopened)."""
+
+
+class SavedBenchmark(BaseModel):
+    """What reopening a benchmark run needs of its `config.json`."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    benchmark: str
+    model: str
+    seed: int
+
+
+def select_items(items: list[T], saved: dict[str, Any]) -> list[T]:
+    """The items a run scores: after its `offset` (items measured before, a prompt tuned on them), its `limit`."""
+    offset, limit = saved.get("offset") or 0, saved.get("limit")
+    if offset and offset >= len(items):
+        raise UsageError(f"--offset {offset} leaves none of the {len(items)} items")
+    return items[offset:offset + limit] if limit else items[offset:]
+
+
+def checked_config(config: dict[str, Any], resume: Path | None, check: Check | None) -> dict[str, Any]:
+    """The config a run will have (a resumed run's saved one), with its data validated by `check`: a malformed
+    data file fails here, before any folder is made or any result rewritten."""
+    saved = Run.saved_config(resume) if resume is not None else config
+    if resume is not None:
+        try:
+            SavedBenchmark.model_validate(saved)
+        except ValidationError as exc:
+            raise UsageError(f"{resume} is not a benchmark run that can be resumed (config.json: "
+                             f"{describe(exc, 'a benchmark config')})") from None
+    if check is not None:
+        check(saved)
+    return saved
+
+
+def warn(text: str) -> None:
+    """A line on stderr that does not stop the command (a line of results skipped, say)."""
+    Console(stderr=True).print(f"warning: {escape(text)}", highlight=False, soft_wrap=True)
 
 
 def run_benchmark(opener: ModelOpener, title: str | Callable[[dict[str, Any]], str], config: dict[str, Any], *,
                   out: Path, resume: Path | None,
                   no_cache: bool, quiet: bool, max_tokens: int, prepare: Prepare, summarise: Summarise,
-                  parallel: int = 1, artefacts: Artefacts | None = None, budget: str | None = None) -> None:
+                  parallel: int = 1, artefacts: Artefacts | None = None, budget: str | None = None,
+                  check: Check | None = None) -> None:
     """Open (or resume) the run, score the items, write the report and any `artefacts` (figures, say) into
     the run folder. A resumed run keeps its saved config, which a callable `title` is made from, and its
-    budget unless `budget` (`--budget`) gives it a new one."""
+    budget unless `budget` (`--budget`) gives it a new one. `check` validates the data first."""
     benchmark = Benchmark(title if callable(title) else lambda saved: title, max_tokens, prepare, summarise, artefacts)
     limits = parse_budget(budget)
+    checked_config(config, resume, check)
     run = (Run.resume(resume, budget=Budget(**limits) if limits else None) if resume is not None
            else Run.create(out, command="bench", config=with_budget(config, budget)))
     with run, terminate_as_interrupt():
         items, solve = _prepare(opener, run, benchmark, no_cache)
         spent: BudgetExceededError | None = None
         try:
-            asyncio.run(run_items(run, items, solve, show_progress=not quiet, parallel=parallel))
+            asyncio.run(run_items(run, items, solve, show_progress=not quiet, parallel=parallel, warn=warn))
             stopped = None
         except KeyboardInterrupt:  # Ctrl-C or a time limit: report what is done; --resume goes on later
             stopped = "interrupted"
@@ -103,7 +150,8 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
 
         async def score(run: Run, items: Items, solve: Solve) -> Exception | None:
             try:  # each bar is named by the run's folder and the one it is in (a suite's configuration)
-                await run_items(run, items, solve, progress=bars, label=f"{run.directory.parent.name}/{run.run_id}")
+                await run_items(run, items, solve, progress=bars, label=f"{run.directory.parent.name}/{run.run_id}",
+                                warn=warn)
             except Exception as exc:  # this run fails; the others play on
                 return exc
             return None
@@ -149,27 +197,21 @@ def _prepare(opener: ModelOpener, run: Run, benchmark: Benchmark, no_cache: bool
 def _report(run: Run, benchmark: Benchmark, items: Items, stopped: str | None) -> None:
     """Write the report of the items scored so far (all of them, unless the run `stopped` early: "interrupted"
     or "budget spent") and finish the run."""
-    done = load_done(run.directory / "items.jsonl")
+    done = load_done(run.directory / "items.jsonl", row=ScoredRow)  # a bad line was told when the session began
     rows = [done[item_id] for item_id, _, _ in items if item_id in done]
-    metrics = benchmark.summarise(run.config, rows)
     title = benchmark.title(run.config) + (f" (partial: {stopped})" if stopped else "")
+    system = run.config.get("system")
+    # where items carry a confidence: ECE, Brier, AUROC and reliability.png next to report.md
+    calibration = calibrate_run(run.directory, rows, f"{title} · {system}" if system else title)
+    metrics = {**benchmark.summarise(run.config, rows), **calibration.metrics}
     report = write_report(run, title, metrics, averages(rows))
-    written = benchmark.artefacts(run.directory, rows) if benchmark.artefacts is not None else []
+    written = [*calibration.written,
+               *(benchmark.artefacts(run.directory, rows) if benchmark.artefacts is not None else [])]
     run.finish({"report": report}, status=stopped.split()[0] if stopped else "ok")
-    Console().print(json.dumps({k: v for k, v in metrics.items() if k != "confusion"}))
+    Console().print(json.dumps({k: v for k, v in metrics.items() if k not in ("confusion", "calibration")}))
     Console().print(f"report: {run.directory / 'report.md'}", highlight=False)
+    if calibration.warning:
+        Console().print(f"note: {calibration.warning}", highlight=False, soft_wrap=True)
     for path in written:
         Console().print(f"wrote: {path}", highlight=False)
 
-
-@contextlib.contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM (a `timeout`, a job scheduler) like Ctrl-C, so an interrupted benchmark still reports."""
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

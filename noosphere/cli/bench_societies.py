@@ -17,7 +17,15 @@ from noosphere.bench.answer_spread import answer_spread
 from noosphere.bench.roleplay_tasks import TASKS as CODING_TASKS
 from noosphere.bench.runner import Solve, load_done
 from noosphere.cli.ask import BudgetOption, ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
-from noosphere.cli.bench_run import Items, ParallelOption, QuietOption, ResumeOption, run_benchmark
+from noosphere.cli.bench_run import (
+    Items,
+    OffsetOption,
+    ParallelOption,
+    QuietOption,
+    ResumeOption,
+    run_benchmark,
+    select_items,
+)
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import DEFAULT_MODEL, Model
 from noosphere.runs import Run
@@ -54,7 +62,8 @@ def _settings(pairs: list[str]) -> dict[str, Any]:
 
 def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights: str | None, vote: str | None,
                   n: int | None, model: str, limit: int | None, data: Path | None, seed: int,
-                  match_run: Path | None = None, settings: list[str] | None = None) -> dict[str, Any]:
+                  match_run: Path | None = None, settings: list[str] | None = None,
+                  weighted: bool = False, offset: int = 0) -> dict[str, Any]:
     """Check the options of a new GSM8K run; the society file is read now and saved whole with the run."""
     systems = ("base", "best-of-n", "society")
     if system not in systems:
@@ -78,6 +87,8 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
             first = str(error["loc"][0]) if error["loc"] else ""
             flag = f"--{first}" if flags.get(first) is not None else f"--set {'.'.join(map(str, error['loc']))}"
             raise UsageError(f"invalid {flag}: {error['msg']}") from exc
+    if weighted and system != "best-of-n":
+        raise UsageError("--weighted weighs best-of-n's samples by P(True); it applies to --system best-of-n")
     if system == "society" and spec is None:
         raise UsageError("--system society needs --society FILE (see examples/societies)")
     if system == "best-of-n" and n is None:
@@ -88,11 +99,12 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
         else:
             raise UsageError("best-of-n needs --n N, --match-run RUN_DIR (a society run whose mean calls set N), "
                              "or --society FILE (its planned calls)")
-    return {"benchmark": "gsm8k", "system": system, "model": model, "limit": limit,
+    return {"benchmark": "gsm8k", "system": system, "model": model, "limit": limit, "offset": offset,
             "data": str(data) if data else None, "seed": seed, "n": n,
             "society": spec.model_dump() if spec is not None else None,
             "society_file": str(society) if society else None,
-            "matched_run": str(match_run) if match_run is not None and system == "best-of-n" else None}
+            "matched_run": str(match_run) if match_run is not None and system == "best-of-n" else None,
+            "weighted": weighted}
 
 
 def _one_economy_at_a_time(config: dict[str, Any], parallel: int) -> None:
@@ -133,8 +145,12 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                         "file's planned calls, an upper bound: members who agree call less)")] = None,
         match_run: Annotated[Path | None, typer.Option(
             help="best-of-n: a society run folder; N is its mean calls per problem, measured")] = None,
+        weighted: Annotated[bool, typer.Option(
+            help="best-of-n: weigh each sample's vote by P(True), the model's probability that its answer is "
+                 "right (CISC; one scoring call a sample)")] = False,
         model: ModelOption = DEFAULT_MODEL,
-        limit: Annotated[int | None, typer.Option(help="first N problems of the file")] = None,
+        limit: Annotated[int | None, typer.Option(min=1, help="first N problems of the file")] = None,
+        offset: OffsetOption = 0,
         data: Annotated[Path | None, typer.Option(help="a GSM8K JSONL file")] = None,
         seed: SeedOption = 0,
         out: OutOption = Path("runs"),
@@ -146,16 +162,20 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     ) -> None:
         """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
         config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, vote, n, model, limit,
-                                                                         data, seed, match_run, set_)
+                                                                         data, seed, match_run, set_, weighted,
+                                                                         offset)
         # refused before the run is opened (a resumed one's result.json stays as it was)
         _one_economy_at_a_time(Run.saved_config(resume) if resume is not None else config, parallel)
 
+        def load(saved: dict[str, Any]) -> list[gsm8k_bench.GsmItem]:
+            return select_items(gsm8k_bench.load_gsm8k(Path(saved["data"]) if saved.get("data") else None), saved)
+
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
-            items = gsm8k_bench.load_gsm8k(Path(saved["data"]) if saved.get("data") else None, limit=saved["limit"])
+            items = load(saved)
             if saved["system"] == "base":
                 solve: Solve = partial(gsm8k_bench.solve_base, llm)
             elif saved["system"] == "best-of-n":
-                solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"])
+                solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"], weighted=saved.get("weighted", False))
             else:
                 spec = SocietySpec.model_validate(saved["society"])
 
@@ -178,7 +198,8 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                     **answer_spread(rows), **({"decided_by": dict(deciders)} if deciders else {})}
 
         run_benchmark(opener, "GSM8K (exact match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                      budget=budget, max_tokens=800, prepare=prepare, summarise=summarise, parallel=parallel)
+                      budget=budget, max_tokens=800, prepare=prepare, summarise=summarise, parallel=parallel,
+                      check=load)
 
     @bench_app.command("roleplay")
     def roleplay(
@@ -187,7 +208,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             min=2, help="message cap of each conversation (a role-play society's own default is 50; these tasks "
                         "take a few exchanges, and a pair that loops should not hold a CPU for minutes)")] = 12,
         specify: Annotated[bool, typer.Option(help="a task specifier first makes each task concrete (CAMEL)")] = True,
-        limit: Annotated[int | None, typer.Option(help=f"first N of the {len(CODING_TASKS)} tasks")] = None,
+        limit: Annotated[int | None, typer.Option(min=1, help=f"first N of the {len(CODING_TASKS)} tasks")] = None,
         seed: SeedOption = 0,
         out: OutOption = Path("runs"),
         resume: ResumeOption = None,

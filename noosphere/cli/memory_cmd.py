@@ -7,17 +7,18 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from noosphere.errors import UsageError
 from noosphere.memory import MemoryStore
+from noosphere.memory.check import check_memory
 
 DirArgument = Annotated[Path, typer.Argument(help="a memory folder (it holds memory.sqlite)")]
 
 
 def _existing(folder: Path) -> MemoryStore:
-    if not (folder / "memory.sqlite").exists():
-        raise UsageError(f"no memory at {folder} (expected {folder / 'memory.sqlite'})")
+    """The memory in `folder`, checked whole before anything reads or writes it."""
+    check_memory(folder)
     return MemoryStore(folder)
 
 
@@ -26,7 +27,8 @@ def add_memory(app: typer.Typer) -> None:
     app.add_typer(memory_app, name="memory")
 
     @memory_app.command("show")
-    def show(folder: DirArgument, episodes: Annotated[int, typer.Option(help="latest episodes to list")] = 10) -> None:
+    def show(folder: DirArgument,
+             episodes: Annotated[int, typer.Option(min=1, help="latest episodes to list")] = 10) -> None:
         """Episodes (task, outcome, actions), learned rules and their clusters."""
         store = _existing(folder)
         console = Console()
@@ -38,11 +40,11 @@ def add_memory(app: typer.Typer) -> None:
         for column in ("id", "task", "type", "outcome", "actions"):
             table.add_column(column)
         for episode in stored[-episodes:]:
-            table.add_row(str(episode.id), episode.task, episode.kind, "solved" if episode.won else "failed",
-                          str(episode.actions))
+            table.add_row(str(episode.id), escape(episode.task), escape(episode.kind),
+                          "solved" if episode.won else "failed", str(episode.actions))
         console.print(table)
         for cluster in store.clusters():
-            console.print(f"[bold]cluster {cluster.label}[/] ({cluster.size}): {cluster.representative}",
+            console.print(f"[bold]cluster {cluster.label}[/] ({cluster.size}): {escape(cluster.representative)}",
                           highlight=False)
 
     @memory_app.command("reset")

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from noosphere.errors import UsageError
@@ -17,14 +18,21 @@ from noosphere.trace import Event, ModelCall, read_trace
 
 def _snippet(text: str, width: int = 70) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return escape(flat if len(flat) <= width else flat[: width - 1] + "…")
+
+
+def _e(value: object) -> str:
+    """Text from the run, shown as itself: a trace may hold anything, markup included."""
+    return escape(str(value))
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON file of the run, or {} when it is missing, half-written or not an object."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
         return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _print_workspace(console: Console, events: list[Event]) -> None:
@@ -33,22 +41,23 @@ def _print_workspace(console: Console, events: list[Event]) -> None:
     for event in events:
         data = event.model_dump()
         if event.kind == "ws_iteration":
-            lines.append(f"[bold]iteration {data['iteration']}[/]")
+            lines.append(f"[bold]iteration {_e(data['iteration'])}[/]")
         elif event.kind == "ws_chunk" and data["phase"] == "chunk":
-            lines.append(f"  bid {data['processor']}: w={data['weight']:.2f} (r={data['relevance']:.2f} "
+            lines.append(f"  bid {_e(data['processor'])}: w={data['weight']:.2f} (r={data['relevance']:.2f} "
                          f"c={data['confidence']:.2f} s={data['surprise']:.2f}) {_snippet(data['gist'], 60)}")
         elif event.kind == "ws_competition":
-            lines.append(f"  winner ({data['method']}): {data['winner']}")
+            lines.append(f"  winner ({_e(data['method'])}): {_e(data['winner'])}")
         elif event.kind == "ws_stm":
-            label = f" [{data['label']}]" if data.get("label") else ""
-            lines.append(f"  stm{label} alpha={data['confidence']:.2f} stop={data['stop']}: "
+            label = f" \\[{_e(data['label'])}]" if data.get("label") else ""
+            lines.append(f"  stm{label} alpha={data['confidence']:.2f} stop={_e(data['stop'])}: "
                          f"{_snippet(data['answer'], 60)}")
         elif event.kind == "ws_link":
-            lines.append(f"  link {data['a']} - {data['b']} {data['change']}")
+            lines.append(f"  link {_e(data['a'])} - {_e(data['b'])} {_e(data['change'])}")
         elif event.kind == "ws_fusion":
-            lines.append(f"  fusion {data['asker']} <- {data['answerer']}: {_snippet(data['answer'], 50)}")
+            lines.append(f"  fusion {_e(data['asker'])} <- {_e(data['answerer'])}: {_snippet(data['answer'], 50)}")
         elif event.kind == "ws_forfeit":
-            lines.append(f"  [yellow]forfeit[/] {data['processor']} ({data['phase']}): {_snippet(data['error'], 60)}")
+            lines.append(f"  [yellow]forfeit[/] {_e(data['processor'])} ({_e(data['phase'])}): "
+                         f"{_snippet(data['error'], 60)}")
     if lines:
         console.print("[bold]workspace[/]")
         for line in lines[:200]:
@@ -71,20 +80,22 @@ def add_trace(app: typer.Typer) -> None:
         console = Console()
         config = _read_json(run / "config.json")
         result = _read_json(run / "result.json")
-        events = list(read_trace(trace_path))
+        warnings = Console(stderr=True)
+        events = list(read_trace(trace_path, on_bad_line=lambda bad: warnings.print(
+            f"warning: {escape(str(bad))}", highlight=False, soft_wrap=True)))
         status = result.get("status", "running")
-        console.print(f"[bold]run[/] {run.name}  command={config.get('command')}  status={status}"
-                      f"  seconds={result.get('seconds', '?')}", highlight=False)
-        console.print("[bold]config[/] " + json.dumps({k: v for k, v in config.items() if k not in ("run_id",)}),
+        console.print(f"[bold]run[/] {_e(run.name)}  command={_e(config.get('command'))}  status={_e(status)}"
+                      f"  seconds={_e(result.get('seconds', '?'))}", highlight=False)
+        console.print("[bold]config[/] " + _e(json.dumps({k: v for k, v in config.items() if k not in ("run_id",)})),
                       highlight=False, soft_wrap=True)
         kinds = Counter(event.kind for event in events)
-        console.print("[bold]events[/] " + ", ".join(f"{kind}={count}" for kind, count in sorted(kinds.items())))
+        console.print("[bold]events[/] " + _e(", ".join(f"{kind}={count}" for kind, count in sorted(kinds.items()))))
         model_calls = [e for e in events if isinstance(e, ModelCall)]
         table = Table(title=f"model calls ({len(model_calls)})")
         for column in ("#", "agent", "model", "try", "in", "out", "s", "cached", "response"):
             table.add_column(column, overflow="fold")
         for index, call in enumerate(model_calls[:calls], 1):
-            table.add_row(str(index), call.agent or "-", call.model, str(call.attempt), str(call.prompt_tokens),
+            table.add_row(str(index), _e(call.agent or "-"), _e(call.model), str(call.attempt), str(call.prompt_tokens),
                           str(call.completion_tokens), f"{call.latency_s:.2f}", "yes" if call.cached else "",
                           _snippet(call.response))
         console.print(table)
@@ -92,13 +103,15 @@ def add_trace(app: typer.Typer) -> None:
         for event in events:
             if event.kind in ("output_repaired", "output_failed", "model_retried", "prompt_truncated"):
                 details = event.model_dump(exclude={"kind", "ts"})
-                console.print(f"[yellow]{event.kind}[/] {json.dumps(details)}", highlight=False, soft_wrap=True)
+                console.print(f"[yellow]{_e(event.kind)}[/] {_e(json.dumps(details, default=str))}", highlight=False,
+                              soft_wrap=True)
         shown = {k: v for k, v in result.items() if k not in ("usage",)}
         if shown:
-            console.print("[bold]result[/] " + json.dumps(shown), highlight=False, soft_wrap=True)
-        if "usage" in result:
-            total = result["usage"]["total"]
-            console.print(f"[bold]usage[/] calls={total['calls']} cached={total['cached_calls']} "
-                          f"prompt_tokens={total['prompt_tokens']} reused={total.get('reused_prompt_tokens', 0)} "
-                          f"completion_tokens={total['completion_tokens']} "
-                          f"cost_usd={total['cost_usd']}", highlight=False)
+            console.print("[bold]result[/] " + _e(json.dumps(shown)), highlight=False, soft_wrap=True)
+        total = (result.get("usage") or {}).get("total") if isinstance(result.get("usage"), dict) else None
+        if isinstance(total, dict):
+            console.print("[bold]usage[/] " + _e(
+                f"calls={total.get('calls')} cached={total.get('cached_calls')} "
+                f"prompt_tokens={total.get('prompt_tokens')} reused={total.get('reused_prompt_tokens', 0)} "
+                f"completion_tokens={total.get('completion_tokens')} cost_usd={total.get('cost_usd')}"),
+                highlight=False)

@@ -7,8 +7,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from noosphere.errors import UsageError
 from noosphere.viewer import serve, write_page
+from noosphere.viewer.bundle import load_bundle
 from noosphere.viewer.server import DEFAULT_HOST, DEFAULT_PORT
 
 RunArgument = Annotated[Path, typer.Argument(help="a run folder (runs/<time>-<id>)")]
@@ -28,9 +31,13 @@ def add_view(app: typer.Typer) -> None:
     ) -> None:
         """Watch a run in the browser: serve its page until Ctrl-C."""
         console = Console()
-        serve(run, host=host, port=port, compare=compare,
-              announce=lambda url: console.print(f"viewing {run} at {url} (Ctrl-C stops)", highlight=False,
-                                                 soft_wrap=True))
+        _tell_bad_lines(run, compare)
+        try:
+            serve(run, host=host, port=port, compare=compare,
+                  announce=lambda url: console.print(f"viewing {escape(str(run))} at {url} (Ctrl-C stops)",
+                                                     highlight=False, soft_wrap=True))
+        except OSError as exc:  # the port is taken, the host is not this machine's
+            raise UsageError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
         console.print("stopped")
 
     @app.command()
@@ -40,5 +47,19 @@ def add_view(app: typer.Typer) -> None:
         compare: CompareOption = None,
     ) -> None:
         """Write a run's page as one self-contained HTML file that opens offline."""
-        written = write_page(run, out, compare)
-        Console().print(f"wrote {written} ({written.stat().st_size / 1024:.0f} KB)", highlight=False, soft_wrap=True)
+        _tell_bad_lines(run, compare)
+        try:
+            written = write_page(run, out, compare)
+        except OSError as exc:
+            raise UsageError(f"cannot write {out} ({exc.strerror or exc}); give -o a file you can write") from None
+        Console().print(f"wrote {escape(str(written))} ({written.stat().st_size / 1024:.0f} KB)", highlight=False,
+                        soft_wrap=True)
+
+
+def _tell_bad_lines(*runs: Path | None) -> None:
+    """Lines of a run's trace or results that cannot be read are left out of the page: say which, on stderr."""
+    stderr = Console(stderr=True)
+    for run in runs:
+        if run is not None:
+            load_bundle(run, on_bad_line=lambda bad: stderr.print(f"warning: {escape(str(bad))}", highlight=False,
+                                                                  soft_wrap=True))

@@ -9,14 +9,17 @@ game file is registered with TextWorld directly, with ALFWorld's demangler (obje
 from __future__ import annotations
 
 import functools
-import json
+import importlib.util
 from collections import defaultdict
 from pathlib import Path
 
-from noosphere.bench.data import shared_data
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from noosphere.data import shared_data
+from noosphere.datafiles import read_json
 from noosphere.envs.demonstration import demonstration, with_demonstration
 from noosphere.envs.textgame import TextGame
-from noosphere.errors import UsageError
+from noosphere.errors import MissingDependencyError, UsageError
 
 TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
               "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place")
@@ -42,8 +45,47 @@ def alfworld_game(path: Path, *, max_steps: int = 50, guide: str = GUIDE) -> Tex
                     wrappers=(AlfredDemangler(), AlfredInfos), guide=guide)
 
 
+class GameFile(BaseModel):
+    """What a `game.tw-pddl` must hold to be played and, kept back, replayed as a demonstration."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="allow")
+    pddl_domain: str = Field(min_length=1)
+    pddl_problem: str = Field(min_length=1)
+    grammar: str = Field(min_length=1)
+    solvable: bool = True
+    walkthrough: list[str]
+
+
+GAME_FILE = TypeAdapter(GameFile)
+EXPECTED = "an ALFWorld game: a JSON object {pddl_domain, pddl_problem, grammar, solvable, walkthrough: [actions]}"
+
+
 def walkthrough(path: Path) -> list[str]:
-    return list(json.loads(path.read_text())["walkthrough"])
+    return read_json(path, GAME_FILE, expected=EXPECTED).walkthrough
+
+
+def game_files(root: Path | None = None, *, split: str = "valid_seen") -> list[Path]:
+    """The game files under the data folder, every one validated (a `DataError` names a bad one), sorted by folder.
+    Nothing of ALFWorld or TextWorld is needed: a run checks its data with this before its folder is made."""
+    base = shared_data("alfworld", "json_2.1.1", root)
+    if not base.is_dir():
+        raise UsageError(f"{base} is not a folder; give --data the json_2.1.1 folder or its split folder")
+    folder = base / split if (base / split).is_dir() else base
+    files = sorted(folder.glob("*/trial_*/game.tw-pddl"))
+    if not files and (folder / "json_2.1.1").is_dir():  # given the data folder rather than json_2.1.1 itself
+        return game_files(folder / "json_2.1.1", split=split)
+    if not files:
+        raise UsageError(f"no ALFWorld games (*/trial_*/game.tw-pddl) under {folder}; give --data the "
+                         "json_2.1.1 folder or its split folder")
+    for path in files:
+        read_json(path, GAME_FILE, expected=EXPECTED)
+    return files
+
+
+def require_alfworld() -> None:
+    """ALFWorld's package, or a usage error saying how to install it."""
+    if importlib.util.find_spec("alfworld") is None:
+        raise MissingDependencyError("alfworld", "envs", "ALFWorld games")
 
 
 def load_alfworld(root: Path | None = None, *, split: str = "valid_seen", per_type: int | None = None,
@@ -54,14 +96,8 @@ def load_alfworld(root: Path | None = None, *, split: str = "valid_seen", per_ty
     With `demo`, the last game of each type (of two or more) is kept back and played by its walkthrough,
     and the solved game is added to the guide of every game of that type (see `demonstration`). All
     six are replayed on every load, including a resume: about 15 s."""
-    base = shared_data("alfworld", "json_2.1.1", root)
-    folder = base / split if (base / split).is_dir() else base
-    files = sorted(folder.glob("*/trial_*/game.tw-pddl"))
-    if not files and (folder / "json_2.1.1").is_dir():  # given the data folder rather than json_2.1.1 itself
-        return load_alfworld(folder / "json_2.1.1", split=split, per_type=per_type, max_steps=max_steps, demo=demo)
-    if not files:
-        raise UsageError(f"no ALFWorld games (*/trial_*/game.tw-pddl) under {folder}; give --data the "
-                         "json_2.1.1 folder or its split folder")
+    files = game_files(root, split=split)
+    require_alfworld()
     by_type: dict[str, list[Path]] = defaultdict(list)
     for path in files:
         by_type[_kind(path)].append(path)

@@ -8,12 +8,16 @@ generic generator (rooms, objects and a quest of a given length).
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
+from noosphere.datafiles import read_json
 from noosphere.envs.textgame import TextGame, quiet_jericho
-from noosphere.errors import UnknownNameError
+from noosphere.errors import DataError, MissingDependencyError, UnknownNameError, UsageError
 
 TIERS: dict[int, dict[str, dict[str, Any]]] = {
     1: {"coin_collector": {"level": 5}, "treasure_hunter": {"level": 1},
@@ -27,6 +31,7 @@ TIERS: dict[int, dict[str, dict[str, Any]]] = {
         "custom": {"nb_rooms": 8, "nb_objects": 16, "quest_length": 6}},
 }
 CHALLENGES = tuple(TIERS[1])
+GAME_DESCRIPTION: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 
 
 def _challenge_maker(challenge: str) -> Callable[..., Any]:
@@ -45,8 +50,9 @@ def generate(challenge: str, tier: int, seed: int, folder: Path) -> Path:
         raise UnknownNameError("tier", str(tier), [str(t) for t in TIERS])
     if challenge not in TIERS[tier]:
         raise UnknownNameError("TextWorld challenge", challenge, CHALLENGES)
-    path = folder / f"tier{tier}" / f"{challenge}-{seed}.z8"
+    path = game_path(folder, challenge, tier, seed)
     if path.exists():
+        check_cached_game(path)
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     options = GameOptions()
@@ -64,6 +70,35 @@ def generate(challenge: str, tier: int, seed: int, folder: Path) -> Path:
                 settings |= {"recipe_seed": seed, "split": "train"}
             game = _challenge_maker(challenge)(settings, options)
         return Path(textworld.generator.compile_game(game, options))
+
+
+def game_path(folder: Path, challenge: str, tier: int, seed: int) -> Path:
+    return folder / f"tier{tier}" / f"{challenge}-{seed}.z8"
+
+
+def check_cached_game(path: Path) -> None:
+    """A game compiled earlier: its story file and the game description TextWorld writes beside it."""
+    if not path.is_file() or path.stat().st_size == 0:
+        raise DataError("cached game is damaged (empty, or not a file); delete it to generate it again",
+                        source=str(path))
+    read_json(path.with_suffix(".json"), GAME_DESCRIPTION,
+              expected="TextWorld's description of a compiled game (a JSON object); delete the game to generate "
+                       "it again")
+
+
+def check_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: int = 0,
+                challenges: tuple[str, ...] = CHALLENGES) -> None:
+    """Before a run: TextWorld is installed, the games folder can hold games, and the games already compiled
+    there are whole. Nothing is generated."""
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--games-dir {folder} is a file, not a folder")
+    for i in range(per_challenge):
+        for challenge in challenges:
+            path = game_path(folder, challenge, tier, seed + i)
+            if path.exists():
+                check_cached_game(path)
+    if importlib.util.find_spec("textworld") is None:
+        raise MissingDependencyError("textworld", "envs", "TextWorld games")
 
 
 GUIDE = (

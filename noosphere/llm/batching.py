@@ -25,6 +25,8 @@ from concurrent.futures import CancelledError, Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from noosphere.errors import ContextOverflowError, ModelError
 from noosphere.llm.sampling import SequenceSampler
 
@@ -48,6 +50,8 @@ class JobResult:
     completion_tokens: int
     finish_reason: str
     reused_prompt_tokens: int = 0
+    token_logprobs: tuple[float, ...] = ()
+    """For a scoring job: the log-probability of each token after `score_from`, given the tokens before it."""
 
 
 @dataclass
@@ -65,6 +69,21 @@ class GenerationJob:
     future (a running `concurrent.futures.Future` refuses), so the engine drops it at the next step."""
     reused: int = 0
     """Prompt tokens copied from a cached prefix rather than evaluated (set when the job starts)."""
+    score_from: int | None = None
+    """A scoring job generates nothing: it evaluates `tokens` and returns the log-probability of each
+    token from this position on (an option after its prompt). Its prefix up to here is shared as usual."""
+    token_logprobs: list[float] = field(default_factory=list)
+    isolated: bool = False
+    """Decode this job alone, from an empty sequence: nothing runs beside it and no cached prefix is used, so
+    every matrix it goes through has the same shape whatever else was asked, and greedy output does not
+    depend on the batch (llama.cpp's CPU kernels round differently for other shapes). Costs the batching."""
+
+    @property
+    def keep_from(self) -> int:
+        """Tokens that may come from a cached prefix: all but the last one a generation needs logits of."""
+        if self.isolated:
+            return 0
+        return len(self.tokens) - 1 if self.score_from is None else self.score_from - 1
 
     def gone(self) -> bool:
         return self.abandoned or self.future.cancelled()
@@ -84,6 +103,8 @@ class _Slot:
     output: list[int] = field(default_factory=list)
     text: bytearray = field(default_factory=bytearray)
     logits_at: int | None = None
+    scored_at: list[tuple[int, int]] = field(default_factory=list)
+    """For a scoring job: (batch index, next token) of each position whose logits the last step kept."""
     last_used: int = 0
     """When this slot last started a job (the engine's job counter): the least recently used cache goes first."""
 
@@ -135,6 +156,8 @@ class BatchEngine:
         self.stats = EngineStats()
 
     def submit(self, job: GenerationJob) -> Future[JobResult]:
+        if job.score_from is not None and not 0 < job.score_from < len(job.tokens):
+            raise ValueError("a scoring job scores at least one token after a non-empty prompt")
         if len(job.tokens) + job.max_tokens > self.n_ctx:
             raise ContextOverflowError(self._model_id, len(job.tokens), job.max_tokens, self.n_ctx)
         with self._lock:
@@ -190,6 +213,9 @@ class BatchEngine:
             if not free or len(self._slots) - len(free) >= self.running_limit:
                 return
             job = self._waiting[0]
+            running = [s.job for s in self._slots if s.job is not None]
+            if any(other.isolated for other in running) or (job.isolated and running):
+                return  # an isolated job runs alone: it waits for the others, and the others for it
             slot, source, reuse = self._placement(job, free)
             if self._prefix_in_flight(job) > reuse + MIN_SHARED_PREFIX:
                 return  # a running prompt is evaluating this prefix right now: wait a step and copy it
@@ -211,7 +237,7 @@ class BatchEngine:
     def _placement(self, job: GenerationJob, free: list[_Slot]) -> tuple[_Slot, _Slot, int]:
         """The free slot to use, the slot to copy a prefix from, and that prefix's length."""
         def reusable(source: _Slot) -> int:
-            return min(_common_prefix(source.cached, job.tokens), len(job.tokens) - 1)
+            return min(_common_prefix(source.cached, job.tokens), job.keep_from)
 
         def lost(slot: _Slot) -> int:  # cached tokens this job would discard by taking the slot
             return len(slot.cached) - reusable(slot)
@@ -247,12 +273,14 @@ class BatchEngine:
     def _start(self, job: GenerationJob, slot: _Slot, source: _Slot, reuse: int) -> None:
         if not job.future.set_running_or_notify_cancel():
             return
-        try:
-            sampler = SequenceSampler(self._llama, self._vocab, grammar=job.grammar, temperature=job.temperature,
-                                      top_p=job.top_p, seed=job.seed)
-        except ValueError as exc:
-            job.future.set_exception(ModelError(self._model_id, str(exc)))
-            return
+        sampler = None
+        if job.score_from is None:
+            try:
+                sampler = SequenceSampler(self._llama, self._vocab, grammar=job.grammar,
+                                          temperature=job.temperature, top_p=job.top_p, seed=job.seed)
+            except ValueError as exc:
+                job.future.set_exception(ModelError(self._model_id, str(exc)))
+                return
         memory = self._memory
         if source is slot and not self._llama.llama_memory_seq_rm(memory, slot.seq, reuse, -1):
             reuse = 0  # this cache cannot drop a tail; start the sequence afresh
@@ -291,10 +319,20 @@ class BatchEngine:
                 continue
             chunk, slot.pending = slot.pending[:room], slot.pending[room:]
             start = len(slot.cached)
+            job = slot.job
+            assert job is not None
+            scoring = job.score_from is not None
             for offset, token in enumerate(chunk):
-                last = not slot.pending and offset == len(chunk) - 1
-                index = self._add(token, start + offset, slot.seq, last)
-            slot.logits_at = index if not slot.pending else None
+                position = start + offset
+                if scoring:  # keep the logits of every position that predicts an option token
+                    wanted = job.score_from - 1 <= position < len(job.tokens) - 1  # type: ignore[operator]
+                    index = self._add(token, position, slot.seq, wanted)
+                    if wanted:
+                        slot.scored_at.append((index, job.tokens[position + 1]))
+                else:
+                    last = not slot.pending and offset == len(chunk) - 1
+                    index = self._add(token, position, slot.seq, last)
+            slot.logits_at = index if not slot.pending and not scoring else None
             evaluated.append((slot, chunk))
             self.stats.evaluated_prompt_tokens += len(chunk)
         status = self._llama.llama_decode(self._ctx, self._batch)
@@ -306,6 +344,22 @@ class BatchEngine:
         for slot in running:
             if slot.logits_at is not None and slot.job is not None and slot.sampler is not None:
                 self._sample(slot, slot.logits_at)
+            elif slot.job is not None and slot.job.score_from is not None:
+                self._score(slot)
+
+    def _score(self, slot: _Slot) -> None:
+        """Read the log-probability of each scored token from the step's logits; finish once all are read."""
+        job = slot.job
+        assert job is not None
+        n_vocab = int(self._llama.llama_vocab_n_tokens(self._vocab))
+        for index, target in slot.scored_at:
+            logits = np.ctypeslib.as_array(self._llama.llama_get_logits_ith(self._ctx, index), shape=(n_vocab,))
+            values = logits.astype(np.float64)
+            top = values.max()
+            job.token_logprobs.append(float(values[target] - top - np.log(np.exp(values - top).sum())))
+        slot.scored_at = []
+        if not slot.pending:
+            self._finish(slot, reason="scored")
 
     def _sample(self, slot: _Slot, index: int) -> None:
         job = slot.job
@@ -341,6 +395,7 @@ class BatchEngine:
         if slot.sampler is not None:
             slot.sampler.close()
         slot.job, slot.sampler, slot.pending, slot.next_token, slot.logits_at = None, None, [], None, None
+        slot.scored_at = []
         if job is None or job.future.done():
             return
         if error is not None:
@@ -349,4 +404,4 @@ class BatchEngine:
         job.future.set_result(JobResult(
             text=text if text is not None else slot.text.decode("utf-8", "replace"),
             prompt_tokens=len(job.tokens), completion_tokens=len(slot.output), finish_reason=reason,
-            reused_prompt_tokens=job.reused))
+            reused_prompt_tokens=job.reused, token_logprobs=tuple(job.token_logprobs)))

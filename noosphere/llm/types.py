@@ -18,6 +18,8 @@ class Capabilities:
     audio: bool = False
     tools: bool = False
     json_schema: bool = False
+    logprobs: bool = False
+    """The backend can score given options from token probabilities (`Model.score_options`)."""
 
     def missing(self, needed: set[str]) -> list[str]:
         return sorted(name for name in needed if not getattr(self, name))
@@ -120,6 +122,36 @@ class Reply:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = Usage()
     finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """Score each option as the continuation of the prompt: the assistant's reply begins with `prefix`,
+    then the option. Backends return the options' raw log-probabilities; `Model` normalises them."""
+
+    messages: tuple[Message, ...]
+    options: tuple[str, ...]
+    prefix: str = ""
+    agent: str | None = None
+
+    def needs(self) -> set[str]:
+        needed: set[str] = set()
+        for message in self.messages:
+            needed |= message.needs()
+        return needed
+
+
+@dataclass(frozen=True)
+class ScoreReply:
+    """A backend's raw scores: per option the summed log-probability of its tokens and their number.
+
+    `exact` is False where a provider only returned the first token's top alternatives: an option's
+    score is then the probability of the first token it starts with (`method` says which)."""
+
+    logprobs: tuple[float, ...]
+    tokens: tuple[int, ...]
+    usage: Usage = Usage()
+    method: Literal["logprob", "first_token"] = "logprob"
 
 
 @dataclass(frozen=True)

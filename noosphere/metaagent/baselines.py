@@ -9,12 +9,13 @@ won if any trial wins; its actions are the winning trial's.
 
 from __future__ import annotations
 
+from noosphere.concurrent import Forfeit, attempt
 from noosphere.envs import Environment
-from noosphere.errors import BudgetExceededError, NoosphereError
 from noosphere.llm import Message, Model
-from noosphere.metaagent.agents import ROLES, Note, action_form
 from noosphere.metaagent.engine import EpisodeResult
 from noosphere.metaagent.events import ActionTaken, EpisodeEnded, EpisodeStarted
+from noosphere.metaagent.forms import Note, action_form
+from noosphere.metaagent.prompts import ROLES
 from noosphere.metaagent.state import EpisodeState
 
 REACT_ROLE = ("You play a text game to complete a task. At each step think briefly about what you know and what "
@@ -33,17 +34,11 @@ async def react(model: Model, env: Environment, *, max_actions: int = 50, lesson
     advice = "".join(f"- {lesson}\n" for lesson in lessons)
     advice = f"Lessons from your earlier attempts:\n{advice}\n" if lessons else ""
     while not state.done and state.t < max_actions:
-        try:
-            completion = await model.complete([Message.system(role),
-                                               Message.user(f"{advice}{state.percept(recent=10)}\n\nNext step:")],
-                                              output=action_form("ReactStep", state.admissible, reason="thought",
-                                                                 about=THOUGHT),
-                                              agent=system)
-            action = completion.output.action  # type: ignore[union-attr]
-        except BudgetExceededError:
-            raise
-        except NoosphereError:
-            action = "look"  # a failed step still costs an action, as a wasted move would
+        completion = await attempt(model.complete(
+            [Message.system(role), Message.user(f"{advice}{state.percept(recent=10)}\n\nNext step:")],
+            output=action_form("ReactStep", state.admissible, reason="thought", about=THOUGHT), agent=system))
+        # a failed step still costs an action, as a wasted move would
+        action = "look" if isinstance(completion, Forfeit) else completion.output.action  # type: ignore[union-attr]
         result = env.step(action)
         state.record(action, result.observation, result.admissible, result.done, result.won)
         model.trace.emit(ActionTaken(step=state.t, action=action, observation=result.observation,
@@ -67,17 +62,13 @@ async def reflexion(model: Model, env: Environment, *, trials: int = 3, max_acti
         result = await react(model, env, max_actions=max_actions, lessons=tuple(lessons), system="reflexion")
         if result.won:
             return result
-        try:
-            completion = await model.complete(
-                [Message.system(ROLES["reflection"]),
-                 Message.user(f"{result.task}\nThe attempt used {result.actions} actions and did not complete the "
-                              f"task. How it went{' (the end)' if len(result.steps) > REFLECTED_STEPS else ''}:\n"
-                              f"{_trajectory(result)}\nEarlier lessons: {lessons or 'none'}. What should change?")],
-                output=Note, agent="reflection")
+        completion = await attempt(model.complete(
+            [Message.system(ROLES["reflection"]),
+             Message.user(f"{result.task}\nThe attempt used {result.actions} actions and did not complete the "
+                          f"task. How it went{' (the end)' if len(result.steps) > REFLECTED_STEPS else ''}:\n"
+                          f"{_trajectory(result)}\nEarlier lessons: {lessons or 'none'}. What should change?")],
+            output=Note, agent="reflection"))
+        if not isinstance(completion, Forfeit):  # a reflection that failed teaches nothing
             lessons.append(completion.output.text)  # type: ignore[union-attr]
-        except BudgetExceededError:
-            raise
-        except NoosphereError:
-            pass
     assert result is not None
     return result

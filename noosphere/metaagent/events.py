@@ -20,6 +20,9 @@ class AgentSpoke(Event):
     step: int
     agent: str
     output: str
+    call: str = ""
+    """The model call the output came from, named by every role it served ("planning+motor": the motor's
+    action came from the call it shares with the planning agent); empty when the agent is code."""
 
 
 class Transition(Event):
@@ -30,6 +33,9 @@ class Transition(Event):
     valid: bool = True
     """False when the orchestrator's pick was not an allowed successor (or it gave none)."""
     fallback: bool = False
+    by: str = "orchestrator"
+    """Who chose: `graph` (the only allowed successor, taken by code), `focus` (a hallucination opened the
+    focus loop) or `orchestrator` (the model's pick, or the default successor in its place)."""
 
 
 class ActionTaken(Event):

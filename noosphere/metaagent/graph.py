@@ -63,9 +63,11 @@ class TransitionGraph:
     def from_file(cls, path: Path) -> TransitionGraph:
         """A graph written in YAML or JSON (JSON is YAML too)."""
         try:
-            data = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read the transition graph: {exc}", source=str(path)) from exc
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, yaml.YAMLError) as exc:  # ValueError: bytes that are not UTF-8
+            mark = getattr(exc, "problem_mark", None)
+            raise ConfigError(f"cannot read the transition graph: {' '.join(str(exc).split())}", source=str(path),
+                              line=mark.line + 1 if mark is not None else None) from None
         return cls.from_data(data, source=str(path))
 
     def to_data(self) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from noosphere.metaagent.grounding import numbered_objects
+
 if TYPE_CHECKING:
     from noosphere.metaagent.state import EpisodeState
 
@@ -23,17 +25,11 @@ HEDGES = re.compile(r"\b(not|n't|once|when|after|until|if|will|yet|almost|nearly
 CONDITIONS = re.compile(r"(\b(until|unless|without|if|once|when|never|do not|don't)\b|n't give up)")
 """A give-up phrase under one of these is a condition or an exhortation ("cannot be done until I
 find the key", "don't give up"), not a verdict."""
-NUMBERED_OBJECT = re.compile(r"\b([a-z]+) (\d{1,3})\b")
 INVALID_STREAK_FOR_FOCUS = 2
 
 
 def _sentences(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?;])\s+|\n", text.lower()) if s.strip()]
-
-
-def numbered_objects(text: str) -> set[tuple[str, str]]:
-    """`(kind, number)` for every "countertop 2"-style name: how ALFWorld tells objects apart."""
-    return set(NUMBERED_OBJECT.findall(text.lower()))
 
 
 def off_task(text: str, *, won: bool, seen: set[tuple[str, str]]) -> str | None:

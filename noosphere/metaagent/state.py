@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from noosphere.memory import EpisodeStep
-from noosphere.metaagent.hallucination import numbered_objects
+from noosphere.metaagent.grounding import numbered_objects
 
 INVALID_MARKERS = ("nothing happens", "not in the list of admissible actions", "i don't understand",
                    "you can't", "that's not a verb")
@@ -30,6 +30,8 @@ class EpisodeState:
     """The timestep the belief state was written at: one behind the percept until the conscious agent
     has read the last action's result."""
     plan: str = ""
+    proposal: str | None = None
+    """The action the planning and motor agents' shared call chose, until the motor carries it out."""
     idea: str = ""
     focus_note: str = ""
     recall: str = ""
@@ -45,6 +47,8 @@ class EpisodeState:
     hold the team in loops of loops; the next trigger waits for the next action."""
     focus_pending: int = 0
     """The focus loop whose outcome the next action decides (0: none)."""
+    focus_recoveries: int = 0
+    """Focus loops whose next action did something (the loop put the team back on track)."""
     done: bool = False
     won: bool = False
     opening: EpisodeStep = field(init=False)
@@ -89,6 +93,15 @@ class EpisodeState:
             if text:
                 parts.append(f"{title}: {text}")
         return "\n\n".join(parts)
+
+    def write_belief(self, belief: str) -> None:
+        """The one place the belief state is written: dated, and kept with its timestep (or the opening)
+        for episodic memory."""
+        self.belief, self.belief_at = belief, self.t
+        if self.steps:
+            self.steps[-1] = replace(self.steps[-1], belief=belief)
+        else:
+            self.opening = replace(self.opening, belief=belief)
 
     def record(self, action: str, observation: str, admissible: tuple[str, ...], done: bool, won: bool) -> None:
         self.t += 1

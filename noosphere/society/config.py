@@ -76,13 +76,17 @@ MAX_NESTING = 5
 def load_society_spec(path: Path, *, depth: int = 0) -> SocietySpec:
     if not path.is_file():
         raise ConfigError(f"no society file at {path}", source=str(path))
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"byte {exc.object[exc.start]:#04x} is not UTF-8 text", source=str(path),
+                          line=exc.object[: exc.start].count(b"\n") + 1) from None
     is_toml = path.suffix == ".toml"
     try:
         data = tomllib.loads(text) if is_toml else yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"not valid {'TOML' if is_toml else 'YAML'}: {exc}", source=str(path),
+        raise ConfigError(f"not valid {'TOML' if is_toml else 'YAML'}: {' '.join(str(exc).split())}", source=str(path),
                           line=mark.line + 1 if mark is not None else None) from exc
     if not isinstance(data, dict):
         raise ConfigError("a society file is a mapping of settings", source=str(path))

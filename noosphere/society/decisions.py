@@ -125,6 +125,10 @@ class MembersVote:
 
     name: str = "execution"
     by_standing: bool = False
+    weighted: bool = False
+    """With `by_standing`: each standing answer counts the member's P(True) that it is right, asked of the
+    member after its own conversation (`Member.belief`). A member whose turn forfeits counts 0.5, no
+    information either way; a unanimous society asks nothing."""
     shows_summary: bool = False
     """Whether the ballot repeats the organizer's summary. Off, each member votes on its own reading of the
     discussion, which is what makes a plurality of independent voters more often right than any one of them."""
@@ -133,6 +137,9 @@ class MembersVote:
         round_ = session.rounds + 2
         session.phase(self.name, round_)
         options = session.options()
+        if self.by_standing and self.weighted and len(options) > 1:
+            await count_weighted(session, self.name, round_)
+            return
         if self.by_standing:
             count_standing(session, decided_by="count")
             return
@@ -160,7 +167,7 @@ class MembersVote:
 
     @staticmethod
     def count(session: Session, ballots: list[Ballot], options: list[str] | None = None, *,
-              decided_by: str = "vote", standing: bool = False) -> None:
+              decided_by: str = "vote", standing: bool = False, weights: dict[str, float] | None = None) -> None:
         """Count over every option on the ballot paper, not only those some ballot names: a Borda score
         depends on how many options there are, and an option nobody chose still belongs in the tally."""
         if not ballots:
@@ -170,7 +177,8 @@ class MembersVote:
         for option in [*(options or []), *(o for ballot in ballots for o in ballot.ranking)]:
             wording.setdefault(key(option), option)
         keyed = [Ballot(b.voter, tuple(key(o) for o in b.ranking)) for b in ballots]
-        session.answer = wording.get(hold_vote(session, keyed, list(wording), standing=standing) or "")
+        session.answer = wording.get(hold_vote(session, keyed, list(wording), standing=standing,
+                                               weights=weights) or "")
         session.decided_by = decided_by
 
 
@@ -181,15 +189,35 @@ def count_standing(session: Session, *, decided_by: str = "standing") -> None:
     MembersVote.count(session, ballots, decided_by=decided_by, standing=True)
 
 
-def hold_vote(session: Session, ballots: list[Ballot], options: list[str], *, standing: bool = False) -> str | None:
+NEUTRAL_WEIGHT = 0.5
+BELIEF_QUESTION = "Is your answer to the task, {answer}, correct? Answer Yes or No."
+
+
+async def count_weighted(session: Session, phase: str, round_: int) -> None:
+    """Count the standing answers, each with the weight of its member's P(True) in it."""
+    latest = session.latest()
+    voters = [m for m in session.members if m.name in latest and latest[m.name].answer.strip()]
+    beliefs = await session.each(voters, phase, round_, lambda m: m.belief(
+        BELIEF_QUESTION.format(answer=latest[m.name].answer)))
+    weights = {m.name: beliefs.get(m.name, NEUTRAL_WEIGHT) for m in voters}
+    ballots = [Ballot(m.name, (latest[m.name].answer,)) for m in voters]
+    MembersVote.count(session, ballots, decided_by="weighted", standing=True, weights=weights)
+
+
+def hold_vote(session: Session, ballots: list[Ballot], options: list[str], *, standing: bool = False,
+              weights: dict[str, float] | None = None) -> str | None:
     """Count `ballots` over `options` under the session's rule, tracing every ballot and the tally;
-    `standing`: the ballots are the members' standing answers, not votes they cast."""
+    `standing`: the ballots are the members' standing answers, not votes they cast; `weights`: what each
+    voter's ballot counts (a weighted vote), the support then being the share of the weight."""
     for ballot in ballots:
-        session.trace.emit(BallotCast(voter=ballot.voter, ranking=list(ballot.ranking), standing=standing))
-    result = tally(ballots, options, session.voting_rule, rng=session.rng)
+        session.trace.emit(BallotCast(voter=ballot.voter, ranking=list(ballot.ranking), standing=standing,
+                                      weight=None if weights is None else round(weights.get(ballot.voter, 1.0), 6)))
+    result = tally(ballots, options, session.voting_rule, rng=session.rng, weights=weights)
     session.trace.emit(Tallied(rule=result.rule, scores=result.scores, winner=result.winner, tied=list(result.tied)))
     if result.winner is not None and ballots:  # approval counts every option a ballot lists, the others its first
         backs = (lambda b: result.winner in b.ranking) if result.rule == "approval" else (
             lambda b: b.ranking[:1] == (result.winner,))
-        session.support = sum(map(backs, ballots)) / len(ballots)
+        weight = (lambda b: 1.0) if weights is None else (lambda b: weights.get(b.voter, 1.0))
+        total = sum(weight(b) for b in ballots)
+        session.support = sum(weight(b) for b in ballots if backs(b)) / total if total > 0 else 0.0
     return result.winner

@@ -52,6 +52,8 @@ class BallotCast(Event):
     ranking: list[str]
     standing: bool = False
     """The voter's standing answer counted for it (no vote was cast), not a ballot it filled in."""
+    weight: float | None = None
+    """In a weighted vote: what the ballot counts (the voter's P(True) that its answer is right)."""
 
 
 class Tallied(Event):

@@ -5,7 +5,8 @@ the observation its own members perceive, and answers with that society's decisi
 the reasoning); a later question (an organizer's sub-question) comes after the first one, the task.
 Asked to choose among lettered options (a ballot, a change of answer), it runs its society on the
 ballot and maps the decision to an option: by its letter, or by the option's text; a
-ranking gets that option alone. Any other form (a hiring decision) it cannot fill forfeits the turn.
+ranking gets that option alone. Any other form (a hiring decision) it cannot fill forfeits the turn: it
+raises `TurnRefused`, a runtime fault, where a usage error would stop the whole run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from noosphere.errors import RuntimeFault, UsageError
+from noosphere.errors import RuntimeFault, TurnRefused
 from noosphere.llm.messages import MediaPart
 from noosphere.observation import Observation
 from noosphere.scope import society_scope
@@ -60,9 +61,13 @@ class SubSociety(Member):
         self._observation = observation
         return "", ()
 
+    async def belief(self, prompt: str) -> float:
+        """A society has no probability of its own to give; its turn in a weighted vote forfeits."""
+        raise TurnRefused(f"{self.name} is a society: it has no probability to weigh its answer by")
+
     async def reply(self, prompt: str) -> tuple[str, int]:
         """A conversation turn (a role-play's) is not a question a society can answer by deciding."""
-        raise UsageError(f"{self.name} is a society: it answers statements and ballots, not a conversation")
+        raise TurnRefused(f"{self.name} is a society: it answers statements and ballots, not a conversation")
 
     async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = (),
                   alone: bool = False) -> OutputT:
@@ -70,7 +75,7 @@ class SubSociety(Member):
         properties = output.model_json_schema().get("properties", {})
         chooses = _choice_field(properties)
         if chooses is None and not {"reasoning", "answer"} <= properties.keys():
-            raise UsageError(f"{self.name} is a society: it answers statements and ballots, not a {output.__name__}")
+            raise TurnRefused(f"{self.name} is a society: it answers statements and ballots, not a {output.__name__}")
         if not self._first_prompt:  # the task as the outer society put it; the inner one says "Task:" itself
             self._first_prompt = prompt = prompt.removeprefix("Task: ")
         elif chooses is None:
@@ -82,7 +87,7 @@ class SubSociety(Member):
             name, labels, is_list = chooses
             label = _option_for(result.answer, prompt, labels)
             if label is None:
-                raise UsageError(f"{self.name}'s society answered {result.answer!r}, which is none of the options")
+                raise TurnRefused(f"{self.name}'s society answered {result.answer!r}, which is none of the options")
             return _in_form(output, {"reasoning": reasoning, name: [label] if is_list else label}, self.name)
         if not result.answer.strip():  # a placeholder would stand as an option beside real answers
             raise RuntimeFault(f"{self.name}'s society reached no answer ({result.decided_by})")
@@ -95,7 +100,7 @@ def _in_form(output: type[OutputT], fields: dict[str, Any], name: str) -> Output
     try:
         return output.model_validate(fields)
     except ValidationError as exc:
-        raise UsageError(f"{name} could not put its society's answer in the form asked: {exc}") from exc
+        raise TurnRefused(f"{name} could not put its society's answer in the form asked: {exc}") from exc
 
 
 def _choice_field(properties: dict[str, Any]) -> tuple[str, list[str], bool] | None:

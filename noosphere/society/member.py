@@ -49,6 +49,12 @@ class Member:
                       if (part.kind == "image" and can.vision) or (part.kind == "audio" and can.audio))
         return text, media
 
+    async def belief(self, prompt: str) -> float:
+        """P(True): this member's probability of "Yes" to a yes/no question put after its own history (the
+        conversation it is in, so its cache is continued); the question does not join the history."""
+        return await self.model.p_true([Message.system(self.role), *self.history, Message.user(prompt)],
+                                       agent=self.name)
+
     async def reply(self, prompt: str) -> tuple[str, int]:
         """One free-text turn (conversations such as role-play); returns the text and the tokens it cost."""
         completion = await self.model.complete([Message.system(self.role), *self.history, Message.user(prompt)],

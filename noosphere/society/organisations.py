@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from noosphere.errors import UnknownNameError, UsageError
+from noosphere.errors import CapabilityError, UnknownNameError, UsageError
 from noosphere.society.decisions import GatherOpinions, LeaderDecides, MembersVote
 from noosphere.society.economy import Economy
+from noosphere.society.hierarchy import SubSociety
 from noosphere.society.market import MarketRounds, PayReward
 from noosphere.society.member import Member
 from noosphere.society.phases import DebateRounds, OrganizerRounds, SolveAlone
@@ -15,8 +16,9 @@ from noosphere.society.society import Society
 RIGHTS = ("know", "change", "execute")
 """Democracy's rights: to know the others' answers each round, to change to another's answer, to vote."""
 
-VOTES = ("ballot", "standing")
-"""How members vote where they do: each fills in a ballot, or each one's standing answer is counted."""
+VOTES = ("ballot", "standing", "weighted")
+"""How members vote where they do: each fills in a ballot, or each one's standing answer is counted, or
+counted with the weight of the member's probability that it is right (P(True), as CISC weighs samples)."""
 
 
 def _by_standing(vote: str, *, decider: Member | None = None) -> bool:
@@ -24,9 +26,20 @@ def _by_standing(vote: str, *, decider: Member | None = None) -> bool:
     of a vote, with whom there is nothing to count."""
     if vote not in VOTES:
         raise UnknownNameError("way of voting", vote, VOTES)
-    if vote == "standing" and decider is not None:
-        raise UsageError(f"vote='standing' counts the members' answers where they vote, but {decider.name} decides")
-    return vote == "standing"
+    if vote != "ballot" and decider is not None:
+        raise UsageError(f"vote={vote!r} counts the members' answers where they vote, but {decider.name} decides")
+    return vote != "ballot"
+
+
+def _weighable(members: list[Member], vote: str) -> None:
+    """A weighted vote asks each member's model for a probability: one that cannot give it is refused now,
+    before any call, rather than forfeiting every weight (a sub-society, which has none, forfeits its own)."""
+    if vote != "weighted":
+        return
+    for member in members:
+        if not isinstance(member, SubSociety) and not member.model.capabilities.logprobs:
+            raise CapabilityError(member.model.id, f"logprobs (vote='weighted' weighs {member.name}'s answer by its "
+                                                   "probability); use vote='standing' or a model that scores options")
 
 
 def monarchy(members: list[Member], organizer: Member, leader: Member, *, rounds: int = 3, seed: int = 0) -> Society:
@@ -49,9 +62,11 @@ def democracy(members: list[Member], organizer: Member, leader: Member | None = 
         raise UsageError("a democracy without the right to execute needs a leader to decide")
     decider = None if "execute" in granted else leader
     by_standing = _by_standing(vote, decider=decider)
+    _weighable(members, vote)
     if ballot_summary and (decider is not None or by_standing):
         raise UsageError("ballot_summary=True puts the summary on ballots, but the members fill in none here")
-    execution = (MembersVote(by_standing=by_standing, shows_summary=ballot_summary) if decider is None
+    execution = (MembersVote(by_standing=by_standing, shows_summary=ballot_summary, weighted=vote == "weighted")
+                 if decider is None
                  else LeaderDecides(decider))
     staff = [organizer] + ([leader] if leader is not None and "execute" not in granted else [])
     return Society("democracy", members, [
@@ -64,7 +79,9 @@ def debate(members: list[Member], editor: Member | None = None, *, rounds: int =
            vote: str = "ballot", seed: int = 0) -> Society:
     """Members with different views of the input exchange statements; an editor decides, or they vote."""
     by_standing = _by_standing(vote, decider=editor)
-    execution = LeaderDecides(editor) if editor is not None else MembersVote(by_standing=by_standing)
+    _weighable(members, vote)
+    execution = (LeaderDecides(editor) if editor is not None
+                 else MembersVote(by_standing=by_standing, weighted=vote == "weighted"))
     return Society("debate", members, [SolveAlone(), DebateRounds(), GatherOpinions(), execution], rounds=rounds,
                    voting_rule=voting_rule, staff=[editor] if editor is not None else [], seed=seed)
 
@@ -77,8 +94,9 @@ def economy_of_minds(members: list[Member], arbiter: Member, *, rounds: int = 2,
     The ledger lives as long as the society, so wealth, departures and spawned variants carry over
     from one task to the next (`society.economy`).
     """
+    _weighable(members, vote)
     ledger = Economy({m.name: start for m in members}, rent=rent, brigade_share=brigade_share)
     return Society("economy", members, [SolveAlone(), MarketRounds(ledger, arbiter, spawn_above),
-                                        MembersVote(by_standing=_by_standing(vote)),
+                                        MembersVote(by_standing=_by_standing(vote), weighted=vote == "weighted"),
                                         PayReward(ledger)], rounds=rounds, voting_rule=voting_rule, staff=[arbiter],
                    seed=seed, economy=ledger)

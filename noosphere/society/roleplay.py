@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from noosphere.errors import BudgetExceededError, NoosphereError
+from noosphere.concurrent import Forfeit, attempt
+from noosphere.errors import BudgetExceededError
 from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted, SocietyFinished
 from noosphere.society.member import Member
 from noosphere.society.session import Session
@@ -164,10 +165,8 @@ def role_play(user: Member, assistant: Member, *, specifier: Member | None = Non
 
 async def _turn(member: Member, prompt: str, trace: Trace, turn: int) -> tuple[str, int] | None:
     """A failed turn (model fault, empty reply) ends the conversation, never the caller's run."""
-    try:
-        return await member.reply(prompt)
-    except BudgetExceededError:
-        raise
-    except NoosphereError as exc:
-        trace.emit(MemberForfeited(phase="roleplay", round=turn, member=member.name, error=str(exc)))
+    said = await attempt(member.reply(prompt))
+    if isinstance(said, Forfeit):
+        trace.emit(MemberForfeited(phase="roleplay", round=turn, member=member.name, error=str(said.error)))
         return None
+    return said

@@ -6,12 +6,13 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
-from noosphere.concurrent import run_in_order
-from noosphere.errors import BudgetExceededError, NoosphereError
+from noosphere.concurrent import Forfeit, gather_turns
+from noosphere.errors import BudgetExceededError
 from noosphere.observation import Observation
 from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted
 from noosphere.society.member import Member
@@ -125,31 +126,28 @@ class Session:
 
     async def each(self, members: Sequence[Member], phase: str, round: int,
                    turn: Callable[[Member], Awaitable[T]]) -> dict[str, T]:
-        """Run one turn per member in parallel; a member whose turn fails (its model, its output, a
-        sub-society standing for it) forfeits it, traced. A spent budget forfeits the turn too, and is
-        kept in `spent`: the phase goes on with the turns that were done, no turn starts after it, and the
-        society stops after the phase. Anything else (a bug) is raised as itself."""
+        """Run one turn per member in parallel, under the engines' forfeit policy (`noosphere.concurrent`): a
+        member whose turn fails at run time (its model, its output, a sub-society standing for it) forfeits
+        it, traced; a usage error or a bug is raised. A spent budget forfeits the turn too, and is kept in
+        `spent`: the phase goes on with the turns that were done, no turn starts after it, and the society
+        stops after the phase (`Society` decides whether the budget was its own)."""
         if self.spent:
             return {}
-        forfeited: dict[str, NoosphereError] = {}
 
-        async def guarded(member: Member) -> T | None:
-            async with self._gate:
-                if self.spent:  # the budget ran out while this turn waited for its place
-                    forfeited[member.name] = self.spent[0]
-                    return None
-                try:
-                    return await turn(member)
-                except NoosphereError as exc:
-                    if isinstance(exc, BudgetExceededError):
-                        self.spent.append(exc)
-                    forfeited[member.name] = exc
-                    return None
+        async def guarded(member: Member) -> T | Forfeit:
+            if self.spent:  # the budget ran out while this turn waited for its place
+                return Forfeit(self.spent[0])
+            try:
+                return await turn(member)
+            except BudgetExceededError as spent:
+                self.spent.append(spent)
+                return Forfeit(spent)
 
-        results = await run_in_order(guarded(member) for member in members)
-        for member in members:  # traced in member order, as the statements are, not in the order turns failed
-            if member.name in forfeited:
-                exc = forfeited[member.name]
-                self.trace.emit(MemberForfeited(phase=phase, round=round, member=member.name,
-                                                error=f"{type(exc).__name__}: {exc}"))
-        return {member.name: value for member, value in zip(members, results, strict=True) if value is not None}
+        results = await gather_turns((partial(guarded, member) for member in members), limit=self._gate)
+        done: dict[str, T] = {}
+        for member, result in zip(members, results, strict=True):  # traced in member order, as statements are
+            if isinstance(result, Forfeit):
+                self.trace.emit(MemberForfeited(phase=phase, round=round, member=member.name, error=str(result)))
+            elif result is not None:
+                done[member.name] = result
+        return done

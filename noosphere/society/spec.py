@@ -87,9 +87,11 @@ class SocietySpec(BaseModel):
     rounds: int = Field(default=3, ge=0, le=50)
     voting: Literal["plurality", "borda", "approval"] = "plurality"
     rights: list[Literal["know", "change", "execute"]] = Field(default_factory=lambda: list(RIGHTS))
-    vote: Literal["ballot", "standing"] = "ballot"
+    vote: Literal["ballot", "standing", "weighted"] = "ballot"
     """Where members vote (the right to execute, a debate without an editor, an economy): each fills in a
-    `ballot`, or each one's `standing` answer is counted as its vote, with no call."""
+    `ballot`, or each one's `standing` answer is counted as its vote, with no call, or `weighted`: counted
+    with the weight of the member's P(True) that it is right (one scoring call a member; its model must
+    score options)."""
     ballot_summary: bool = False
     """Democracy with the right to execute: whether each ballot repeats the organizer's summary, as the paper's
     voters had it. Off by default: on GSM8K the summary drew votes away from the voters' own answers."""
@@ -138,8 +140,8 @@ class SocietySpec(BaseModel):
             missing.append("leader")
         if missing:
             return (missing[0],), f"a {self.organisation} needs: {', '.join(missing)}"
-        if self.vote == "standing" and not self._members_vote():
-            return ("vote",), ("vote: standing counts the members' answers where they vote: a democracy with the "
+        if self.vote != "ballot" and not self._members_vote():
+            return ("vote",), (f"vote: {self.vote} counts the members' answers where they vote: a democracy with the "
                                "right to execute, a debate without an editor, or an economy")
         if self.ballot_summary and not (self.organisation == "democracy" and "execute" in self.rights
                                         and self.vote == "ballot"):

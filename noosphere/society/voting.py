@@ -9,7 +9,7 @@ counts every option a ballot lists. The tie-break draws among the tied options w
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -69,12 +69,20 @@ RULES: dict[str, Callable[[Sequence[Ballot], Sequence[str]], dict[str, float]]] 
 
 
 def tally(ballots: Sequence[Ballot], options: Sequence[str], rule: str = "plurality", *,
-          rng: random.Random) -> Tally:
-    """Count `ballots` over `options` (in their given order) under `rule`."""
+          rng: random.Random, weights: Mapping[str, float] | None = None) -> Tally:
+    """Count `ballots` over `options` (in their given order) under `rule`; with `weights`, each voter's
+    ballot counts its weight instead of 1 (a voter without one counts 1)."""
     if rule not in RULES:
         raise UnknownNameError("voting rule", rule, RULES)
     options = list(dict.fromkeys(options))
-    scores = RULES[rule](ballots, options)
+    if weights is None:
+        scores = RULES[rule](ballots, options)
+    else:
+        scores = dict.fromkeys(options, 0.0)
+        for ballot in ballots:
+            weight = weights.get(ballot.voter, 1.0)
+            for option, points in RULES[rule]([ballot], options).items():
+                scores[option] += weight * points
     if not options:
         return Tally(rule, scores, None, ())
     best = max(scores.values())

@@ -24,12 +24,28 @@ class Answer(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0, description="probability that the answer is correct, 0.0 to 1.0")
 
 
-async def ask_base(model: Model, query: str, observation: Observation | None = None) -> Answer:
-    """The model alone; any text views are given to it in full, media as attachments."""
+class Written(BaseModel):
+    answer: str = Field(min_length=1, max_length=600, description="the answer, in one or a few sentences")
+
+
+CORRECT_QUESTION = "Is your answer correct? Answer Yes or No."
+
+
+async def ask_base(model: Model, query: str, observation: Observation | None = None, *,
+                   scores: str = "verbal") -> Answer:
+    """The model alone; any text views are given to it in full, media as attachments. With `scores="logprob"`
+    (or `"samples"`) it writes only its answer, and the confidence is P(True) that the answer is right."""
     parts = [f"{view.name}:\n{view.text}" for view in (observation.views if observation else ()) if view.text]
     media = tuple(part for view in (observation.views if observation else ()) for part in view.media)
     prompt = "\n\n".join([*parts, query])
-    completion = await model.complete([Message.system(BASE_ROLE), Message("user", prompt, media)], output=Answer,
-                                      agent="base")
+    messages = [Message.system(BASE_ROLE), Message("user", prompt, media)]
+    if scores != "verbal":
+        written = await model.complete(messages, output=Written, agent="base")
+        assert written.output is not None
+        confidence = await model.p_true([*messages, Message.assistant(written.output.answer),
+                                         Message.user(CORRECT_QUESTION)], agent="base",
+                                        method="samples" if scores == "samples" else "logprob")
+        return Answer(answer=written.output.answer, confidence=confidence)
+    completion = await model.complete(messages, output=Answer, agent="base")
     assert completion.output is not None
     return completion.output

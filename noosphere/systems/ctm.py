@@ -6,6 +6,8 @@ thought compete instead. Each attached tool adds a tool processor.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from noosphere.llm import Model
 from noosphere.observation import Observation
 from noosphere.systems.base import Answer
@@ -24,16 +26,22 @@ def workspace_for(model: Model, observation: Observation, settings: WorkspaceSet
                   tools: tuple[Tool, ...] = ()) -> Workspace:
     """One sensory processor per view (or the thinkers when there is none), plus one per tool."""
     processors: list[LLMProcessor]
+    settings = settings or WorkspaceSettings()
+    scores = settings.scores
     if observation.views:
-        processors = [sensory(view.name, model, view.name,
-                              media_kind=view.media[0].kind if view.media else None) for view in observation.views]
+        processors = [sensory(view.name, model, view.name, media_kind=view.media[0].kind if view.media else None,
+                              scores=scores) for view in observation.views]
     else:
-        processors = [cognitive(name, model, role=role) for name, role in THINKERS.items()]
+        processors = [cognitive(name, model, role=role, scores=scores) for name, role in THINKERS.items()]
     processors += [ToolProcessor(tool.spec.name, model, tool) for tool in tools]
-    return Workspace(processors, ShortTermMemory(model), settings)
+    return Workspace(processors, ShortTermMemory(model, scores=scores), settings)
 
 
 async def ask_ctm(model: Model, query: str, observation: Observation, *, settings: WorkspaceSettings | None = None,
-                  tools: tuple[Tool, ...] = ()) -> Answer:
+                  tools: tuple[Tool, ...] = (), scores: str | None = None) -> Answer:
+    """`scores` overrides the settings' score source (`workspace.scores`)."""
+    settings = settings or WorkspaceSettings()
+    if scores is not None:
+        settings = replace(settings, scores=scores)  # type: ignore[arg-type]
     result = await workspace_for(model, observation, settings, tools).run(query, observation)
     return Answer(answer=result.answer[:600], confidence=result.confidence)

@@ -13,11 +13,20 @@ from noosphere.tools.builtin import (
     sqlite_lookup_tool,
     unit_converter_tool,
 )
-from noosphere.tools.sandbox import SandboxError, run_python_expression
+from noosphere.tools.sandbox import (
+    Limits,
+    ProgramRun,
+    Sandbox,
+    SandboxError,
+    SandboxUnavailableError,
+    run_python_expression,
+    run_python_program,
+)
 
 __all__ = [
-    "FunctionTool", "HttpTool", "SandboxError", "Tool", "ToolResult", "builtin_tools", "calculate", "calculator_tool",
-    "convert_units", "corpus_search_tool", "date_arithmetic", "date_tool", "python_tool", "run_python_expression",
+    "FunctionTool", "HttpTool", "Limits", "ProgramRun", "Sandbox", "SandboxError", "SandboxUnavailableError", "Tool",
+    "ToolResult", "builtin_tools", "calculate", "calculator_tool", "convert_units", "corpus_search_tool",
+    "date_arithmetic", "date_tool", "python_tool", "run_python_expression", "run_python_program",
     "sqlite_lookup_tool", "unit_converter_tool",
 ]
 

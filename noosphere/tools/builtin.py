@@ -1,56 +1,24 @@
 """Built-in tools a user can attach to a tool processor or an agent.
 
-calculator, unit converter and date arithmetic are pure functions; the SQLite lookup opens its
-database read-only; corpus search ranks passages by TF-IDF; the Python evaluator runs one
-expression in a separate, isolated interpreter with CPU, memory and wall-clock limits.
+calculator (an arithmetic evaluator over the syntax tree, `arithmetic.py`), unit converter and date
+arithmetic are pure functions; the SQLite lookup opens its database read-only; corpus search ranks
+passages by TF-IDF; the Python evaluator runs one expression in the bubblewrap sandbox
+(`sandbox.py`), with CPU, memory, process and wall-clock limits.
 """
 
 from __future__ import annotations
 
-import ast
 import datetime as dt
-import math
-import operator
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+from noosphere.tools.arithmetic import calculate
 from noosphere.tools.base import FunctionTool
-from noosphere.tools.sandbox import run_python_expression
+from noosphere.tools.sandbox import Sandbox, run_python_expression
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCTIONS = {name: getattr(math, name) for name in
-              ("sqrt", "log", "log10", "log2", "exp", "sin", "cos", "tan", "asin", "acos", "atan", "floor", "ceil",
-               "factorial", "gcd", "radians", "degrees")}
-_FUNCTIONS.update({"abs": abs, "round": round, "min": min, "max": max})
-_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
-
-
-def _evaluate(node: ast.AST) -> float | int:
-    if isinstance(node, ast.Expression):
-        return _evaluate(node.body)
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
-        return node.value
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _evaluate(node.left), _evaluate(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > 1000:
-            raise ValueError("exponent too large")
-        return _BINARY[type(node.op)](left, right)
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_evaluate(node.operand))
-    if isinstance(node, ast.Name) and node.id in _CONSTANTS:
-        return _CONSTANTS[node.id]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
-        return _FUNCTIONS[node.func.id](*(_evaluate(arg) for arg in node.args))
-    raise ValueError(f"unsupported expression element: {ast.dump(node)[:60]}")
-
-
-def calculate(expression: str) -> float | int:
-    """Evaluate an arithmetic expression (+ - * / // % **, parentheses, math functions, pi, e)."""
-    return _evaluate(ast.parse(expression.replace("^", "**"), mode="eval"))
-
+__all__ = ["builtin_tools", "calculate", "calculator_tool", "convert_units", "corpus_search_tool", "date_arithmetic",
+           "date_tool", "python_tool", "sqlite_lookup_tool", "unit_converter_tool"]
 
 # Units as (dimension, factor to the base unit). Temperature is affine and handled apart.
 _UNITS: dict[str, tuple[str, float]] = {
@@ -155,9 +123,11 @@ def corpus_search_tool(passages: dict[str, str], *, top_k: int = 3) -> FunctionT
                                     "required": ["query"]})
 
 
-def python_tool(*, timeout_s: float = 5.0, memory_mb: int = 256) -> FunctionTool:
+def python_tool(*, timeout_s: float = 5.0, memory_mb: int = 256, sandbox: Sandbox | None = None) -> FunctionTool:
+    """One Python expression, evaluated in the sandbox; without bubblewrap each call fails saying how to install it."""
+
     def evaluate(expression: str) -> Any:
-        return run_python_expression(expression, timeout_s=timeout_s, memory_mb=memory_mb)
+        return run_python_expression(expression, timeout_s=timeout_s, memory_mb=memory_mb, sandbox=sandbox)
 
     return FunctionTool(evaluate, name="python",
                         description="Evaluate one Python expression (no imports, no files) and return its value.",

@@ -1,50 +1,185 @@
-"""Run untrusted Python in a separate interpreter with limits.
+"""Run model-written Python in a bubblewrap sandbox, with limits, and kill everything it started.
 
-The child is `python -I` (isolated: no user site, no environment variables, no cwd on the path),
-started with an empty environment, CPU-time and address-space limits, and a wall-clock timeout.
-`run_python_expression` evaluates one expression with a small set of builtins (no `open`, no
-`__import__`); the expression travels on stdin and the value comes back as text on stdout.
-`run_python_program` runs a whole program (model-written code and its tests) in an empty temporary
-directory, without network where the machine lets us create a network namespace (`unshare -n`).
+Confinement (`bwrap.py`): a read-only minimal root, no network, no host files beyond what the
+interpreter needs, uid 65534, private size-limited /tmp and working folder. Limits, set by a tiny
+launcher inside the sandbox before the code runs: CPU seconds, address space, processes (so a fork bomb
+stops at the limit) and file size. A wall-clock timeout kills the whole process group, and with it the
+sandbox's PID namespace, so no child outlives the call (`process.py`).
+
+Without bubblewrap, code tools fail with one line saying how to install it. Running unconfined needs
+an explicit opt-in (`Sandbox(unsandboxed=True)` or the environment variable NOOSPHERE_UNSANDBOXED=1),
+which is logged as a warning and recorded as a `sandbox_unconfined` trace event on every run; limits
+and the group kill still apply then, nothing else does.
+
+`run_python_program` runs a whole program (model-written code and its tests); `run_python_expression`
+evaluates one expression with a few builtins, after refusing any name or attribute that starts with
+an underscore (the way from `()` to `os.system`).
 """
 
 from __future__ import annotations
 
-import resource
+import ast
+import functools
+import logging
+import math
+import os
 import secrets
-import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
-from noosphere.errors import RuntimeFault
+from noosphere.errors import RuntimeFault, UsageError
+from noosphere.tools.bwrap import NOBODY, bwrap_command, bwrap_path
+from noosphere.tools.process import Finished, run_in_group
+from noosphere.trace import Event, Trace
 
-_CHILD = r"""
-import sys
-SAFE = {name: getattr(__builtins__, name) for name in (
-    "abs", "all", "any", "bool", "chr", "dict", "divmod", "enumerate", "filter", "float", "frozenset", "int",
-    "len", "list", "map", "max", "min", "ord", "pow", "range", "repr", "reversed", "round", "set", "sorted",
-    "str", "sum", "tuple", "zip", "isinstance", "True", "False", "None")}
-source = sys.stdin.read()
-print(repr(eval(compile(source, "<expression>", "eval"), {"__builtins__": SAFE}, {})))
-"""
+UNSANDBOXED_ENV = "NOOSPHERE_UNSANDBOXED"
+INSTALL = "apt-get install bubblewrap"
+log = logging.getLogger(__name__)
 
 
 class SandboxError(RuntimeFault):
+    """Sandboxed code failed, was refused, or was stopped by a limit."""
+
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(f"sandboxed code failed: {reason}")
 
 
-def _limits(timeout_s: float, memory_mb: int):  # type: ignore[no-untyped-def]
-    def limit() -> None:  # runs in the child before exec
-        cpu = max(1, int(timeout_s))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-        memory = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+class SandboxUnavailableError(UsageError):
+    """bubblewrap is missing or cannot create a sandbox on this machine, and no one opted out of it."""
 
-    return limit
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"model-written code runs only in a bubblewrap sandbox, and {reason}; install it with: "
+                         f"{INSTALL} (or set {UNSANDBOXED_ENV}=1 to run such code unconfined, at your own risk)")
+
+
+class SandboxUnconfined(Event):
+    kind: str = "sandbox_unconfined"
+    what: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 10.0
+    """Wall clock; the CPU-time limit is the same number of seconds, rounded up."""
+    memory_mb: int = 512
+    """Address space of each process."""
+    processes: int = 64
+    """Processes and threads of uid 65534: of this sandbox under a user namespace; as root, of all sandboxes
+    running at that moment on the machine (the kernel counts them per real uid)."""
+    file_mb: int = 16
+    """Largest file it may write."""
+    tmpfs_mb: int = 64
+    """Size of each of its writable folders (/tmp and the working folder)."""
+
+
+# Runs inside the sandbox (as the first program, without site-packages: it starts in a tenth of the time):
+# become nobody for real when bwrap ran as root, set the limits, then become the interpreter running the code.
+_LAUNCHER = r"""
+import os, resource, sys
+cpu, memory, processes, file_size, drop = (int(v) for v in sys.argv[1:6])
+if drop and os.getuid() == 0:
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+for limit, soft, hard in ((resource.RLIMIT_CPU, cpu, cpu + 1), (resource.RLIMIT_AS, memory, memory),
+                          (resource.RLIMIT_NPROC, processes, processes), (resource.RLIMIT_FSIZE, file_size, file_size),
+                          (resource.RLIMIT_CORE, 0, 0)):
+    resource.setrlimit(limit, (soft, hard))
+os.execv(sys.executable, [sys.executable, "-I", *sys.argv[6:]])
+""".replace("NOBODY", str(NOBODY))
+
+_PROBE = "import os; assert os.getuid() == NOBODY".replace("NOBODY", str(NOBODY))
+
+
+@functools.cache
+def _probe(bwrap: str, euid: int) -> str | None:
+    """Why bwrap cannot run the interpreter confined here, or None when it can (asked once per process)."""
+    with tempfile.TemporaryDirectory(prefix="noosphere-sandbox-") as folder:
+        main = Path(folder, "main.py")
+        main.write_text(_PROBE)
+        command = bwrap_command(bwrap, {"main.py": main}, tmpfs_bytes=1 << 20)
+        finished = run_in_group([*command, *_launch(Limits(), True), "main.py"], timeout_s=30)
+    if finished.returncode == 0:
+        return None
+    lines = (finished.stderr.strip() or f"exit status {finished.returncode}").splitlines()
+    return f"bubblewrap cannot start a sandbox here ({lines[-1][:200]})"
+
+
+def _launch(limits: Limits, drop: bool) -> list[str]:
+    mb = 1024 * 1024
+    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(max(1, math.ceil(limits.timeout_s))),
+            str(limits.memory_mb * mb), str(limits.processes), str(limits.file_mb * mb), str(int(drop))]
+
+
+def _signal_of(returncode: int | None, sandboxed: bool) -> int | None:
+    """The signal that killed the code: bwrap reports it as 128 + the signal, a plain child as minus it."""
+    if returncode is None:
+        return None
+    if returncode < 0:
+        return -returncode
+    return returncode - 128 if sandboxed and 128 < returncode < 160 else None
+
+
+class Sandbox:
+    """Where code tools run code: bubblewrap, or (opted in, loudly) the bare machine."""
+
+    def __init__(self, *, unsandboxed: bool | None = None, trace: Trace | None = None) -> None:
+        opted = os.environ.get(UNSANDBOXED_ENV, "")
+        if unsandboxed is None:
+            self.unsandboxed = opted not in ("", "0")
+            self.reason = f"{UNSANDBOXED_ENV}={opted}"
+        else:
+            self.unsandboxed = unsandboxed
+            self.reason = "Sandbox(unsandboxed=True)"
+        self.trace = trace
+        if self.unsandboxed:
+            log.warning("model-written code will run WITHOUT a sandbox (%s): it can read and write whatever this "
+                        "user can, and reach the network", self.reason)
+
+    def check(self) -> None:
+        """Raise `SandboxUnavailableError` now if code could not run confined (and no one opted out)."""
+        self._bwrap()
+
+    def _bwrap(self) -> str:
+        bwrap = bwrap_path()
+        if bwrap is None:
+            raise SandboxUnavailableError("bubblewrap (bwrap) is not installed")
+        if (problem := _probe(bwrap, os.geteuid())) is not None:
+            raise SandboxUnavailableError(problem)
+        return bwrap
+
+    @property
+    def confined(self) -> bool:
+        return not self.unsandboxed
+
+    def run(self, files: dict[str, str], argv: list[str], limits: Limits, *, what: str = "program") -> Finished:
+        """Run `python -I ARGV` in a fresh working folder holding `files` (name -> text, read-only inside)."""
+        bwrap = None if self.unsandboxed else self._bwrap()
+        with tempfile.TemporaryDirectory(prefix="noosphere-sandbox-") as folder:
+            paths = {name: Path(folder, name) for name in files}
+            for name, text in files.items():
+                paths[name].write_text(text, encoding="utf-8")
+                paths[name].chmod(0o644)
+            if bwrap is None:
+                log.warning("running a model-written %s WITHOUT a sandbox (%s)", what, self.reason)
+                if self.trace is not None:
+                    self.trace.emit(SandboxUnconfined(what=what, reason=self.reason))
+                return run_in_group([*_launch(limits, False), *argv], timeout_s=limits.timeout_s, cwd=Path(folder))
+            report = os.pipe()  # bwrap names the sandbox's first process on it: its death ends the sandbox
+            command = bwrap_command(bwrap, paths, tmpfs_bytes=limits.tmpfs_mb * 1024 * 1024, info_fd=report[1])
+            return run_in_group([*command, *_launch(limits, True), *argv], timeout_s=limits.timeout_s, report=report)
+
+    def stopped(self, finished: Finished, limits: Limits) -> str | None:
+        """Why the code was stopped (the deadline, or a signal: over a limit), or None if it exited itself."""
+        if finished.timed_out:
+            return f"timed out after {limits.timeout_s}s"
+        signal = _signal_of(finished.returncode, self.confined)
+        return None if signal is None else f"stopped by signal {signal}: over its CPU-time or memory limit"
 
 
 @dataclass(frozen=True)
@@ -53,49 +188,63 @@ class ProgramRun:
     """The program ran to its last line and exited with status 0, within its limits."""
     output: str
     network_isolated: bool
+    """It ran in the sandbox (no network, no host files); False only when unsandboxed was opted into."""
 
 
-def _can_unshare_network() -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False)
-    return probe.returncode == 0
-
-
-def run_python_program(source: str, *, timeout_s: float = 10.0, memory_mb: int = 512) -> ProgramRun:
+def run_python_program(source: str, *, timeout_s: float = 10.0, memory_mb: int = 512,
+                       sandbox: Sandbox | None = None) -> ProgramRun:
     """Run `source` as a script; it passes only if it runs to its last line and exits with status 0.
 
     A failing assert, an exception, a timeout or a limit means not passed, and so does an early exit:
     the script ends by printing a random token, so code that calls `sys.exit(0)` before the tests
     does not pass them. The child gets no stdin (an `input()` fails at once instead of waiting).
     """
-    isolated = _can_unshare_network()
+    sandbox = sandbox or Sandbox()
+    limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
     token = secrets.token_hex(12)
-    command = [*(["unshare", "-n"] if isolated else []), sys.executable, "-I", "-c", f"{source}\nprint({token!r})\n"]
-    with tempfile.TemporaryDirectory(prefix="noosphere-sandbox-") as workdir:
-        try:
-            completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env={},
-                                       cwd=workdir, stdin=subprocess.DEVNULL,
-                                       preexec_fn=_limits(timeout_s, memory_mb), check=False)
-        except subprocess.TimeoutExpired:
-            return ProgramRun(False, f"timed out after {timeout_s}s", isolated)
-    finished = token in completed.stdout
-    output = (completed.stdout.replace(token, "") + completed.stderr).strip()[-2000:]
-    if completed.returncode == 0 and not finished:
+    finished = sandbox.run({"main.py": f"{source}\nprint({token!r})\n"}, ["main.py"], limits)
+    reached_end = token in finished.stdout
+    output = (finished.stdout.replace(token, "") + finished.stderr).strip()[-2000:]
+    if (stopped := sandbox.stopped(finished, limits)) is not None:
+        output = f"{output}\n{stopped}".strip()
+    elif finished.returncode == 0 and not reached_end:
         output = f"{output}\nthe program exited before its last line (its tests did not all run)".strip()
-    return ProgramRun(completed.returncode == 0 and finished, output, isolated)
+    return ProgramRun(finished.returncode == 0 and reached_end, output, sandbox.confined)
 
 
-def run_python_expression(expression: str, *, timeout_s: float = 5.0, memory_mb: int = 256) -> str:
-    limit = _limits(timeout_s, memory_mb)
+_CHILD = r"""
+SAFE = {name: getattr(__builtins__, name) for name in (
+    "abs", "all", "any", "bool", "chr", "dict", "divmod", "enumerate", "filter", "float", "frozenset", "int",
+    "len", "list", "map", "max", "min", "ord", "pow", "range", "repr", "reversed", "round", "set", "sorted",
+    "str", "sum", "tuple", "zip", "isinstance", "True", "False", "None")}
+with open("expression.txt", encoding="utf-8") as handle:
+    source = handle.read()
+print(repr(eval(compile(source, "<expression>", "eval"), {"__builtins__": SAFE}, {}))[:10000])
+"""
+
+
+def _screen(expression: str) -> None:
+    """Refuse what is not one expression, and any name or attribute that starts with an underscore."""
     try:
-        completed = subprocess.run([sys.executable, "-I", "-c", _CHILD], input=expression, capture_output=True,
-                                   text=True, timeout=timeout_s, env={}, preexec_fn=limit, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise SandboxError(f"timed out after {timeout_s}s") from exc
-    if completed.returncode < 0:  # killed by the kernel: RLIMIT_CPU sends SIGXCPU, then SIGKILL
-        raise SandboxError(f"stopped by signal {-completed.returncode}: over its CPU-time or memory limit")
-    if completed.returncode != 0:
-        last = (completed.stderr.strip().splitlines() or [f"exit code {completed.returncode}"])[-1]
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError as exc:
+        raise SandboxError(f"SyntaxError: {exc.msg}") from None
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name is not None and name.startswith("_"):
+            raise SandboxError(f"refused: {name!r} (names starting with '_' reach the interpreter's internals)")
+
+
+def run_python_expression(expression: str, *, timeout_s: float = 5.0, memory_mb: int = 256,
+                          sandbox: Sandbox | None = None) -> str:
+    """The repr of one Python expression, evaluated in the sandbox with a few builtins (no imports, no files)."""
+    _screen(expression)
+    sandbox = sandbox or Sandbox()
+    limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
+    finished = sandbox.run({"main.py": _CHILD, "expression.txt": expression}, ["main.py"], limits, what="expression")
+    if (stopped := sandbox.stopped(finished, limits)) is not None:
+        raise SandboxError(stopped)
+    if finished.returncode != 0:
+        last = (finished.stderr.strip().splitlines() or [f"exit code {finished.returncode}"])[-1]
         raise SandboxError(last)
-    return completed.stdout.strip()
+    return finished.stdout.strip()

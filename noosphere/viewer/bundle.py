@@ -8,11 +8,13 @@ is decided here once, from the files and the event kinds present.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from noosphere.bench.runner import load_done
+from noosphere.datafiles import BadLine, scan_json_lines
 from noosphere.errors import UsageError
+from noosphere.runs import load_done
 
 SECTIONS = {"ws_": "workspace", "soc_": "society", "econ_": "society", "ma_": "metaagent"}
 
@@ -31,20 +33,21 @@ def _no_constants(name: str) -> None:
     return None
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """The trace's events as dicts, skipping blank lines and a line torn by a killed run."""
+def read_events(path: Path, on_bad_line: Callable[[BadLine], None] | None = None) -> list[dict[str, Any]]:
+    """The trace's events as dicts. A line that is not one (torn by a killed run, not UTF-8, not an object with a
+    kind) is handed to `on_bad_line` and skipped."""
     events = []
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                event = json.loads(line, parse_constant=_no_constants)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(event, dict) and isinstance(event.get("kind"), str):
-                event.setdefault("ts", 0.0)
-                events.append(event)
+    objects, bad = scan_json_lines(path, parse_constant=_no_constants)
+    for number, event in objects:
+        if isinstance(event.get("kind"), str):
+            event.setdefault("ts", 0.0)
+            events.append(event)
+        else:
+            bad.append(BadLine(path, number, "its kind is not a string" if "kind" in event
+                               else "an object without a kind, not an event"))
+    for line in sorted(bad, key=lambda b: b.line):
+        if on_bad_line is not None:
+            on_bad_line(line)
     return events
 
 
@@ -56,15 +59,16 @@ def sections(events: list[dict[str, Any]], benchmark: bool) -> list[str]:
     return [name for name in ("workspace", "society", "metaagent", "benchmark") if name in found]
 
 
-def load_bundle(run_dir: Path | str) -> dict[str, Any]:
-    """Read a run folder; a folder without a trace is not a run and is a usage error."""
+def load_bundle(run_dir: Path | str, on_bad_line: Callable[[BadLine], None] | None = None) -> dict[str, Any]:
+    """Read a run folder; a folder without a trace is not a run and is a usage error. Lines of the trace or
+    results that cannot be read go to `on_bad_line` and are left out."""
     run_dir = Path(run_dir)
     trace = run_dir / "trace.jsonl"
     if not trace.is_file():
         raise UsageError(f"{run_dir} is not a run folder (no trace.jsonl)")
-    events = read_events(trace)
+    events = read_events(trace, on_bad_line)
     report = _read_json(run_dir / "report.json") or None
-    items = list(load_done(run_dir / "items.jsonl").values())
+    items = list(load_done(run_dir / "items.jsonl", on_bad_line=on_bad_line).values())
     return {"name": run_dir.name, "path": str(run_dir), "config": _read_json(run_dir / "config.json"),
             "result": _read_json(run_dir / "result.json"), "report": report, "items": items, "events": events,
             "sections": sections(events, benchmark=report is not None or bool(items))}

@@ -17,7 +17,8 @@ from typing import Any
 
 from noosphere.viewer.bundle import load_bundle
 
-SCRIPTS = ("dom.js", "model.js", "timeline.js", "workspace.js", "society.js", "metaagent.js", "bench.js", "app.js")
+SCRIPTS = ("dom.js", "model.js", "timeline.js", "workspace.js", "society.js", "metaagent.js", "bench.js", "report.js",
+           "app.js")
 """Inlined in this order: helpers first, `app.js` (which boots the page) last."""
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}

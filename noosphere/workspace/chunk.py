@@ -19,6 +19,15 @@ class ProcessorOutput(BaseModel):
     surprise: float = Field(ge=0.0, le=1.0, description="how unexpected or novel the response is")
 
 
+class ProcessorText(BaseModel):
+    """A processor's reply when its scores come from probabilities: the response and question only."""
+
+    response: str = Field(min_length=1, max_length=400, description="your answer to the query, from what you can see")
+    additional_question: str = Field(
+        max_length=160, description="one short question another processor could answer to improve the answer, "
+                                    "or an empty string")
+
+
 @dataclass(frozen=True)
 class WeightRule:
     """weight = relevance x w_relevance + confidence x w_confidence + surprise x w_surprise (paper: 1 : 1 : 0.2)."""
@@ -46,6 +55,10 @@ class Chunk:
 
     @classmethod
     def from_output(cls, processor: str, tick: int, output: ProcessorOutput, rule: WeightRule) -> Chunk:
+        return cls.scored(processor, tick, output, rule, output.relevance, output.confidence, output.surprise)
+
+    @classmethod
+    def scored(cls, processor: str, tick: int, output: ProcessorText | ProcessorOutput, rule: WeightRule,
+               relevance: float, confidence: float, surprise: float) -> Chunk:
         return cls(processor, tick, output.response.strip(), output.additional_question.strip(),
-                   rule(output.relevance, output.confidence, output.surprise),
-                   output.relevance, output.confidence, output.surprise)
+                   rule(relevance, confidence, surprise), relevance, confidence, surprise)

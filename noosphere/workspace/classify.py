@@ -17,9 +17,13 @@ def classifier(model: Model, observation: Observation, labels: tuple[str, ...], 
                roles: dict[str, str] | None = None, settings: WorkspaceSettings | None = None,
                stm_samples: int = 1) -> Workspace:
     roles = roles or {}
+    settings = settings or WorkspaceSettings()
     processors = [sensory(view.name, model, view.name, role=roles.get(view.name, ""),
-                          media_kind=view.media[0].kind if view.media else None) for view in observation.views]
-    return Workspace(processors, ShortTermMemory(model, labels=labels, samples=stm_samples), settings)
+                          media_kind=view.media[0].kind if view.media else None, scores=settings.scores)
+                  for view in observation.views]
+    stm = ShortTermMemory(model, labels=labels, samples=stm_samples, scores=settings.scores,
+                          calibrate=settings.calibrate)
+    return Workspace(processors, stm, settings)
 
 
 async def classify(model: Model, query: str, observation: Observation, labels: tuple[str, ...], *,

@@ -3,10 +3,14 @@
 Each iteration: every processor bids a chunk (in parallel); the up-tree competition picks one; the
 winner is broadcast into every processor's memory; the short-term memory answers from it with a
 confidence alpha and, while that call runs, every other processor answers the winner's follow-up
-question (link formation, started speculatively and cancelled if alpha clears the threshold);
-relevance creates or removes links; linked processors then ask their neighbours their own
-questions (fusion). One iteration is three model latencies (bids, STM with links, fusion) and
-about 2(K + L) calls. A processor that fails forfeits its turn; the run goes on.
+question (link formation, begun speculatively: `speculation.LinkStep`, committed if the loop goes on,
+rolled back if alpha clears the threshold); relevance creates or removes links; linked processors
+then ask their neighbours their own questions (fusion). One iteration is three model latencies (bids,
+STM with links, fusion) and about 2(K + L) calls.
+
+A processor that fails at run time forfeits its turn and the run goes on; a usage error or a spent
+budget stops the run (`noosphere.concurrent`). Each `run` starts from a fresh link graph and empty
+processor memories, unless `WorkspaceSettings.carry_over` keeps them from the run before.
 """
 
 from __future__ import annotations
@@ -16,16 +20,16 @@ import contextlib
 import random
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal, TypeVar
 
-from noosphere.concurrent import run_in_order
-from noosphere.errors import BudgetExceededError, RuntimeFault, UnknownNameError, UsageError
+from noosphere.concurrent import Forfeit, attempt, gather_turns
+from noosphere.errors import UnknownNameError, UsageError
 from noosphere.observation import Observation
 from noosphere.trace import Trace
 from noosphere.workspace.chunk import Chunk
 from noosphere.workspace.competition import CompetitionMethod, compete
 from noosphere.workspace.events import (
-    Broadcast,
     ChunkProduced,
     CompetitionHeld,
     FusionExchanged,
@@ -38,6 +42,8 @@ from noosphere.workspace.events import (
 from noosphere.workspace.links import LinkChange, LinkGraph, LinkPolicy
 from noosphere.workspace.memory import FusionNote, ProcessorMemory
 from noosphere.workspace.processor import Processor
+from noosphere.workspace.scores import SCORE_SOURCES, ScoreSource
+from noosphere.workspace.speculation import LinkStep
 from noosphere.workspace.stm import ShortTermMemory, StmAnswer
 
 ABLATIONS = ("no_uptree", "no_broadcast", "no_fusion", "no_ltm")
@@ -60,6 +66,16 @@ class WorkspaceSettings:
     compute on unneeded questions when many items share the machine (a benchmark scoring in parallel)."""
     max_concurrency: int = 16
     seed: int = 0
+    scores: ScoreSource = "verbal"
+    """Where chunk scores and the STM's alpha come from (`workspace.scores`). The workspace's builders
+    (`classifier`, `ask --system ctm`, the benchmarks) give it to the processors and the STM they make."""
+    calibrate: bool = False
+    """Contextual calibration of the STM's label probabilities (with labels and probability scores)."""
+    carry_over: bool = False
+    """Keep the link graph and the processors' memories from one `run` to the next (one workspace asked a
+    series of related queries). Off, each run starts with no links and empty memories, as a society
+    resets its members; what a processor keeps outside its memory (a `FreeProcessor`'s rewarded
+    examples) is its own and stays either way."""
 
     def __post_init__(self) -> None:
         for name in self.ablations:
@@ -67,6 +83,8 @@ class WorkspaceSettings:
                 raise UnknownNameError("ablation", name, ABLATIONS)
         if self.max_iterations < 1:
             raise UsageError("max_iterations must be at least 1")
+        if self.scores not in SCORE_SOURCES:
+            raise UnknownNameError("score source", self.scores, SCORE_SOURCES)
 
 
 @dataclass(frozen=True)
@@ -96,57 +114,38 @@ class Workspace:
         return asyncio.run(self.run(query, observation))
 
     async def run(self, query: str, observation: Observation | None = None) -> WorkspaceResult:
+        """Algorithm 1: up to T iterations of bid, compete, broadcast, answer, link and fuse."""
         observation = observation or Observation()
-        settings, ablations = self.settings, self.settings.ablations
+        settings = self.settings
+        self._start_run()
         rng = random.Random(settings.seed)
         answer: StmAnswer | None = None
         winners: list[str] = []
         stopped_by, iteration = "max_iterations", 0
         for iteration in range(1, settings.max_iterations + 1):
-            tick = 2 * iteration - 1
-            final = iteration == settings.max_iterations
+            tick, final = 2 * iteration - 1, iteration == settings.max_iterations
             self.trace.emit(IterationStarted(iteration=iteration, tick=tick))
-            if "no_ltm" in ablations:
-                for processor in self.processors.values():
-                    processor.write(ProcessorMemory())
-            chunks = await self._execute_all(
-                {name: query for name in self.processors}, observation, tick, iteration, "chunk")
+            chunks = await self._bid(query, observation, tick, iteration)
             if not chunks:
                 stopped_by = "no_chunks"
                 break
-            method = "random" if "no_uptree" in ablations else settings.competition
-            result = compete(list(chunks.values()), method, rng)
-            winner = result.winner
+            winner = self._compete(chunks, rng, iteration)
             winners.append(winner.processor)
-            self.trace.emit(CompetitionHeld(iteration=iteration, method=result.method, winner=winner.processor,
-                                            weights={c.processor: round(c.weight, 4) for c in chunks.values()},
-                                            matches=list(result.matches)))
-            # The broadcast is written before the STM answers so that the speculative link formation sees it
-            # (Algorithm 1 writes, then asks); it is committed, and traced, only if the loop goes on.
-            before_broadcast = {name: p.read() for name, p in self.processors.items()}
-            broadcasting = not final and "no_broadcast" not in ablations
-            if broadcasting:
-                for processor in self.processors.values():
-                    processor.write(processor.read().with_winner(winner))
-            asks_links = not final and bool(winner.question)
-            linking = None
-            if asks_links and settings.speculative_links:
-                linking = asyncio.create_task(self._ask_links(winner, observation, tick, iteration))
-            answer = await self._stm_answer(query, winner, iteration, answer)
+            step = self._begin_link_step(winner, observation, tick, iteration, final)
+            try:
+                answer = await self._stm_answer(query, winner, iteration, answer)
+            except BaseException:  # a spent budget or a usage error: nothing speculative is left running
+                with contextlib.suppress(Exception):
+                    await step.rollback()
+                raise
             if answer.confidence >= settings.threshold or final:
                 stopped_by = "confidence" if answer.confidence >= settings.threshold else "max_iterations"
-                await _cancel(linking)
-                for name, memory in before_broadcast.items():
-                    self.processors[name].write(memory)
+                await step.rollback()
                 break
-            if broadcasting:
-                self.trace.emit(Broadcast(iteration=iteration, winner=winner.processor, gist=winner.gist,
-                                          recipients=list(self.processors)))
-            if asks_links:
-                replies = await linking if linking is not None else await self._ask_links(winner, observation, tick,
-                                                                                          iteration)
+            replies = await step.commit()
+            if replies is not None:
                 self._form_links(winner, replies, iteration)
-            if "no_fusion" not in ablations:
+            if "no_fusion" not in settings.ablations:
                 await self._fuse(observation, tick + 1, iteration)
         final_answer = answer or StmAnswer("", 0.0)
         self.trace.emit(WorkspaceFinished(answer=final_answer.answer, label=final_answer.label,
@@ -155,24 +154,53 @@ class Workspace:
         return WorkspaceResult(final_answer.answer, final_answer.confidence, final_answer.label, iteration,
                                stopped_by, tuple(winners), self.links.edges())
 
+    def _start_run(self) -> None:
+        """A run's own state: a fresh link graph and empty memories, unless the settings carry them over."""
+        if self.settings.carry_over:
+            return
+        self.links = LinkGraph(self.settings.links)
+        for processor in self.processors.values():
+            processor.write(ProcessorMemory())
+
+    async def _bid(self, query: str, observation: Observation, tick: int, iteration: int) -> dict[str, Chunk]:
+        """Every processor bids a chunk for the query (without long-term memory under `no_ltm`)."""
+        if "no_ltm" in self.settings.ablations:
+            for processor in self.processors.values():
+                processor.write(ProcessorMemory())
+        return await self._execute_all({name: query for name in self.processors}, observation, tick, iteration,
+                                       "chunk")
+
+    def _compete(self, chunks: dict[str, Chunk], rng: random.Random, iteration: int) -> Chunk:
+        """The up-tree competition (a random pick under `no_uptree`) puts one chunk into the STM."""
+        method = "random" if "no_uptree" in self.settings.ablations else self.settings.competition
+        result = compete(list(chunks.values()), method, rng)
+        self.trace.emit(CompetitionHeld(iteration=iteration, method=result.method, winner=result.winner.processor,
+                                        weights={c.processor: round(c.weight, 4) for c in chunks.values()},
+                                        matches=list(result.matches)))
+        return result.winner
+
+    def _begin_link_step(self, winner: Chunk, observation: Observation, tick: int, iteration: int,
+                         final: bool) -> LinkStep:
+        """The broadcast and the link question, written and asked before the STM answers (Algorithm 1 writes,
+        then asks); nothing of it is kept in the last iteration, which only answers."""
+        asks = not final and bool(winner.question)
+        broadcast = not final and "no_broadcast" not in self.settings.ablations
+        return LinkStep.begin(winner, self.processors, broadcast=broadcast,
+                              ask=partial(self._ask_links, winner, observation, tick, iteration) if asks else None,
+                              speculative=self.settings.speculative_links, trace=self.trace, iteration=iteration)
+
     async def _gather(self, jobs: dict[K, Callable[[], Awaitable[Chunk]]], iteration: int, phase: str,
                       who: Callable[[K], str]) -> dict[K, Chunk]:
-        """Run jobs concurrently (bounded); failures forfeit; results keep the jobs' order."""
-        gate = asyncio.Semaphore(self.settings.max_concurrency)
+        """Run jobs at once (at most `max_concurrency`) under the forfeit policy; results keep the jobs' order."""
+        results = await gather_turns(jobs.values(), limit=self.settings.max_concurrency)
         done: dict[K, Chunk] = {}
-
-        async def one(key: K, job: Callable[[], Awaitable[Chunk]]) -> None:
-            async with gate:
-                try:
-                    done[key] = await job()
-                except BudgetExceededError:  # the run's budget stops the run, not one processor
-                    raise
-                except RuntimeFault as error:
-                    self.trace.emit(ProcessorForfeited(iteration=iteration, phase=phase, processor=who(key),
-                                                       error=f"{type(error).__name__}: {error}"))
-
-        await run_in_order(one(key, job) for key, job in jobs.items())
-        return {key: done[key] for key in jobs if key in done}
+        for key, result in zip(jobs, results, strict=True):
+            if isinstance(result, Forfeit):
+                self.trace.emit(ProcessorForfeited(iteration=iteration, phase=phase, processor=who(key),
+                                                   error=str(result)))
+            else:
+                done[key] = result
+        return done
 
     async def _execute_all(self, questions: dict[str, str], observation: Observation, tick: int, iteration: int,
                            phase: str) -> dict[str, Chunk]:
@@ -193,13 +221,10 @@ class Workspace:
         return await self._execute_all(askers, observation, tick + 1, iteration, "link")
 
     async def _stm_answer(self, query: str, winner: Chunk, iteration: int, previous: StmAnswer | None) -> StmAnswer:
-        try:
-            answer = await self.stm.answer(query, winner)
-        except BudgetExceededError:
-            raise
-        except RuntimeFault as error:
+        answer = await attempt(self.stm.answer(query, winner))
+        if isinstance(answer, Forfeit):  # the STM forfeits: the previous answer (or the winner's gist) stands
             self.trace.emit(ProcessorForfeited(iteration=iteration, phase="stm", processor=self.stm.name,
-                                               error=f"{type(error).__name__}: {error}"))
+                                               error=str(answer)))
             answer = previous or StmAnswer(winner.gist, 0.0)
         stop = answer.confidence >= self.settings.threshold
         self.trace.emit(StmAnswered(iteration=iteration, winner=winner.processor, answer=answer.answer,
@@ -242,10 +267,3 @@ def _bind(processor: Processor, question: str, observation: Observation, tick: i
           ) -> Callable[[], Awaitable[Chunk]]:
     return lambda: processor.execute(question, observation, tick=tick)
 
-
-async def _cancel(task: asyncio.Task[object] | None) -> None:
-    if task is None:
-        return
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task

@@ -16,13 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from noosphere.errors import CapabilityError
+from noosphere.errors import CapabilityError, UnknownNameError
 from noosphere.llm import Message, Model
 from noosphere.llm.messages import MediaPart
 from noosphere.observation import Observation
-from noosphere.workspace.chunk import Chunk, ProcessorOutput, WeightRule
+from noosphere.workspace.chunk import Chunk, ProcessorOutput, ProcessorText, WeightRule
 from noosphere.workspace.memory import ProcessorMemory
-from noosphere.workspace.prompts import PROCESSOR_FRAME, PROCESSOR_IDENTITY, perception_text
+from noosphere.workspace.prompts import PROCESSOR_FRAME, PROCESSOR_FRAME_TEXT, PROCESSOR_IDENTITY, perception_text
+from noosphere.workspace.scores import SCORE_SOURCES, ScoreSource, judge_response
 
 
 @runtime_checkable
@@ -58,7 +59,14 @@ class LLMProcessor:
     """A processor backed by one model call per execute, returning a scored chunk."""
 
     def __init__(self, name: str, model: Model, *, role: str = "", perceive: Perceive = nothing,
-                 weights: WeightRule | None = None) -> None:
+                 weights: WeightRule | None = None, scores: ScoreSource = "verbal") -> None:
+        """`scores` says where relevance, confidence and surprise come from (see `workspace.scores`)."""
+        if scores not in SCORE_SOURCES:
+            raise UnknownNameError("score source", scores, SCORE_SOURCES)
+        if scores == "logprob" and not model.capabilities.logprobs:
+            raise CapabilityError(model.id, f"logprobs (processor {name!r} takes its scores from probabilities); "
+                                            "use scores='samples' or 'verbal'")
+        self.scores = scores
         self.name = name
         self.model = model
         self.role = role
@@ -73,7 +81,7 @@ class LLMProcessor:
         self.memory = memory
 
     def system_prompt(self) -> str:
-        return PROCESSOR_FRAME
+        return PROCESSOR_FRAME if self.scores == "verbal" else PROCESSOR_FRAME_TEXT
 
     def user_prompt(self, query: str, perception: Perception) -> str:
         identity = PROCESSOR_IDENTITY.format(name=self.name, role=self.role)
@@ -84,13 +92,19 @@ class LLMProcessor:
         perception = self.perceive(observation)
         messages = [Message.system(self.system_prompt()),
                     Message("user", self.user_prompt(query, perception), perception.media)]
-        completion = await self.model.complete(messages, output=ProcessorOutput, agent=self.name)
-        assert completion.output is not None
-        return Chunk.from_output(self.name, tick, completion.output, self.weights)
+        if self.scores == "verbal":
+            completion = await self.model.complete(messages, output=ProcessorOutput, agent=self.name)
+            assert completion.output is not None
+            return Chunk.from_output(self.name, tick, completion.output, self.weights)
+        written = await self.model.complete(messages, output=ProcessorText, agent=self.name)
+        assert written.output is not None
+        judged = await judge_response(self.model, messages, written.output.response, self.scores, agent=self.name)
+        return Chunk.scored(self.name, tick, written.output, self.weights, judged.relevance, judged.confidence,
+                            judged.surprise)
 
 
 def sensory(name: str, model: Model, view: str, *, role: str = "", media_kind: str | None = None,
-            weights: WeightRule | None = None) -> LLMProcessor:
+            weights: WeightRule | None = None, scores: ScoreSource = "verbal") -> LLMProcessor:
     """A processor that sees only the observation's view called `view`.
 
     `media_kind` ("image" or "audio") declares a media view up front, so a model that cannot take
@@ -107,20 +121,23 @@ def sensory(name: str, model: Model, view: str, *, role: str = "", media_kind: s
             raise CapabilityError(model.id, ", ".join(missing))
         return Perception(perception_text(view, seen.text), seen.media)
 
-    return LLMProcessor(name, model, role=role or f"You perceive the {view}.", perceive=perceive, weights=weights)
+    return LLMProcessor(name, model, role=role or f"You perceive the {view}.", perceive=perceive, weights=weights,
+                        scores=scores)
 
 
-def cognitive(name: str, model: Model, *, role: str, weights: WeightRule | None = None) -> LLMProcessor:
+def cognitive(name: str, model: Model, *, role: str, weights: WeightRule | None = None,
+              scores: ScoreSource = "verbal") -> LLMProcessor:
     """A processor that reasons over the query and its memory only."""
-    return LLMProcessor(name, model, role=role, weights=weights)
+    return LLMProcessor(name, model, role=role, weights=weights, scores=scores)
 
 
 class FreeProcessor(LLMProcessor):
     """Starts without a speciality; keeps the exchanges that earned positive feedback as examples."""
 
     def __init__(self, name: str, model: Model, *, perceive: Perceive = nothing, max_examples: int = 4,
-                 weights: WeightRule | None = None) -> None:
-        super().__init__(name, model, role="You have no fixed speciality yet.", perceive=perceive, weights=weights)
+                 weights: WeightRule | None = None, scores: ScoreSource = "verbal") -> None:
+        super().__init__(name, model, role="You have no fixed speciality yet.", perceive=perceive, weights=weights,
+                         scores=scores)
         self.max_examples = max_examples
         self.examples: tuple[tuple[str, str], ...] = ()
 

@@ -16,8 +16,9 @@ from pydantic import BaseModel, Field, create_model
 
 from noosphere.llm import Message, Model, ToolCall, ToolSpec
 from noosphere.observation import Observation
-from noosphere.workspace.chunk import Chunk, ProcessorOutput, WeightRule
+from noosphere.workspace.chunk import Chunk, ProcessorOutput, ProcessorText, WeightRule
 from noosphere.workspace.processor import LLMProcessor, Perceive, nothing
+from noosphere.workspace.scores import ScoreSource, judge_response, probability
 
 # Small models write their verdict first and rationalise it after, so `calls` comes first in the
 # output: the proposer decides on the calls, then explains them. The argument schema is shown as well as
@@ -32,27 +33,39 @@ much the request needs your function: 1.0 if it asks for exactly what your funct
 does not need it at all."""
 
 
-def _proposal_model(spec: ToolSpec) -> type[BaseModel]:
-    """`calls`, whose items are constrained to the function's argument schema, then ProcessorOutput's fields."""
+SERVES_QUESTION = ("Does the request ask for exactly these calls of your function, with these arguments? "
+                   "Answer Yes or No.")
+PROPOSE_TEXT = """
+You own one function, {name}: {description}
+Its arguments, as a JSON schema: {parameters}
+First fill "calls": every call of your function that the request asks for, each one an object of
+arguments taken from the request; an empty list if the request does not ask for what your function
+does. Then "response": the calls you propose and why, in a sentence or two."""
+
+
+def _proposal_model(spec: ToolSpec, base: type[BaseModel] = ProcessorOutput) -> type[BaseModel]:
+    """`calls`, whose items are constrained to the function's argument schema, then the processor's fields."""
     calls = Field(description="argument objects, one per call; empty if the request does not need the function",
                   json_schema_extra={"items": spec.parameters})
     fields: dict[str, Any] = {"calls": (list[dict[str, Any]], calls),
-                              **{name: (info.annotation, info) for name, info in ProcessorOutput.model_fields.items()}}
+                              **{name: (info.annotation, info) for name, info in base.model_fields.items()}}
     return create_model("Proposal", **fields)
 
 
 class FunctionProposer(LLMProcessor):
     def __init__(self, name: str, model: Model, function: ToolSpec, *, perceive: Perceive = nothing,
-                 weights: WeightRule | None = None) -> None:
+                 weights: WeightRule | None = None, scores: ScoreSource = "verbal") -> None:
+        """With probability scores, relevance is P(True) that the request asks for exactly the proposed calls
+        (0 when it proposes none); confidence and surprise as for any processor."""
         super().__init__(name, model, role=f"You represent the function {function.name}.", perceive=perceive,
-                         weights=weights)
+                         weights=weights, scores=scores)
         self.function = function
-        self.output = _proposal_model(function)
+        self.output = _proposal_model(function, ProcessorOutput if scores == "verbal" else ProcessorText)
         self.proposals: dict[str, tuple[Chunk, tuple[ToolCall, ...]]] = {}
         """Latest proposal per question asked."""
 
     def system_prompt(self) -> str:
-        return super().system_prompt() + PROPOSE.format(
+        return super().system_prompt() + (PROPOSE if self.scores == "verbal" else PROPOSE_TEXT).format(
             name=self.function.name, description=self.function.description,
             parameters=json.dumps(self.function.parameters, separators=(",", ":")))
 
@@ -62,10 +75,18 @@ class FunctionProposer(LLMProcessor):
                     Message("user", self.user_prompt(query, perception), perception.media)]
         completion = await self.model.complete(messages, output=self.output, agent=self.name)
         output: Any = completion.output
-        scored = ProcessorOutput.model_validate(output.model_dump(exclude={"calls"}))
-        chunk = Chunk.from_output(self.name, tick, scored, self.weights)
         calls = tuple(ToolCall(self.function.name, arguments) for arguments in output.calls
                       if isinstance(arguments, dict))
+        if self.scores == "verbal":
+            chunk = Chunk.from_output(self.name, tick, ProcessorOutput.model_validate(
+                output.model_dump(exclude={"calls"})), self.weights)
+        else:
+            text = ProcessorText.model_validate(output.model_dump(exclude={"calls"}))
+            judged = await judge_response(self.model, messages, completion.text, self.scores, agent=self.name)
+            relevance = await probability(self.model, [*messages, Message.assistant(completion.text),
+                                                       Message.user(SERVES_QUESTION)], self.scores,
+                                          agent=self.name) if calls else 0.0
+            chunk = Chunk.scored(self.name, tick, text, self.weights, relevance, judged.confidence, judged.surprise)
         self.proposals[query] = (chunk, calls)
         return chunk
 

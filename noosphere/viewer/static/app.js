@@ -25,14 +25,16 @@ function eventsView(run, events) {
 
 function overview(run) {
   const result = run.result || {};
+  const report = run.report || (result.report && typeof result.report === "object" ? result.report : null);
   const kinds = new Map();
   for (const e of run.events) kinds.set(e.kind, (kinds.get(e.kind) || 0) + 1);
   return el("div", null,
-    section("Result", Object.keys(result).length ? keyValues(result, ["usage"]) :
+    section("Result", Object.keys(result).length ? fieldsTable(result, ["usage", "report"]) :
       el("p", null, "no result.json yet: the run is still going, or was killed")),
+    report ? reportView(report) : null,
     section("Model calls by agent", table(["agent", "calls", "tokens", "latency", "repairs"],
       perAgent(run.events).map((r) => [r.agent, num(r.calls), num(r.tokens), seconds(r.latency), num(r.repairs)]))),
-    section("Config", keyValues(run.config, ["run_id"])),
+    section("Config", fieldsTable(run.config, ["run_id"])),
     section("Events", el("p", null, [...kinds].map(([kind, n]) => `${kind} ${n.toLocaleString("en")}`).join(" · "))));
 }
 

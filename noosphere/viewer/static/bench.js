@@ -4,8 +4,11 @@
 function metricsTable(report) {
   const rows = [];
   for (const [name, value] of Object.entries(report.metrics || {})) {
+    if (name === "calibration") continue;  // drawn as a reliability diagram in its own card
     if (name === "confusion" && value) rows.push([name, confusion(value)]);
-    else rows.push([name, typeof value === "object" && value !== null ? block(value, "json") : num(value)]);
+    else if (Array.isArray(value) && value.every((v) => typeof v === "number")) {
+      rows.push([name, value.map((v) => v.toFixed(3)).join(" – ")]);
+    } else rows.push([name, typeof value === "object" && value !== null ? nestedTable(value) : num(value)]);
   }
   for (const [name, value] of Object.entries(report.costs || {})) rows.push([name, num(value)]);
   return table(["metric", "value"], rows);
@@ -14,6 +17,55 @@ function metricsTable(report) {
 function confusion(matrix) {
   return table(["gold \\ predicted", ...(matrix.predicted || [])],
     (matrix.gold || []).map((label, i) => [label, ...((matrix.matrix || [])[i] || []).map(String)]));
+}
+
+const three = (value) => (typeof value === "number" ? value.toFixed(3) : "n/a");
+
+// A reliability diagram from a report's calibration (noosphere/bench/calibration.py): per confidence bin, the
+// accuracy (bar), the mean confidence (dot) and the items (number over the bar), against the diagonal of
+// perfect calibration; the same figures as the run's reliability.png, drawn here so the page stays one file.
+function reliabilityDiagram(cal) {
+  const width = 360, height = 320, left = 44, right = 14, top = 34, bottom = 44;
+  const x = (v) => left + v * (width - left - right);
+  const y = (v) => top + (1 - v) * (height - top - bottom);
+  const parts = [];
+  for (const v of [0, 0.2, 0.4, 0.6, 0.8, 1]) {
+    parts.push(svg("line", {class: "grid", x1: x(0), x2: x(1), y1: y(v), y2: y(v)}),
+      svg("text", {class: "tick", x: left - 6, y: y(v) + 4, "text-anchor": "end"}, v.toFixed(1)),
+      svg("text", {class: "tick", x: x(v), y: y(0) + 15, "text-anchor": "middle"}, v.toFixed(1)));
+  }
+  parts.push(svg("line", {class: "axis", x1: x(0), y1: y(0), x2: x(1), y2: y(0)}),
+    svg("line", {class: "axis", x1: x(0), y1: y(0), x2: x(0), y2: y(1)}),
+    svg("text", {class: "tick", x: x(0.5), y: height - 8, "text-anchor": "middle"}, "confidence"),
+    svg("text", {class: "tick", x: 12, y: y(0.5), "text-anchor": "middle", transform: `rotate(-90 12 ${y(0.5)})`},
+      "accuracy"));
+  for (const b of (cal.bins || []).filter((bin) => bin.count)) {
+    const label = `confidence ${b.lower.toFixed(1)}–${b.upper.toFixed(1)}: ${b.count} items, mean confidence ` +
+      `${three(b.confidence)}, accuracy ${three(b.accuracy)}`;
+    parts.push(svg("rect", {class: "bin", x: x(b.lower), y: y(b.accuracy), width: x(b.upper) - x(b.lower),
+      height: y(0) - y(b.accuracy)}, svg("title", null, label)),
+    svg("circle", {class: "confidence", cx: x(b.confidence), cy: y(b.accuracy), r: 3.5}, svg("title", null, label)),
+    svg("text", {class: "count", x: x((b.lower + b.upper) / 2), y: y(b.accuracy) - 4, "text-anchor": "middle"},
+      String(b.count)));
+  }
+  parts.push(svg("line", {class: "diagonal", x1: x(0), y1: y(0), x2: x(1), y2: y(1)}),
+    svg("text", {class: "title", x: width / 2, y: 16, "text-anchor": "middle"},
+      `ECE ${three(cal.ece)} · Brier ${three(cal.brier)} · AUROC ${three(cal.auroc)} · n ${cal.n}`));
+  return svg("svg", {class: "chart reliability", viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
+    "aria-label": "reliability diagram"}, parts);
+}
+
+// The calibration card's body: the diagram, what it was computed on, and why any figure is missing.
+function calibrationView(cal, heading) {
+  if (!cal) return el("figure", {class: "calibration"}, heading ? el("figcaption", null, heading) : null,
+    el("p", {class: "note"}, "no confidence in this run's items"));
+  const band = cal.auroc_ci95;
+  const facts = [`${cal.n} items with a confidence` + (cal.without_confidence ? ` (${cal.without_confidence} ` +
+    "without one left out)" : ""), `ECE over 10 equal-width bins ${three(cal.ece)}`, `Brier ${three(cal.brier)}`,
+  `AUROC ${three(cal.auroc)}` + (band ? ` (95 % interval ${three(band[0])}–${three(band[1])}, ` +
+    `${cal.interval_method})` : ""), `mean confidence ${three(cal.mean_confidence)}, accuracy ${three(cal.accuracy)}`];
+  return el("figure", {class: "calibration"}, heading ? el("figcaption", null, heading) : null,
+    reliabilityDiagram(cal), el("ul", {class: "facts"}, [...facts, ...(cal.notes || [])].map((f) => el("li", null, f))));
 }
 
 // The panel an item's trace opens in; `show(run, id)` fills it and scrolls to it.
@@ -61,6 +113,8 @@ function benchView(run) {
     section(report.benchmark || "Benchmark", keyValues({system: report.system, model: report.model,
       ablation: report.ablation, limit: report.limit, items: run.items.length})),
     section("Metrics", metricsTable(report)),
+    (report.metrics || {}).calibration ? section("Calibration", calibrationView(report.metrics.calibration)) : null,
+    groupRates(report.metrics).length ? section("Per group", ratesPlot(groupRates(report.metrics))) : null,
     section("Items (click one for its trace)", buttons, holder),
     panel);
 }
@@ -96,6 +150,7 @@ function compareView(a, b) {
     (tr, p) => { if (p.a && p.b && p.a.correct !== p.b.correct) tr.classList.add("differs"); }));
   showPairs(false);
   const bench = a.report || b.report;
+  const calibrations = [a, b].map((run) => ((run.report || {}).metrics || {}).calibration || null);
   return el("div", {class: "compare"},
     section("Runs", table(["", "run", "command", "system", "model"], [["A", a.name, a.config.command,
       asText(a.config.system), asText(a.config.model)], ["B", b.name, b.config.command, asText(b.config.system),
@@ -103,6 +158,8 @@ function compareView(a, b) {
     section("Totals", sideBySide("total", sums[0], sums[1])),
     bench ? section("Metrics", sideBySide("metric", (a.report || {}).metrics, (b.report || {}).metrics),
       sideBySide("cost", (a.report || {}).costs, (b.report || {}).costs)) : null,
+    calibrations.some(Boolean) ? section("Calibration", el("div", {class: "split"},
+      calibrationView(calibrations[0], `A: ${a.name}`), calibrationView(calibrations[1], `B: ${b.name}`))) : null,
     ids.length ? section("Items side by side (click an outcome for its trace)",
       el("p", null, `both right ${count((p) => p.a?.correct && p.b?.correct)} · only A ` +
         `${count((p) => p.a?.correct && !p.b?.correct)} · only B ${count((p) => !p.a?.correct && p.b?.correct)} · ` +

@@ -1,27 +1,40 @@
 // Workspace (CTM) runs: per iteration the chunks and their scores, the competition, the STM answer and
 // the link graph between processors as it stood after that iteration, with an iteration selector.
 
-// A trace may hold several workspace runs (one per benchmark item): a new one starts when the
-// iteration count goes back.
+// A trace may hold several workspace runs. In a benchmark each item runs its own, and every event of an item
+// carries its `item_id`: items scored in parallel interleave in the trace, so the tag, not the order, says whose
+// an event is (an item scored again after a kill keeps its last try). Events without a tag (a single run, or a
+// trace written before items were tagged) start a new run when the iteration count goes back.
 function workspaceEpisodes(events) {
   const episodes = [];
+  const byItem = new Map();
   let current = null;
   let last = Infinity;
+  const add = (episode, event) => {
+    if (event.kind === "ws_iteration") episode.iterations.push(event.iteration);
+    episode.events.push(event);
+  };
   for (const event of events) {
+    const item = event.item_id;
+    if (event.kind === "bench_item_started" && byItem.has(item)) {  // tried again: the earlier try goes
+      episodes.splice(episodes.indexOf(byItem.get(item)), 1);
+      byItem.delete(item);
+    }
     if (!event.kind.startsWith("ws_")) continue;
-    if (event.kind === "ws_iteration" && (current === null || event.iteration <= last)) {
-      current = {events: [], iterations: []};
+    if (item !== undefined && item !== null) {
+      if (!byItem.has(item)) {
+        byItem.set(item, {item, events: [], iterations: []});
+        episodes.push(byItem.get(item));
+      }
+      add(byItem.get(item), event);
+      continue;
+    }
+    if (current === null || (event.kind === "ws_iteration" && event.iteration <= last)) {
+      current = {item: null, events: [], iterations: []};
       episodes.push(current);
     }
-    if (current === null) {
-      current = {events: [], iterations: []};
-      episodes.push(current);
-    }
-    if (event.kind === "ws_iteration") {
-      last = event.iteration;
-      current.iterations.push(event.iteration);
-    }
-    current.events.push(event);
+    if (event.kind === "ws_iteration") last = event.iteration;
+    add(current, event);
   }
   return episodes;
 }
@@ -160,9 +173,11 @@ function workspaceView(events) {
   const episodes = workspaceEpisodes(events);
   if (episodes.length === 1) return episodeView(episodes[0]);
   const holder = el("div");
+  const items = episodes.filter((ep) => ep.item !== null).length;
   const select = el("select", {class: "episode-select", onchange: () => clear(holder).appendChild(
     episodeView(episodes[Number(select.value)]))}, episodes.map((ep, i) => el("option", {value: i},
-    `workspace run ${i + 1} (${ep.iterations.length} iterations)`)));
+    `${ep.item !== null ? `item ${ep.item}` : `workspace run ${i + 1}`} (${ep.iterations.length} iterations)`)));
   holder.appendChild(episodeView(episodes[0]));
-  return el("div", null, el("p", null, `${episodes.length} workspace runs: `, select), holder);
+  return el("div", null, el("p", {class: "episode-count"}, `${episodes.length} workspace runs` +
+    (items ? `, one per item (${items} items)` : "") + ": ", select), holder);
 }

@@ -1,0 +1,181 @@
+"""The signal table: where does the model's probability separate right from wrong at all?
+
+Before asking an organisation of a model to beat the model alone on a task, check that the model's
+own probabilities carry signal there. For each task this measures, on dev items, the AUROC of the
+model's probability against the truth, with a 95 % interval (DeLong):
+
+- `mustard` (per view and whole): P("sarcastic" | the view, the question), scored over the two
+  labels, against whether the utterance is sarcastic. Views as the workspace splits the item
+  (utterance alone, dialogue + utterance, speaker + utterance); "whole" is the base prompt.
+- `gsm8k`: the model solves each problem greedily (as `bench gsm8k --system base`); then P(True),
+  its probability of "Yes" to "is the final answer correct?", against whether it was.
+- `bfcl`: the model answers with function calls (as `bench bfcl --system base`); then P(True) to
+  "do these calls do exactly what the request asks?", against the AST matcher's verdict.
+
+Rows are appended per item to `OUT/TASK.jsonl` (a rerun resumes); the table goes to `OUT/signal.md`
+and `OUT/signal.json`.
+
+    python benchmarks/signal_table.py [--tasks mustard,gsm8k,bfcl] [--limit-mustard 200] [--limit-gsm8k 50]
+                                [--bfcl-per-category 10] [--model ID] [--parallel 4] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from noosphere.bench import bfcl as bfcl_bench
+from noosphere.bench import gsm8k as gsm_bench
+from noosphere.bench import mustard as mustard_bench
+from noosphere.bench.bfcl_data import CATEGORIES, load_bfcl
+from noosphere.bench.calibration import auroc, auroc_interval
+from noosphere.llm import Message, Model, open_model
+from noosphere.society import Statement
+
+OUT = Path(__file__).parent / "results" / "signal"
+MUSTARD_SYSTEM = "You are an expert in pragmatics and humour."
+CORRECT_QUESTION = "Is the final answer above correct? Answer Yes or No."
+CALLS_QUESTION = "Do these function calls do exactly what the request asks, with the right arguments? Answer Yes or No."
+
+
+def mustard_prompts(item: mustard_bench.MustardItem) -> dict[str, str]:
+    whole = (f"{item.speaker_card()}\n\nDialogue so far:\n{item.dialogue()}\n\n"
+             f"Final utterance, by {item.speaker}: \"{item.utterance}\"")
+    views = {view.name: view.text for view in mustard_bench.mustard_observation(item).views}
+    question = f"{mustard_bench.TASK} Answer with one label: sarcastic or not sarcastic."
+    return {name: f"{text}\n\n{question}" for name, text in {"whole": whole, **views}.items()}
+
+
+async def mustard_row(model: Model, item: mustard_bench.MustardItem) -> dict[str, Any]:
+    prompts = mustard_prompts(item)
+    scores = await asyncio.gather(*(model.score_options([Message.system(MUSTARD_SYSTEM), Message.user(prompt)],
+                                                        mustard_bench.LABELS, agent=name)
+                                    for name, prompt in prompts.items()))
+    return {"id": item.id, "truth": item.sarcastic,
+            **{f"p_{name}": round(s.prob("sarcastic"), 6) for name, s in zip(prompts, scores, strict=True)}}
+
+
+async def gsm8k_row(model: Model, item: gsm_bench.GsmItem) -> dict[str, Any]:
+    messages = [Message.system(gsm_bench.SOLVER_ROLE), Message.user(item.question)]
+    done = await model.complete(messages, output=Statement, agent="base")
+    assert done.output is not None
+    prediction = gsm_bench.normalise_number(done.output.answer)
+    p = await model.p_true([*messages, Message.assistant(done.text), Message.user(CORRECT_QUESTION)], agent="judge")
+    return {"id": item.id, "truth": prediction == item.gold, "prediction": prediction, "gold": item.gold,
+            "p_true": round(p, 6)}
+
+
+async def bfcl_row(model: Model, item: Any) -> dict[str, Any]:
+    scored = await bfcl_bench.solve_base(model, item)
+    calls = json.dumps(scored.prediction)
+    messages = [Message.system(bfcl_bench.BASE_SYSTEM), *item.messages,
+                Message.assistant(f"Function calls: {calls}"), Message.user(CALLS_QUESTION)]
+    p = await model.p_true(messages, agent="judge")
+    return {"id": item.id, "truth": bool(scored.correct), "category": item.category, "calls": scored.prediction,
+            "p_true": round(p, 6)}
+
+
+async def run_task(name: str, items: list[Any], solve: Callable[[Any], Awaitable[dict[str, Any]]], out: Path,
+                   parallel: int) -> list[dict[str, Any]]:
+    path = out / f"{name}.jsonl"
+    done: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+                done[row["id"]] = row
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue  # a torn line from a killed run: scored again
+    todo = [item for item in items if item.id not in done]
+    gate = asyncio.Semaphore(parallel)
+    started = time.perf_counter()
+    with path.open("a", encoding="utf-8") as handle:
+        async def one(item: Any) -> None:
+            async with gate:
+                row = await solve(item)
+            done[row["id"]] = row
+            handle.write(json.dumps(row) + "\n")
+            handle.flush()
+            print(f"{name} {len(done)}/{len(items)} ({time.perf_counter() - started:.0f} s)", flush=True)
+
+        await asyncio.gather(*(one(item) for item in todo))
+    return [done[item.id] for item in items if item.id in done]
+
+
+def signal_rows(task: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    keys = sorted(k for k in rows[0] if k.startswith("p_")) if rows else []
+    table = []
+    for key in keys:
+        probs = [row[key] for row in rows]
+        truth = [bool(row["truth"]) for row in rows]
+        area = auroc(probs, truth)
+        interval = auroc_interval(probs, truth)
+        label = f"{task} ({key[2:]})" if key != "p_true" else task
+        table.append({"task": label, "n": len(rows), "positives": sum(truth), "auroc": area,
+                      "ci95": list(interval) if interval else None,
+                      "mean_p_positive": _mean([p for p, t in zip(probs, truth, strict=True) if t]),
+                      "mean_p_negative": _mean([p for p, t in zip(probs, truth, strict=True) if not t]),
+                      "signal": bool(area is not None and area >= 0.6)})
+    return table
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def write_table(table: list[dict[str, Any]], out: Path, model_id: str) -> None:
+    (out / "signal.json").write_text(json.dumps({"model": model_id, "rows": table}, indent=2) + "\n")
+    lines = [f"# Signal table ({model_id})", "",
+             "AUROC of the model's probability against the truth (95 % DeLong interval); signal = AUROC >= 0.6.", "",
+             "| task | n | positives | AUROC | 95 % CI | mean p (positives) | mean p (negatives) | signal |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in table:
+        ci = f"{row['ci95'][0]:.2f} - {row['ci95'][1]:.2f}" if row["ci95"] else "-"
+        area = f"{row['auroc']:.3f}" if row["auroc"] is not None else "-"
+        lines.append(f"| {row['task']} | {row['n']} | {row['positives']} | {area} | {ci} | {row['mean_p_positive']} "
+                     f"| {row['mean_p_negative']} | {'yes' if row['signal'] else 'no'} |")
+    (out / "signal.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model = open_model(args.model)
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    table: list[dict[str, Any]] = []
+    for task in tasks:
+        if task == "mustard":
+            items: list[Any] = mustard_bench.load_mustard(limit=args.limit_mustard)
+            rows = await run_task(task, items, lambda item: mustard_row(model, item), out, args.parallel)
+        elif task == "gsm8k":
+            items = gsm_bench.load_gsm8k(limit=args.limit_gsm8k)
+            rows = await run_task(task, items, lambda item: gsm8k_row(model, item), out, args.parallel)
+        elif task == "bfcl":
+            items = [item for category in CATEGORIES for item in load_bfcl(category, limit=args.bfcl_per_category)]
+            rows = await run_task(task, items, lambda item: bfcl_row(model, item), out, args.parallel)
+        else:
+            raise SystemExit(f"unknown task {task!r}: mustard, gsm8k or bfcl")
+        table += signal_rows(task, rows)
+        write_table(table, out, model.id)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", default="gsm8k,bfcl,mustard")
+    parser.add_argument("--limit-mustard", type=int, default=200)
+    parser.add_argument("--limit-gsm8k", type=int, default=50)
+    parser.add_argument("--bfcl-per-category", type=int, default=10)
+    parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
+    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--out", default=str(OUT))
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

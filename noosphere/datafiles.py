@@ -1,0 +1,172 @@
+"""Reading files at the edge: data files are validated whole, run files line by line.
+
+Two kinds of file come in from outside. A data file (benchmark items, game files) must be right as
+a whole: any fault is a `DataError` naming the file, the line or key and what was expected there,
+raised before any work starts. A file a run writes as it goes (`items.jsonl`, `trace.jsonl`) may
+end in a line torn by a kill, or be damaged later: each bad line is reported with its number and
+skipped, and the rest is read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from noosphere.errors import DataError
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+_SHOWN = 60
+"""Characters of an offending value shown in a message."""
+
+
+def read_text(path: Path, *, expected: str) -> str:
+    """A data file's text: UTF-8 (a byte-order mark is allowed), not empty."""
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise DataError(f"is a folder; expected a file holding {expected}", source=str(path)) from None
+    except OSError as exc:
+        raise DataError(f"cannot be read ({exc.strerror or exc}); expected {expected}", source=str(path)) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise DataError(f"byte {data[exc.start]:#04x} is not UTF-8 text; expected {expected}", source=str(path),
+                        line=line) from None
+    if not text.strip():
+        raise DataError(f"is empty; expected {expected}", source=str(path))
+    return text
+
+
+def _loads(text: str, path: Path, line: int | None, expected: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = line if line is not None else exc.lineno
+        raise DataError(f"not JSON ({exc.msg}, column {exc.colno}); expected {expected}", source=str(path),
+                        line=at) from None
+    except RecursionError:
+        raise DataError(f"JSON nested too deeply; expected {expected}", source=str(path), line=line) from None
+
+
+def read_json(path: Path, shape: TypeAdapter[T], *, expected: str) -> T:
+    """A JSON file validated against `shape`."""
+    data = _loads(read_text(path, expected=expected), path, None, expected)
+    try:
+        return shape.validate_python(data)
+    except ValidationError as exc:
+        raise DataError(describe(exc, expected), source=str(path)) from None
+
+
+def read_json_lines(path: Path, row: type[M], *, expected: str) -> list[tuple[int, M, dict[str, Any]]]:
+    """A JSON-lines file whose every non-blank line must be an object of `row`: (line number, row, the object
+    as read) triples."""
+    text = read_text(path, expected=expected)
+    rows = []
+    for number, line in enumerate(text.split("\n"), 1):  # not splitlines: JSON strings may hold U+2028
+        if not line.strip():
+            continue
+        data = _loads(line, path, number, expected)
+        if not isinstance(data, dict):
+            raise DataError(f"{_kind(data)} where a JSON object was expected; expected {expected}",
+                            source=str(path), line=number)
+        try:
+            rows.append((number, row.model_validate(data), data))
+        except ValidationError as exc:
+            raise DataError(describe(exc, expected), source=str(path), line=number) from None
+    if not rows:
+        raise DataError(f"holds no rows; expected {expected}", source=str(path))
+    return rows
+
+
+def describe(error: ValidationError, expected: str) -> str:
+    """The first fault of a validation as one line: where, what was wrong, and how many more there are."""
+    first = error.errors()[0]
+    location = _location(first["loc"])
+    if first["type"] == "missing":
+        message = f"key {location!r} is missing"
+    else:
+        given = first.get("input")
+        shown = json.dumps(given, default=str) if not isinstance(given, dict | list) else _kind(given)
+        if len(shown) > _SHOWN:
+            shown = shown[: _SHOWN - 3] + "..."
+        where = f"key {location!r}: " if location else ""
+        text = _flat(first["msg"]).removeprefix("Value error, ")  # our own checks say what they expected
+        got = "" if first["type"] == "value_error" and isinstance(given, dict | list) else f" (got {shown})"
+        message = f"{where}{text}{got}"
+        if not location:
+            message += f"; expected {expected}"
+    more = error.error_count() - 1
+    return message + (f" (and {more} more {'fault' if more == 1 else 'faults'})" if more else "")
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for part in loc:
+        parts.append(f"[{part}]" if isinstance(part, int) else f".{part}" if parts else str(part))
+    return "".join(parts)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _kind(value: object) -> str:
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+             float: "a number", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A line of a run file that could not be read, and why."""
+
+    path: Path
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}; skipped"
+
+
+def scan_json_lines(path: Path, *, parse_constant: Callable[[str], Any] | None = None
+                    ) -> tuple[list[tuple[int, dict[str, Any]]], list[BadLine]]:
+    """A run's JSON-lines file, as its readable objects and the lines that are not: not UTF-8, not JSON (a line
+    torn by a kill), or not an object. A missing file reads as empty. `parse_constant` is `json.loads`'s."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return [], []
+    except OSError as exc:
+        return [], [BadLine(path, 0, f"cannot be read ({exc.strerror or exc})")]
+    rows: list[tuple[int, dict[str, Any]]] = []
+    bad: list[BadLine] = []
+    for number, raw in _numbered(data):
+        reason = None
+        try:
+            value = json.loads(raw.decode("utf-8"), parse_constant=parse_constant)
+        except UnicodeDecodeError:
+            reason = "not UTF-8 text"
+        except (ValueError, RecursionError):
+            reason = "not JSON (a line torn by a kill?)"
+        else:
+            if isinstance(value, dict):
+                rows.append((number, value))
+            else:
+                reason = f"{_kind(value)}, not a JSON object"
+        if reason is not None:
+            bad.append(BadLine(path, number, reason))
+    return rows, bad
+
+
+def _numbered(data: bytes) -> Iterator[tuple[int, bytes]]:
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if raw.strip():
+            yield number, raw

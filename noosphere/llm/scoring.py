@@ -1,0 +1,115 @@
+"""Option scores: how likely the model finds each of a few given continuations of a prompt.
+
+A small model's self-reported numbers ("confidence": 0.9) carry little signal; the probability it
+gives to each option as the continuation of the prompt often carries more. `Model.score_options`
+returns `OptionScores`, built here from a backend's raw log-probabilities.
+
+Length normalisation, named in `Normalise`:
+- `"sum"`: the option's score is the sum of its tokens' log-probabilities, i.e. the probability of
+  the whole string. Exact, but a longer option pays for every extra token.
+- `"mean"`: the mean log-probability per token (the geometric mean of its token probabilities), so
+  options of different lengths compete on the same footing.
+
+Either way the scores are turned into probabilities over the given options by a softmax (the mass
+the model puts outside the options is divided out), and the entropy of that distribution is kept.
+With one-token options (Yes/No, A/B/C) both normalisations agree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from noosphere.errors import UsageError
+
+Normalise = Literal["sum", "mean"]
+Method = Literal["logprob", "first_token", "samples"]
+NORMALISATIONS: tuple[str, ...] = ("sum", "mean")
+YES, NO = "Yes", "No"
+
+
+@dataclass(frozen=True)
+class OptionScores:
+    """Probabilities of the given options (summing to 1), with the raw log-probabilities behind them."""
+
+    options: tuple[str, ...]
+    probs: tuple[float, ...]
+    logprobs: tuple[float, ...]
+    """Summed log-probability of each option's tokens (for `samples`, the log of its frequency)."""
+    tokens: tuple[int, ...]
+    method: Method
+    normalise: Normalise
+    entropy: float
+    """Entropy of `probs` in nats (0: certain; log(len(options)): no preference)."""
+
+    @property
+    def best(self) -> str:
+        """The most probable option (the first listed among equals)."""
+        return self.options[max(range(len(self.options)), key=lambda i: (self.probs[i], -i))]
+
+    def prob(self, option: str) -> float:
+        try:
+            return self.probs[self.options.index(option)]
+        except ValueError:
+            raise UsageError(f"{option!r} is not one of the scored options {list(self.options)}") from None
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(zip(self.options, self.probs, strict=True))
+
+
+def check_options(options: tuple[str, ...] | list[str], normalise: str) -> tuple[str, ...]:
+    """Refuse, before any call, an option set that cannot be scored."""
+    if normalise not in NORMALISATIONS:
+        raise UsageError(f"unknown normalisation {normalise!r}; use one of {', '.join(NORMALISATIONS)}")
+    if isinstance(options, str):
+        raise UsageError("options must be a list of strings, not one string")
+    options = tuple(options)
+    if len(options) < 2:
+        raise UsageError(f"score at least two options (got {len(options)})")
+    for option in options:
+        if not isinstance(option, str):
+            raise UsageError(f"options must be strings, not {type(option).__name__}: {option!r}")
+        if not option.strip():
+            raise UsageError(f"option {option!r} is empty: it has no tokens to score")
+    seen: set[str] = set()
+    for option in options:
+        if option in seen:
+            raise UsageError(f"option {option!r} is listed twice; options must be distinct")
+        seen.add(option)
+    return options
+
+
+def softmax(scores: list[float]) -> tuple[float, ...]:
+    finite = [s for s in scores if math.isfinite(s)]
+    if not finite:
+        return tuple(1.0 / len(scores) for _ in scores)
+    top = max(finite)
+    weights = [math.exp(s - top) if math.isfinite(s) else 0.0 for s in scores]
+    total = sum(weights)
+    return tuple(w / total for w in weights)
+
+
+def entropy(probs: tuple[float, ...]) -> float:
+    return -sum(p * math.log(p) for p in probs if p > 0)
+
+
+def from_logprobs(options: tuple[str, ...], logprobs: tuple[float, ...], tokens: tuple[int, ...],
+                  normalise: Normalise, method: Method) -> OptionScores:
+    if len(logprobs) != len(options) or len(tokens) != len(options):
+        raise ValueError("one log-probability and one token count per option")
+    scores = [lp / max(n, 1) if normalise == "mean" else lp for lp, n in zip(logprobs, tokens, strict=True)]
+    probs = softmax(scores)
+    return OptionScores(options, probs, logprobs, tokens, method, normalise, entropy(probs))
+
+
+def from_counts(options: tuple[str, ...], counts: list[int], normalise: Normalise) -> OptionScores:
+    """Frequencies of sampled answers as probabilities (no smoothing: an option never drawn gets 0)."""
+    total = sum(counts)
+    probs = tuple(c / total for c in counts)
+    logprobs = tuple(math.log(p) if p > 0 else -math.inf for p in probs)
+    return OptionScores(options, probs, logprobs, tuple(1 for _ in options), "samples", normalise, entropy(probs))
+
+
+def choice_instruction(options: tuple[str, ...]) -> str:
+    return "Answer with exactly one of: " + " | ".join(options)

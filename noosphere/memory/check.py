@@ -1,0 +1,93 @@
+"""A memory folder checked before it is read: `memory.sqlite` must be a SQLite database holding noosphere's tables,
+and every row what `MemoryStore` reads back. It is opened read-only, so checking changes nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
+
+from noosphere.datafiles import describe
+from noosphere.errors import DataError, UsageError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+COLUMNS = {"episodes": ("id", "task", "kind", "game", "won", "steps"), "concepts": ("id", "text", "source"),
+           "clusters": ("label", "representative", "size", "members")}
+EXPECTED = "noosphere's memory database (tables episodes, concepts, clusters)"
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(frozen=True)  # lax only so that a JSON list reads as a tuple; every leaf is strict
+
+
+class EpisodeRow(_Row):
+    id: StrictInt
+    task: StrictStr
+    kind: StrictStr
+    game: StrictStr
+    won: StrictInt
+    steps: list[tuple[StrictInt, StrictStr, StrictStr, StrictStr]]
+
+
+class ConceptRow(_Row):
+    id: StrictInt
+    text: StrictStr
+    source: StrictStr | None
+
+
+class ClusterRow(_Row):
+    label: StrictInt
+    representative: StrictStr
+    size: StrictInt
+    members: list[StrictStr]
+
+
+ROWS: dict[str, type[_Row]] = {"episodes": EpisodeRow, "concepts": ConceptRow, "clusters": ClusterRow}
+JSON_COLUMNS = {"steps", "members"}
+
+
+def check_memory(folder: Path) -> Path:
+    """The folder's `memory.sqlite`, or a usage error (no memory there) or a `DataError` naming the table, row and
+    column that is wrong."""
+    path = folder / "memory.sqlite"
+    if not path.is_file():
+        raise UsageError(f"no memory at {folder} (expected {path})")
+    with path.open("rb") as handle:
+        header = handle.read(len(SQLITE_HEADER))
+    if not header:
+        raise DataError(f"is empty; expected {EXPECTED}", source=str(path))
+    if header != SQLITE_HEADER:
+        raise DataError(f"is not a SQLite database; expected {EXPECTED}", source=str(path))
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            for table, columns in COLUMNS.items():
+                _check_table(db, path, table, columns)
+    except sqlite3.DatabaseError as exc:
+        raise DataError(f"cannot be read as a database ({exc}); expected {EXPECTED}", source=str(path)) from None
+    return path
+
+
+def _check_table(db: sqlite3.Connection, path: Path, table: str, columns: tuple[str, ...]) -> None:
+    present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+    if not present:
+        raise DataError(f"has no table {table!r}; expected {EXPECTED}", source=str(path))
+    missing = [c for c in columns if c not in present]
+    if missing:
+        raise DataError(f"table {table!r} lacks the column(s) {', '.join(missing)}; expected {EXPECTED}",
+                        source=str(path))
+    for values in db.execute(f"SELECT {', '.join(columns)} FROM {table}"):  # table and column names are ours
+        data: dict[str, Any] = dict(zip(columns, values, strict=True))
+        where = f"table {table!r}, row {columns[0]}={data[columns[0]]!r}"
+        for name in JSON_COLUMNS & data.keys():
+            try:
+                data[name] = json.loads(data[name]) if isinstance(data[name], str | bytes) else data[name]
+            except (ValueError, RecursionError):
+                raise DataError(f"{where}: column {name!r} is not JSON", source=str(path)) from None
+        try:
+            ROWS[table].model_validate(data)
+        except ValidationError as exc:
+            raise DataError(f"{where}: {describe(exc, 'a row of ' + table)}", source=str(path)) from None

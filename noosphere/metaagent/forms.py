@@ -1,0 +1,84 @@
+"""The structured outputs the meta-agent's calls fill in.
+
+Every action a form names is constrained to the admissible list, so a small model cannot name a
+command the game does not take. Where agents that always follow each other share one call, each
+keeps its own field of the form: the planning agent's `plan` and the motor agent's `action`; the
+orchestrator's `next_agent` after the fields of the agent it follows.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, create_model
+
+from noosphere.llm.forms import LISTED, choice_form
+from noosphere.metaagent.state import ADMISSIBLE_SHOWN
+
+PICK = "next_agent"
+"""The orchestrator's field in the call of the agent it follows."""
+
+
+class Belief(BaseModel):
+    # One field per part of the belief state: as one free text, the 1.5B model copied the observation
+    # and then its own role into it, step after step (ALFWorld, stop 16).
+    location: str = Field(min_length=1, max_length=120,
+                          description="where the team is now")
+    progress: str = Field(max_length=160, description="what has been achieved so far, and what is held")
+    known: str = Field(max_length=240, description="where the things the task needs are, and which places "
+                                                   "were searched and found empty")
+    next: str = Field(min_length=1, max_length=160, description="the next step towards the task: where to go or "
+                                                                 "what to do there")
+
+    def text(self) -> str:
+        parts = (("At", self.location), ("Done", self.progress), ("Known", self.known), ("Next", self.next))
+        return " ".join(f"{title}: {value.strip().rstrip('.')}." for title, value in parts if value.strip())
+
+
+class Note(BaseModel):
+    text: str = Field(min_length=1, max_length=400)
+
+
+def action_form(name: str, admissible: tuple[str, ...], *, description: str = "one admissible action",
+                reason: str | None = None, about: str | None = None) -> type[BaseModel]:
+    """A form whose `action` can only be one of this step's admissible actions, after an optional
+    free-text field `reason` (described by `about`) that the model writes first.
+
+    The percept lists up to `ADMISSIBLE_SHOWN` actions; when it lists them all, the format instruction
+    need not list them again."""
+    return choice_form(name, "action", admissible or ("look",), description, reason=reason, reason_chars=200,
+                       reason_description=about, listed=len(admissible) <= ADMISSIBLE_SHOWN)
+
+
+def plan_form(admissible: tuple[str, ...]) -> type[BaseModel]:
+    """The planning and motor agents' shared call: the planner's `plan`, then the motor's `action`, one of
+    the admissible actions, as the paper's planning prompt asks. Free to write any command, the 1.5B
+    planner wrote the task itself ("look at alarmclock under the desklamp") step after step, and the
+    motor turned it into `look` (ALFWorld, stop 16); asked apart, the motor only repeated the planner's
+    admissible proposal, for one call more per action."""
+    return action_form("PlanAndAction", admissible,
+                       description="the motor agent's action: the admissible action that carries out the plan",
+                       reason="plan", about="the planning agent's plan: what the last observation showed, and "
+                                            "which step makes progress now")
+
+
+def focus_form(admissible: tuple[str, ...]) -> type[BaseModel]:
+    """Where things stand, then an admissible action: asked for two sentences, the 1.5B focus agent
+    repeated the replayed observation until its length ran out (ALFWorld, stop 16)."""
+    return action_form("FocusNote", admissible, description="the admissible action that comes next",
+                       reason="situation", about="where things stand, in one sentence")
+
+
+def orchestrator_output(successors: tuple[str, ...]) -> type[BaseModel]:
+    """The orchestrator's own call, after a code agent. No reason field: the 1.5B model's reason repeated
+    the planner's last reason (ALFWorld, stop 16), and cost more tokens than the pick."""
+    return choice_form("NextAgent", "next", successors, "the agent to act next")
+
+
+def with_pick(form: type[BaseModel], successors: tuple[str, ...]) -> type[BaseModel]:
+    """`form` with the orchestrator's pick as its last field, written after the agent's own output.
+
+    The schema lists the successors as an enum (constrained decoding can produce nothing else), but the
+    field takes any text: a pick outside the graph is replaced by the default successor rather than
+    costing the agent its whole reply, as a failed validation would."""
+    pick = (str, Field(description="the agent to act next",
+                       json_schema_extra={"enum": list(dict.fromkeys(successors)), LISTED: True}))
+    return create_model(f"{form.__name__}AndNext", __base__=form, **{PICK: pick})  # type: ignore[call-overload]

@@ -1,0 +1,87 @@
+"""The call cache shared by processes: WAL mode and a busy timeout, so that two writers never fail."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from noosphere.errors import UsageError
+from noosphere.llm.cache import BUSY_TIMEOUT_S, CallCache
+from noosphere.llm.types import Reply, Usage
+
+WRITER = """
+import sys
+from pathlib import Path
+import pytest
+
+from noosphere.errors import UsageError
+from noosphere.llm.cache import CallCache
+from noosphere.llm.types import Reply, Usage
+
+cache = CallCache(Path(sys.argv[1]))
+name = sys.argv[2]
+for index in range(int(sys.argv[3])):
+    cache.put(f"{name}-{index}", Reply(f"reply {index} " * 50, usage=Usage(10, 50)))
+    assert cache.get(f"{name}-{index}") is not None
+cache.close()
+print("done")
+"""
+
+
+def test_two_processes_writing_one_cache_at_once_both_succeed(tmp_path: Path) -> None:
+    path = tmp_path / "calls.sqlite"  # both create it: neither finds it there first
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, "400"], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE) for name in ("a", "b")]
+    outcomes = [writer.communicate(timeout=300) for writer in writers]
+    for writer, (out, err) in zip(writers, outcomes, strict=True):
+        assert writer.returncode == 0 and out.strip() == "done", err
+    cache = CallCache(path)
+    assert len(cache) == 800
+    cache.close()
+
+
+def test_the_cache_is_in_wal_mode_with_a_busy_timeout(tmp_path: Path) -> None:
+    cache = CallCache(tmp_path / "calls.sqlite")
+    assert cache._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert cache._db.execute("PRAGMA busy_timeout").fetchone()[0] == int(BUSY_TIMEOUT_S * 1000) >= 10_000
+    cache.close()
+
+
+HOLDER = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+db.execute("INSERT INTO calls VALUES ('holder', '{}', 0)")
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute("COMMIT")
+"""
+
+
+def test_a_write_waits_for_another_process_holding_the_lock_and_a_read_does_not(tmp_path: Path) -> None:
+    path = tmp_path / "calls.sqlite"
+    CallCache(path).close()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), "1.5"], text=True, stdout=subprocess.PIPE)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+    cache = CallCache(path)
+    started = time.monotonic()
+    assert cache.get("anything") is None  # WAL: a reader does not wait for the writer
+    assert time.monotonic() - started < 1.0
+    cache.put("mine", Reply("ok", usage=Usage(1, 1)))  # waits out the holder's transaction instead of failing
+    assert time.monotonic() - started >= 0.5
+    holder.wait(timeout=60)
+    assert holder.returncode == 0
+    assert len(cache) == 2
+    cache.close()
+
+
+def test_a_cache_file_that_is_not_a_database_is_one_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "calls.sqlite"
+    path.write_bytes(b"not a database at all " * 100)
+    with pytest.raises(UsageError, match="--no-cache") as caught:
+        CallCache(path)
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)

@@ -1,0 +1,290 @@
+"""Option scoring in the model layer (scripted and provider doubles) and probability scores in the workspace."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from noosphere.errors import BudgetExceededError, CapabilityError, ModelError, OutputParseError, UsageError
+from noosphere.llm import Budget, CallCache, Capabilities, Message, Model, ScriptedBackend, UsageLedger
+from noosphere.llm.litellm_backend import first_token_scores
+from noosphere.llm.scoring import from_logprobs
+from noosphere.llm.types import ScoreRequest
+from noosphere.observation import Observation
+from noosphere.trace import Trace
+from noosphere.workspace import WorkspaceSettings, classify
+from noosphere.workspace.stm import contextual_calibration
+from tests.helpers import scripted
+
+
+def scorer_of(table: dict[str, float]) -> Any:
+    return lambda request: {option: table.get(option, 0.0) for option in request.options}
+
+
+async def test_probabilities_over_the_options_with_entropy_and_a_trace_event() -> None:
+    model, backend, trace = scripted([], scorer=scorer_of({"sarcastic": 0.3, "not sarcastic": 0.1}))
+    scores = await model.score_options([Message.user("Is it sarcastic?")], ["sarcastic", "not sarcastic"],
+                                       agent="stm")
+    assert scores.probs == pytest.approx((0.75, 0.25))
+    assert scores.best == "sarcastic" and scores.prob("not sarcastic") == pytest.approx(0.25)
+    assert scores.entropy == pytest.approx(-(0.75 * math.log(0.75) + 0.25 * math.log(0.25)))
+    [event] = trace.of_kind("options_scored")
+    assert event.options == ["sarcastic", "not sarcastic"] and event.probs == pytest.approx([0.75, 0.25])
+    assert event.agent == "stm" and event.method == "logprob" and event.note is None
+    assert backend.score_history[0].options == ("sarcastic", "not sarcastic")
+
+
+def test_length_normalisation_is_named_and_changes_the_ranking() -> None:
+    # a two-token option with 0.5 per token against a one-token option at 0.3
+    logprobs = (2 * math.log(0.5), math.log(0.3))
+    total = from_logprobs(("a b", "c"), logprobs, (2, 1), "sum", "logprob")
+    per_token = from_logprobs(("a b", "c"), logprobs, (2, 1), "mean", "logprob")
+    assert total.best == "c" and per_token.best == "a b"
+    assert sum(total.probs) == pytest.approx(1.0) and sum(per_token.probs) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    (["Yes", "Yes"], "listed twice"),
+    (["Yes", ""], "empty"),
+    (["Yes", "   "], "empty"),
+    (["Yes"], "at least two"),
+    ("Yes", "not one string"),
+    (["Yes", 3], "must be strings"),
+])
+async def test_bad_option_sets_are_refused_before_any_call(options: Any, match: str) -> None:
+    model, backend, _ = scripted([], scorer=scorer_of({}))
+    with pytest.raises(UsageError, match=match):
+        await model.score_options("q", options)
+    assert backend.score_history == []
+
+
+async def test_unknown_normalisation_is_refused() -> None:
+    model, backend, _ = scripted([], scorer=scorer_of({}))
+    with pytest.raises(UsageError, match="normalisation"):
+        await model.score_options("q", ["a", "b"], normalise="max")  # type: ignore[arg-type]
+    assert backend.score_history == []
+
+
+async def test_a_model_that_cannot_score_fails_fast_and_never_falls_back_silently() -> None:
+    model, backend, trace = scripted([])
+    assert not model.capabilities.logprobs
+    with pytest.raises(CapabilityError, match="logprobs"):
+        await model.score_options("q", ["Yes", "No"])
+    assert backend.history == [] and not trace.of_kind("options_scored")
+
+
+async def test_sampling_fallback_only_when_asked_and_says_so() -> None:
+    answers = iter(["Yes", "Yes", "No", "Yes"])
+    model, backend, trace = scripted(lambda request: {"answer": next(answers)})
+    scores = await model.score_options("Is it?", ["Yes", "No"], fallback="samples", samples=4)
+    assert scores.method == "samples" and scores.probs == pytest.approx((0.75, 0.25))
+    assert len(backend.history) == 4
+    assert {r.settings.temperature for r in backend.history} == {0.7}
+    assert len({r.settings.seed for r in backend.history}) == 4
+    [event] = trace.of_kind("options_scored")
+    assert event.method == "samples" and "sampled answers" in (event.note or "")
+
+
+async def test_sampling_that_never_names_an_option_is_an_output_error() -> None:
+    model, _, _ = scripted(lambda request: "no idea")
+    with pytest.raises(OutputParseError):
+        await model.score_options("Is it?", ["Yes", "No"], fallback="samples", samples=2)
+
+
+async def test_p_true_is_the_probability_of_yes() -> None:
+    model, backend, _ = scripted([], scorer=scorer_of({"Yes": 0.2, "No": 0.6}))
+    assert await model.p_true("Is 2 + 2 = 5? Answer Yes or No.") == pytest.approx(0.25)
+    assert backend.score_history[0].options == ("Yes", "No")
+
+
+async def test_scores_are_cached_and_counted_as_calls(tmp_path: Path) -> None:
+    calls = []
+
+    def scorer(request: ScoreRequest) -> dict[str, float]:
+        calls.append(request)
+        return {"A": 0.9, "B": 0.1}
+
+    backend = ScriptedBackend([], scorer=scorer)
+    ledger = UsageLedger()
+    model = Model(backend, trace=Trace(None), cache=CallCache(tmp_path / "c.sqlite"), ledger=ledger)
+    first = await model.score_options("pick", ["A", "B"])
+    second = await model.score_options("pick", ["A", "B"])
+    third = await model.score_options("pick", ["A", "B"], prefix="Answer: ")
+    assert first == second and len(calls) == 2 and third.best == "A"
+    assert ledger.calls == 3
+    events = model.trace.of_kind("options_scored")
+    assert [e.cached for e in events] == [False, True, False]
+
+
+async def test_a_spent_budget_stops_scoring_before_the_call() -> None:
+    backend = ScriptedBackend([], scorer=scorer_of({"A": 1.0}))
+    model = Model(backend, trace=Trace(None), ledger=UsageLedger(Budget(max_calls=1)))
+    await model.score_options("pick", ["A", "B"])
+    with pytest.raises(BudgetExceededError):
+        await model.score_options("pick again", ["A", "B"])
+    assert len(backend.score_history) == 1
+
+
+async def test_a_retryable_fault_while_scoring_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    from noosphere.llm import model as model_module
+
+    monkeypatch.setattr(model_module, "BACKOFF_BASE_S", 0.0)
+    outcomes = iter([ModelError("scripted", "busy", retryable=True), {"A": 0.5, "B": 0.5}])
+    model, _, trace = scripted([], scorer=lambda request: next(outcomes))
+    scores = await model.score_options("pick", ["A", "B"])
+    assert scores.probs == pytest.approx((0.5, 0.5)) and len(trace.of_kind("model_retried")) == 1
+
+
+# provider scoring: first-token alternatives ------------------------------------------------------
+
+def test_first_token_scores_add_up_the_alternatives_an_option_starts_with() -> None:
+    top = [("Yes", math.log(0.6)), (" yes", math.log(0.1)), ("No", math.log(0.2)), ("Maybe", math.log(0.05))]
+    yes, no = first_token_scores(("Yes", "No"), top)
+    assert math.exp(yes) == pytest.approx(0.7) and math.exp(no) == pytest.approx(0.2)
+    # an option no alternative starts gets the smallest alternative's share, an upper bound
+    _, _, unseen = first_token_scores(("Yes", "No", "Perhaps"), top)
+    assert math.exp(unseen) == pytest.approx(0.05)
+
+
+def test_first_token_scores_refuse_options_that_share_their_first_token() -> None:
+    with pytest.raises(UsageError, match="same token"):
+        first_token_scores(("not sure", "not sarcastic"), [("not", -0.1), ("yes", -2.0)])
+
+
+def _fake_response(top: list[tuple[str, float]] | None) -> Any:
+    logprobs = None if top is None else SimpleNamespace(content=[SimpleNamespace(
+        token=top[0][0], logprob=top[0][1],
+        top_logprobs=[SimpleNamespace(token=t, logprob=lp) for t, lp in top])])
+    choice = SimpleNamespace(logprobs=logprobs, message=SimpleNamespace(content=top[0][0] if top else "Yes"),
+                             finish_reason="length")
+    return SimpleNamespace(choices=[choice], usage=SimpleNamespace(prompt_tokens=12, completion_tokens=1))
+
+
+@pytest.mark.provider_double
+async def test_a_provider_with_logprobs_scores_options_and_one_without_is_an_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from noosphere.llm import open_model
+    from noosphere.llm.litellm_backend import import_litellm
+
+    litellm = import_litellm()
+    sent: list[dict[str, Any]] = []
+    responses = iter([_fake_response([("Yes", math.log(0.8)), ("No", math.log(0.15))]), _fake_response(None)])
+
+    async def fake_acompletion(**kwargs: Any) -> Any:
+        sent.append(kwargs)
+        return next(responses)
+
+    monkeypatch.setattr(litellm, "acompletion", fake_acompletion)
+    model = open_model("litellm:openai/gpt-4o-mini", trace=Trace(None))
+    assert model.capabilities.logprobs
+    scores = await model.score_options("Is it raining? Answer Yes or No.", ["Yes", "No"])
+    assert scores.method == "first_token" and scores.prob("Yes") == pytest.approx(0.8 / 0.95)
+    assert sent[0]["logprobs"] is True and sent[0]["top_logprobs"] == 20 and sent[0]["max_tokens"] == 1
+    [event] = model.trace.of_kind("options_scored")
+    assert "first token" in (event.note or "")
+    with pytest.raises(ModelError, match="no logprobs"):
+        await model.score_options("Is it snowing? Answer Yes or No.", ["Yes", "No"])
+    with pytest.raises(CapabilityError, match="prefix"):
+        await model.score_options("Is it?", ["Yes", "No"], prefix="Answer: ")
+
+
+@pytest.mark.provider_double
+def test_a_provider_model_without_logprobs_declares_it() -> None:
+    from noosphere.llm import open_model
+
+    model = open_model("litellm:anthropic/claude-3-5-haiku-20241022")
+    assert not model.capabilities.logprobs
+
+
+# the workspace with probability scores -------------------------------------------------------------
+
+def _workspace_script(stm_probs: list[dict[str, float]], relevance: float = 0.9) -> Any:
+    """Processors write text; every yes/no question gets `relevance`; the STM's label scores come in turn."""
+    stm = iter(stm_probs)
+
+    def reply(request: Any) -> Any:
+        return {"response": f"evidence from {request.agent}", "additional_question": "who speaks?"}
+
+    def scorer(request: ScoreRequest) -> dict[str, float]:
+        if request.options == ("Yes", "No"):
+            return {"Yes": relevance, "No": 1 - relevance}
+        return next(stm)
+
+    return reply, scorer
+
+
+async def test_a_probability_workspace_takes_its_label_and_alpha_from_the_label_scores() -> None:
+    reply, scorer = _workspace_script([{"sarcastic": 0.55, "not sarcastic": 0.45},
+                                       {"sarcastic": 0.9, "not sarcastic": 0.1}])
+    model, backend, trace = scripted(reply, scorer=scorer)
+    observation = Observation.of({"utterance": "Oh great.", "speaker": "Chandler"})
+    result = await classify(model, "Sarcastic?", observation, ("sarcastic", "not sarcastic"),
+                            settings=WorkspaceSettings(scores="logprob", threshold=0.8, max_iterations=3))
+    assert result.label == "sarcastic" and result.confidence == pytest.approx(0.9)
+    assert result.iterations == 2 and result.stopped_by == "confidence"  # alpha 0.55 < tau: the loop went on
+    # processors wrote no scores of their own: their chunks carry the probabilities
+    produced = trace.of_kind("ws_chunk")
+    assert produced and all(c.relevance == pytest.approx(0.9) and c.confidence == pytest.approx(0.9)
+                            for c in produced)
+    assert all(r.json_schema is None or "relevance" not in r.json_schema["properties"] for r in backend.history)
+    # high relevance to the winner's question formed links, which fusion then used
+    assert trace.of_kind("ws_link") and trace.of_kind("ws_fusion")
+    stm_events = trace.of_kind("ws_stm")
+    assert [e.confidence for e in stm_events] == pytest.approx([0.55, 0.9])
+
+
+async def test_low_probability_relevance_forms_no_links() -> None:
+    reply, scorer = _workspace_script([{"sarcastic": 0.5, "not sarcastic": 0.5}] * 3, relevance=0.5)
+    model, _, trace = scripted(reply, scorer=scorer)
+    await classify(model, "Sarcastic?", Observation.of({"a": "x", "b": "y"}), ("sarcastic", "not sarcastic"),
+                   settings=WorkspaceSettings(scores="logprob", max_iterations=2))
+    assert not trace.of_kind("ws_link")
+
+
+def test_contextual_calibration_divides_out_the_label_prior() -> None:
+    # the model prefers the first label even on a content-free input: dividing it out flips the decision
+    assert contextual_calibration((0.7, 0.3), (0.8, 0.2)) == pytest.approx((0.7 / 0.8 / (0.875 + 1.5),
+                                                                            1.5 / (0.875 + 1.5)))
+
+
+async def test_calibrated_stm_scores_a_content_free_input_once_per_query() -> None:
+    def scorer(request: ScoreRequest) -> dict[str, float]:
+        if request.options == ("Yes", "No"):
+            return {"Yes": 0.9, "No": 0.1}
+        if "N/A" in request.messages[-1].content:
+            return {"sarcastic": 0.8, "not sarcastic": 0.2}
+        return {"sarcastic": 0.7, "not sarcastic": 0.3}
+
+    model, backend, _ = scripted(lambda r: {"response": "r", "additional_question": ""}, scorer=scorer)
+    result = await classify(model, "Sarcastic?", Observation.of({"a": "x"}), ("sarcastic", "not sarcastic"),
+                            settings=WorkspaceSettings(scores="logprob", calibrate=True, max_iterations=3))
+    assert result.label == "not sarcastic"
+    content_free = [r for r in backend.score_history if "N/A" in r.messages[-1].content]
+    assert len(content_free) == 1
+
+
+async def test_a_workspace_cannot_ask_probabilities_of_a_model_without_them() -> None:
+    model, _, _ = scripted([])
+    with pytest.raises(CapabilityError, match="logprobs"):
+        await classify(model, "q", Observation.of({"a": "x"}), ("x", "y"), settings=WorkspaceSettings(scores="logprob"))
+    with pytest.raises(UsageError, match="calibration"):
+        await classify(model, "q", Observation.of({"a": "x"}), ("x", "y"), settings=WorkspaceSettings(calibrate=True))
+
+
+async def test_sampled_scores_work_on_a_model_without_logprobs() -> None:
+    def reply(request: Any) -> Any:
+        schema = (request.json_schema or {}).get("title")
+        if schema == "Choice":
+            options = request.json_schema["properties"]["answer"]["enum"]
+            return {"answer": options[0]}
+        return {"response": "r", "additional_question": ""}
+
+    backend = ScriptedBackend(reply, capabilities=Capabilities(json_schema=True))
+    model = Model(backend, trace=Trace(None))
+    result = await classify(model, "q", Observation.of({"a": "x"}), ("x", "y"),
+                            settings=WorkspaceSettings(scores="samples", max_iterations=1))
+    assert result.label == "x" and result.confidence == pytest.approx(1.0)
