@@ -11,7 +11,15 @@ STM with link formation alongside, fusion, broadcast; the threshold is set above
 on, and the first iteration is timed from the trace), serial against batched. The last line is
 `speedup_4=<batched / serial aggregate throughput at 4>` for the last model given (the default model).
 
+`--mode deterministic` measures what `--deterministic` (`open_model(..., deterministic=True)`: each request
+decoded alone, from an empty cache) costs against the default batching, the same way: throughput at each
+level, batched and deterministic interleaved; how many deterministic outputs are identical to the same
+prompt decoded with nothing beside it (all of them, if the mode does its job), and how many batched ones
+are; and the K = 4 workspace iteration. The last line is then `deterministic_cost_4=<batched / deterministic
+aggregate throughput at 4>` (2.0: the deterministic mode takes twice as long at 4 concurrent requests).
+
     python benchmarks/batching.py [--models local:qwen2.5-coder-0.5b local:qwen2.5-coder-1.5b] [--repeats 2]
+    python benchmarks/batching.py --mode deterministic --models local:qwen2.5-coder-1.5b
 """
 
 from __future__ import annotations
@@ -76,11 +84,24 @@ async def workspace_iteration(model: Model) -> tuple[float, int]:
     return second - first, sum(1 for event in trace.of_kind("model_call") if event.ts < second)
 
 
+async def warmed(model_id: str, **options: object) -> Model:
+    """The model opened and its weights loaded by one short call, so that loading is never timed."""
+    model = open_model(model_id, **options)
+    await model.complete("Say hi.", settings=Settings(max_tokens=4))
+    return model
+
+
+async def iterations(first: Model, second: Model) -> str:
+    """The first workspace iteration on each model: its calls and each model's seconds, as a line's opening."""
+    first_s, calls = await workspace_iteration(first)
+    second_s, _ = await workspace_iteration(second)
+    return f"workspace K=4, first iteration ({calls} calls): {first_s:.2f} s against {second_s:.2f} s, ratio " \
+           f"{second_s / first_s:.2f}"
+
+
 async def measure(model_id: str, levels: list[int], tokens: int, repeats: int) -> float:
-    serial = open_model(model_id, slots=None)
-    batched = open_model(model_id)
-    await serial.complete("Say hi.", settings=Settings(max_tokens=4))
-    await batched.complete("Say hi.", settings=Settings(max_tokens=4))
+    serial = await warmed(model_id, slots=None)
+    batched = await warmed(model_id)
     speedup_4 = 0.0
     print(f"## {model_id} (threads={os.cpu_count()})")
     print("| concurrent | serial s | serial tok/s | batched s | batched tok/s | speedup | identical | prefix |")
@@ -95,14 +116,36 @@ async def measure(model_id: str, levels: list[int], tokens: int, repeats: int) -
             speedup_4 = speedup
         print(f"| {n} | {serial_s:.2f} | {serial_tokens / serial_s:.1f} | {batched_s:.2f} | "
               f"{batched_tokens / batched_s:.1f} | {speedup:.2f} | {same}/{n} | {prefix:.2f} |", flush=True)
-    serial_ws, calls = await workspace_iteration(serial)
-    batched_ws, _ = await workspace_iteration(batched)
-    print(f"workspace K=4, first iteration ({calls} calls): serial {serial_ws:.2f} s, batched {batched_ws:.2f} s, "
-          f"speedup {serial_ws / batched_ws:.2f}")
+    print(f"{await iterations(batched, serial)} (serial / batched: the batching's speed-up)")
     stats = batched.backend.engine.stats  # type: ignore[attr-defined]
     print(f"batch engine: {stats.steps} steps, {stats.generated_tokens} tokens generated, "
           f"{stats.evaluated_prompt_tokens} prompt tokens evaluated, {stats.reused_prompt_tokens} reused from cache")
     return speedup_4
+
+
+async def measure_deterministic(model_id: str, levels: list[int], tokens: int, repeats: int) -> float:
+    """The deterministic mode against the default batching; returns the throughput ratio at 4 concurrent."""
+    batched = await warmed(model_id)
+    alone = await warmed(model_id, deterministic=True)
+    prompts = [f"Write a long story about {TOPICS[i % len(TOPICS)]}." for i in range(max(levels))]
+    reference = [(await timed_batch(alone, [prompt], tokens))[2][0] for prompt in prompts]  # each with nothing beside
+    cost_4 = 0.0
+    print(f"## {model_id} (threads={os.cpu_count()}): --deterministic against batching")
+    print("| concurrent | batched s | batched tok/s | deterministic s | deterministic tok/s | cost | "
+          "deterministic = alone | batched = alone |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in levels:
+        (batched_s, batched_tokens, batched_texts), (alone_s, alone_tokens, alone_texts) = await interleaved(
+            batched, alone, prompts[:n], tokens, repeats)
+        cost = (batched_tokens / batched_s) / (alone_tokens / alone_s)
+        if n == 4:
+            cost_4 = cost
+        same_alone, _ = similarity(alone_texts, reference[:n])
+        same_batched, _ = similarity(batched_texts, reference[:n])
+        print(f"| {n} | {batched_s:.2f} | {batched_tokens / batched_s:.1f} | {alone_s:.2f} | "
+              f"{alone_tokens / alone_s:.1f} | {cost:.2f} | {same_alone}/{n} | {same_batched}/{n} |", flush=True)
+    print(f"{await iterations(batched, alone)} (deterministic / batched: the mode's cost)")
+    return cost_4
 
 
 def main() -> None:
@@ -111,7 +154,14 @@ def main() -> None:
     parser.add_argument("--levels", nargs="+", type=int, default=[1, 2, 4, 8])
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--mode", choices=["batching", "deterministic"], default="batching",
+                        help="batching: batched against serial decoding; deterministic: --deterministic's cost")
     args = parser.parse_args()
+    if args.mode == "deterministic":
+        costs = [asyncio.run(measure_deterministic(model_id, args.levels, args.tokens, args.repeats))
+                 for model_id in args.models]
+        print(f"deterministic_cost_4={costs[-1]:.2f}")
+        return
     speedups = [asyncio.run(measure(model_id, args.levels, args.tokens, args.repeats)) for model_id in args.models]
     print(f"speedup_4={speedups[-1]:.2f}")
 

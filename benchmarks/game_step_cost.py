@@ -7,7 +7,13 @@ how many prompt tokens were evaluated and how many were reused from a cached pre
 are ordered decides most of the cost of a game).
 
     python benchmarks/game_step_cost.py [--system metaagent|react] [--env alfworld|textworld]
-                                        [--games 1] [--actions 4] [--model ID]
+                                        [--games 1] [--actions 4] [--model ID] [--memory none|...|both]
+                                        [--picks usual|random]
+
+`--model scripted` plays a stand-in for a model instead (no weights, seconds): every call is answered in form,
+the next agent is the usual one (`--picks random`: any offered one, which sends the team round the focus and
+memory loops) and the action a random admissible one, so the calls per action are the engine's own count on
+those choices, without the repairs and retries a real model's replies cost. Its tokens and seconds mean nothing.
 
 It prints one JSON line (the figures, and the calls per agent: a shared call is named by every role
 it serves, e.g. `planning+motor`), then as its last line
@@ -19,14 +25,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from noosphere.bench.games import MEMORY_MODES
 from noosphere.envs import Environment
 from noosphere.llm import Model
 from noosphere.llm.registry import DEFAULT_MODEL, open_model
+from noosphere.llm.types import Request
+from noosphere.memory import HashingEmbedder, MemoryStore, default_embedder
+from noosphere.metaagent import MemorySettings
 from noosphere.metaagent.baselines import react
 from noosphere.metaagent.cost import StepCost
 from noosphere.metaagent.engine import MetaAgent
@@ -42,10 +54,40 @@ def games(env: str, count: int, folder: Path) -> list[Any]:
     return load_alfworld(per_type=1, demo=True)[:count]
 
 
-async def play(system: str, model: Model, chosen: list[Environment], actions: int) -> tuple[StepCost, dict[str, Any]]:
+def stand_in(picks: str, seed: int = 0) -> Callable[[Request], dict[str, Any]]:
+    """`--model scripted`: a reply in form to any call. Enumerated fields get an offered value (the first for the
+    next agent, the graph's usual one, unless `picks` is random), free text a short sentence."""
+    rng = random.Random(seed)
+
+    def reply(request: Request) -> dict[str, Any]:
+        answer: dict[str, Any] = {}
+        for name, field in ((request.json_schema or {}).get("properties") or {}).items():
+            offered = field.get("enum")
+            if offered:
+                usual = name in ("next", "next_agent") and picks == "usual"
+                answer[name] = offered[0] if usual else rng.choice(offered)
+            else:
+                answer[name] = "Keep to the task and try the next place."[: field.get("maxLength", 200)]
+        return answer
+
+    return reply
+
+
+def memory_settings(mode: str, folder: Path, scripted: bool) -> MemorySettings | None:
+    episodic, conceptual = MEMORY_MODES[mode]
+    if not (episodic or conceptual):
+        return None
+    return MemorySettings(MemoryStore(folder / "memory"), episodic=episodic, conceptual=conceptual,
+                          embedder=HashingEmbedder() if scripted else default_embedder())
+
+
+async def play(system: str, model: Model, chosen: list[Environment], actions: int,
+               memory: MemorySettings | None = None) -> tuple[StepCost, dict[str, Any]]:
     started = time.perf_counter()
     if system == "react":
         results = await asyncio.gather(*(react(model, game, max_actions=actions) for game in chosen))
+    elif memory is not None:  # a memory carries from game to game: played in order, as the benchmarks play them
+        results = [await MetaAgent(model, memory=memory, max_actions=actions).play(game) for game in chosen]
     else:
         results = await asyncio.gather(*(MetaAgent(model, max_actions=actions).play(game) for game in chosen))
     cost = StepCost.of(model, results, time.perf_counter() - started)
@@ -71,11 +113,18 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=1, help="games played at once (the first of each task type)")
     parser.add_argument("--actions", type=int, default=4, help="actions per game at most")
     parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--memory", choices=tuple(MEMORY_MODES), default="none",
+                        help="metaagent: its memory (the games are then played in order)")
+    parser.add_argument("--picks", choices=("usual", "random"), default="usual",
+                        help="--model scripted: how the stand-in picks the next agent")
     args = parser.parse_args()
+    scripted = args.model == "scripted"
     with tempfile.TemporaryDirectory() as folder:
         chosen = games(args.env, args.games, Path(folder))
         try:
-            cost, figures = asyncio.run(play(args.system, open_model(args.model), chosen, args.actions))
+            model = open_model(args.model, script=stand_in(args.picks) if scripted else None)
+            memory = memory_settings(args.memory, Path(folder), scripted) if args.system == "metaagent" else None
+            cost, figures = asyncio.run(play(args.system, model, chosen, args.actions, memory))
         finally:
             for game in chosen:
                 game.close()

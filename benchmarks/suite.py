@@ -18,8 +18,18 @@ slots busy where one in-order run at a time would leave most of them idle.
 Suites: mustard (issue 3: base and ctm on 200 items, the four ablations on the first 100), bfcl
 (issue 3: base and ctm, 10 items per category), gsm8k (issue 4: tables 3 and 4 of the societies
 paper on 50 problems), alfworld (issue 5: ReAct, Reflexion, the meta-agent, its memory ablations and
-the k sweep of table 1) and textworld (issue 5: the three systems on each tier).
+the k sweep of table 1), alfworld-12 (issue 27: ReAct and the meta-agent with both memories on 12 games,
+2 per task type, 30 actions each), textworld (issue 27: the table sized to the 1.5B model, six
+configurations on the same 12 tier-1 games of 40 actions at most), textworld-tiers (issue 5: the three
+systems on each tier) and miniwob (issue 28: base, react and ctm on 20 web tasks x 3 seeds).
 `--limit` replaces every run's own item count (a quick pass).
+
+Suite embodied (issue 30): random, frontier, single and the embodied society on 2 worlds x 10 seeds, 36 actions
+each (`EMBODIED` says why); `benchmarks/embodied_curves.py` draws their coverage curves in one figure.
+
+The game suites' summary also draws `outcomes.png` in the suite's folder (success rate with its 95 % interval
+and actions per success, a row per run) and, where the suite has the meta-agent with memory and without,
+`transitions_memory.png` (their transition probabilities side by side).
 
 The summary has a row for every run of every configuration, oldest first, each named by its folder: a
 configuration measured twice (before and after a prompt changed, say) shows both results, never only the
@@ -73,6 +83,11 @@ class Suite:
     diagnose: Callable[[list[dict]], dict] | None = None
     """Figures computed from a run's items for a second table (how the decisions compare with the answers
     they chose among); runs whose items do not record what it needs are left out of it."""
+    folder: str | None = None
+    """Where under `--out` its runs go, when not in a folder named after the suite."""
+    memory_pair: tuple[str, str] | None = None
+    """Game suites: the configurations of the meta-agent without memory and with it, whose transition heatmaps
+    the summary draws side by side."""
 
 
 def _ctm(*extra: str) -> tuple[str, ...]:
@@ -96,7 +111,41 @@ def _alfworld() -> tuple[Config, ...]:
     )
 
 
+def _alfworld_12() -> tuple[Config, ...]:
+    """Issue 27's ALFWorld rows, as far as this machine reaches: 12 games (2 of each task type, each type's
+    solved demonstration kept back as in `alfworld`) of at most 30 actions, ReAct against the meta-agent with both
+    memories (in order: its memory carries from game to game)."""
+    games = ("--per-type", "2", "--max-actions", "30")
+    return (Config("react", ("--system", "react", *games), 12),
+            Config("metaagent-both", ("--system", "metaagent", "--memory", "both", *games), 12, in_order=True))
+
+
+TEXTWORLD_TIER = 1
+TEXTWORLD_CHALLENGES = ("coin_collector", "treasure_hunter", "cooking", "custom")
+TEXTWORLD_PER_CHALLENGE = 3
+TEXTWORLD_ACTIONS = 40
+"""Issue 27's sizing. Played by hand at tier 1 with the 1.5B model, ReAct won treasure hunter in 1 action, a custom
+quest in 19 and cooking in 48, and lost coin collector at 50: with 40 actions a game, tier 1's four challenges
+should put ReAct between 10 and 90 % (tier 2's longer quests, more rooms and recipes lower it). Run `react` first:
+its success rate says whether the tier holds; a change of tier starts a new suite folder (`--out`), since a resumed
+run keeps the games it was made with."""
+
+
 def _textworld() -> tuple[Config, ...]:
+    """Issue 27's TextWorld table: ReAct, Reflexion and the meta-agent with memory none / episodic / conceptual /
+    both, every one on the same 12 games (3 seeds of each challenge, interleaved); the memory runs play their games
+    in order, so what a game taught carries to the next (`--together` keeps the batch engine full meanwhile)."""
+    games = ("--tier", str(TEXTWORLD_TIER), "--challenges", ",".join(TEXTWORLD_CHALLENGES), "--per-challenge",
+             str(TEXTWORLD_PER_CHALLENGE), "--max-actions", str(TEXTWORLD_ACTIONS))
+    n = TEXTWORLD_PER_CHALLENGE * len(TEXTWORLD_CHALLENGES)
+    return (Config("react", ("--system", "react", *games), n),
+            Config("reflexion", ("--system", "reflexion", *games), n),
+            *(Config(f"metaagent-{memory}", ("--system", "metaagent", "--memory", memory, *games), n,
+                     in_order=memory != "none")
+              for memory in ("none", "episodic", "conceptual", "both")))
+
+
+def _textworld_tiers() -> tuple[Config, ...]:
     """The three systems on each tier's 12 games (three of each challenge)."""
     return tuple(Config(f"tier{tier}-{name}", ("--tier", str(tier), "--per-challenge", "3", *system), 12,
                         in_order=name == "metaagent")
@@ -105,10 +154,22 @@ def _textworld() -> tuple[Config, ...]:
                                       ("metaagent", ("--system", "metaagent", "--memory", "both"))))
 
 
+EMBODIED = ("--env", "MiniGrid-MultiRoom-N4-S5-v1", "--env", "BabyAI-GoToSeqS5R2-v0", "--episodes", "10",
+            "--max-steps", "36")
+"""Issue 30: 2 worlds x 10 seeds, 36 actions an episode. Sized for the 1.5B model at ~6 s a call of ~100 output
+tokens, 4 calls at a time (1.5 s of wall time a call): the society makes 1 + 2R + 2 = 7 calls an action at R = 2
+(the observer's report, two questions and answers, the first mate's summary, the captain's decision), 252 an
+episode, plus up to 8 questions answered by the captain and by the seen-text baseline (16 calls): 20 x 268 = 5360
+calls, about 2.2 hours. The single agent makes 1 call an action: 20 x 52 = 1040 calls, about 26 minutes. Within
+36 actions the frontier explorer sees every reachable cell of most of these houses (it needs about 24) and a
+random one about a third, so the curves separate there; more actions would cost the society time, not seeds."""
+EMBODIED_METRICS = ("coverage", "coverage_ci95", "eqa_captain", "eqa_single", "eqa_seen-text",
+                    "eqa_seen-text_not_seen", "invented_actions", "calls_per_action", "tokens_per_action")
 GAME_SUITES = ("alfworld", "textworld")
 OFFSET_SUITES = ("mustard", "gsm8k")
 """The benchmarks whose commands take `--offset` (an item selection that starts later)."""
-GAME_METRICS = ("success_rate", "actions_per_success", "transitions_per_game", "focus_loops", "focus_recoveries")
+GAME_METRICS = ("success_rate", "success_ci95", "actions_per_success", "calls_per_action", "tokens_per_action",
+                "transitions_per_game", "focus_loops", "focus_recoveries")
 
 SUITES: dict[str, Suite] = {
     "mustard": Suite("mustard", (
@@ -156,8 +217,22 @@ SUITES: dict[str, Suite] = {
                                       "know,change,execute", "--vote", "weighted"), 50),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
-    "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4),
-    "textworld": Suite("textworld", _textworld(), GAME_METRICS, parallel=4),
+    "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
+                      memory_pair=("metaagent-none", "metaagent-both")),
+    "alfworld-12": Suite("alfworld", _alfworld_12(), GAME_METRICS, parallel=4, folder="alfworld/12-games"),
+    "textworld": Suite("textworld", _textworld(), GAME_METRICS, parallel=4,
+                       memory_pair=("metaagent-none", "metaagent-both")),
+    "textworld-tiers": Suite("textworld", _textworld_tiers(), GAME_METRICS, parallel=4),
+    # issue 28: the three web agents on the same 20 MiniWoB++ tasks x 3 seeds (`bench miniwob`'s default list)
+    "miniwob": Suite("miniwob", tuple(Config(name, ("--system", name), 60) for name in ("base", "react", "ctm")),
+                     ("success_rate", "mean_reward", "steps_per_episode", "calls_per_episode"), parallel=4),
+    # issue 30: NLSOM's embodied society against random, a single model and a frontier explorer, 20 episodes each
+    "embodied": Suite("embodied", (
+        Config("random", ("--system", "random", *EMBODIED), 20),
+        Config("frontier", ("--system", "frontier", *EMBODIED), 20),
+        Config("single", ("--system", "single", *EMBODIED), 20),
+        Config("society", ("--system", "society", "--rounds", "2", *EMBODIED), 20),
+    ), EMBODIED_METRICS, parallel=4),
 }
 
 
@@ -310,6 +385,30 @@ def summary(suite: Suite, out: Path) -> None:
             print(f"| {name} | {folder_name} | {' | '.join(str(found.get(key, '-')) for key in keys)} |")
 
 
+def game_figures(suite: Suite, out: Path, name: str) -> list[Path]:
+    """`outcomes.png`: a row per run of every configuration (named by its folder when a configuration has several);
+    `transitions_memory.png`: the newest runs of the suite's meta-agent without memory and with it, side by side."""
+    from noosphere.bench.game_figures import outcome, write_outcome_figure, write_transition_pair
+
+    found = {config.name: [(folder, measured(folder)) for folder in run_folders(out / config.name)]
+             for config in suite.configs}
+    rows = {name: [(folder, m) for folder, m in runs if m is not None] for name, runs in found.items()}
+    outcomes = [outcome(config if len(runs) == 1 else f"{config} ({folder.name})", list(m.items.values()))
+                for config, runs in rows.items() for folder, m in runs]
+    written = []
+    if outcomes:
+        written.append(write_outcome_figure(out / "outcomes.png", outcomes,
+                                            f"{name}: success and actions per success, per configuration"))
+    if suite.memory_pair and all(rows.get(config) for config in suite.memory_pair):
+        (off, off_runs), (on, on_runs) = ((config, rows[config]) for config in suite.memory_pair)
+        pair = write_transition_pair(
+            out / "transitions_memory.png", (f"{off} ({off_runs[-1][0].name})", list(off_runs[-1][1].items.values())),
+            (f"{on} ({on_runs[-1][0].name})", list(on_runs[-1][1].items.values())),
+            f"{name}: the meta-agent's transitions without memory and with it")
+        written += [pair] if pair is not None else []
+    return written
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("suite", choices=list(SUITES))
@@ -335,7 +434,7 @@ def main() -> None:
         parser.error("--offset must be 0 or more")
     if args.together and suite.benchmark not in GAME_SUITES:
         parser.error(f"--together plays game runs ({', '.join(GAME_SUITES)}), not {suite.benchmark}")
-    out = args.out / args.suite
+    out = args.out / (suite.folder or args.suite)
     if not args.summary_only:
         chosen = [config for config in suite.configs if not args.only or config.name in args.only]
         if args.together:
@@ -344,6 +443,9 @@ def main() -> None:
             for config in chosen:
                 run(suite, config, out, args)
     summary(suite, out)
+    if suite.benchmark in GAME_SUITES:
+        for path in game_figures(suite, out, args.suite):
+            print(f"wrote: {path}")
 
 
 if __name__ == "__main__":

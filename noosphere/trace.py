@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -20,7 +20,7 @@ from noosphere.datafiles import BadLine, describe, scan_json_lines
 from noosphere.redact import REDACTED, Redactor
 from noosphere.scope import current_scope, current_society
 
-__all__ = ["REDACTED", "Event", "Redactor", "Trace", "read_trace"]
+__all__ = ["REDACTED", "Event", "Redactor", "Trace", "TraceSink", "read_trace"]
 
 class Event(BaseModel):
     """Base of all trace events. `kind` names the event; `ts` is wall-clock seconds."""
@@ -139,6 +139,15 @@ class PromptTruncated(Event):
     context: int
 
 
+class TraceSink(Protocol):
+    """Something that follows a trace as it is written (an OpenTelemetry exporter, say): it is handed every
+    typed event, as emitted and before redaction (a sink redacts what it sends on), and closed with the trace."""
+
+    def __call__(self, event: Event) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class Trace:
     """Collects events in memory and, when given a path, appends them to a JSONL file."""
 
@@ -148,6 +157,13 @@ class Trace:
         self.keep = keep
         self.events: list[Event] = []
         self._file = path.open("a", encoding="utf-8") if path else None
+        self._sinks: list[TraceSink] = []
+
+    def add_sink(self, sink: TraceSink) -> None:
+        """Hand `sink` every event from now on, after the events already kept (a run's `run_started`)."""
+        for event in self.events:
+            sink(event)
+        self._sinks.append(sink)
 
     def emit(self, event: Event) -> None:
         scope = current_scope()
@@ -161,6 +177,8 @@ class Trace:
         if self._file is not None:
             self._file.write(self.redactor(event.model_dump_json()) + "\n")
             self._file.flush()
+        for sink in self._sinks:
+            sink(event)
 
     def of_kind(self, kind: str) -> list[Event]:
         return [event for event in self.events if event.kind == kind]
@@ -169,6 +187,9 @@ class Trace:
         if self._file is not None:
             self._file.close()
             self._file = None
+        sinks, self._sinks = self._sinks, []
+        for sink in sinks:
+            sink.close()
 
 
 def read_trace(path: Path, *, on_bad_line: Callable[[BadLine], None] | None = None) -> Iterator[Event]:

@@ -15,6 +15,7 @@ pytest.importorskip("alfworld", reason=GAME_EXTRAS)
 
 from noosphere.envs import TASK_TYPES, load_alfworld, textworld_games, walkthrough
 from noosphere.envs.base import Reset, Step
+from noosphere.envs.gamefiles import check_compiled_game
 from noosphere.envs.textgame import readable
 
 
@@ -65,6 +66,8 @@ def test_textworld_games_are_generated_deterministically_and_their_policy_wins(t
     games = textworld_games(tmp_path, tier=1, per_challenge=1)
     assert [g.kind for g in games] == ["coin_collector", "treasure_hunter", "cooking", "custom"]
     first_files = sorted(p.read_bytes() for p in tmp_path.rglob("*.z8"))
+    for path in tmp_path.rglob("*.z8"):  # what TextWorld compiles passes the check made before a run loads a game
+        check_compiled_game(path)
     for game in games:
         actions = game.expert_actions()
         start = game.reset()

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from noosphere.errors import ConfigError
+from noosphere.human import ListChannel
 from noosphere.llm import Model, ScriptedBackend
+from noosphere.society import People
 from noosphere.society.config import build_society, load_society_spec
 from noosphere.society.decisions import MembersVote
 from tests.helpers import by_agent
@@ -21,7 +23,8 @@ EXAMPLES = Path(__file__).parent.parent / "examples" / "societies"
 @pytest.mark.parametrize("path", sorted(EXAMPLES.iterdir()), ids=lambda p: p.name)
 def test_every_example_society_file_builds(path: Path) -> None:
     spec = load_society_spec(path)
-    society = build_society(spec, lambda model_id: Model(ScriptedBackend([])), "scripted")
+    society = build_society(spec, lambda model_id: Model(ScriptedBackend([])), "scripted",
+                            people=People(ListChannel([])))  # a file may seat a person (human: true)
     assert society.organisation == spec.organisation
     assert len(society.members) == len(spec.members or spec.styles)
 

@@ -13,11 +13,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from noosphere.bench.game_figures import outcomes_by_type, success_interval
 from noosphere.bench.runner import Scored
 from noosphere.envs import Environment
 from noosphere.errors import UnknownNameError
 from noosphere.llm import Model
 from noosphere.memory import METHODS, MemoryStore, default_embedder
+from noosphere.memory.check import check_memory
 from noosphere.metaagent import (
     CODE_AGENTS,
     DEFAULT_GRAPH,
@@ -59,10 +61,26 @@ def player(model: Model, config: dict[str, Any], memory_folder: Path):  # type: 
 
 
 def load_graph(path: Path) -> TransitionGraph:
-    """A replacement transition graph, checked as the engine will check it, before any run starts."""
-    graph = TransitionGraph.from_file(path)
-    graph.check_agents(set(LANGUAGE_AGENTS) | CODE_AGENTS)
+    """A replacement transition graph, checked as the engine will check it, before any run starts: every agent
+    it names is one the engine runs (a typo is told with its place in the file), and some path reaches an action."""
+    known = set(LANGUAGE_AGENTS) | CODE_AGENTS
+    graph = TransitionGraph.from_file(path, known=known)
+    graph.check_agents(known, source=str(path))
     return graph
+
+
+def memory_folder(run_dir: Path) -> Path:
+    """Where a games run keeps the meta-agent's memory: inside the run, so a resumed run reopens it."""
+    return run_dir / "memory"
+
+
+def check_run_memory(run_dir: Path, saved: dict[str, Any]) -> None:
+    """A resumed meta-agent run's memory, checked whole and read-only before the run is reopened: a memory from
+    another version of noosphere (or damaged) is one `DataError`, and nothing is written into it."""
+    episodic, conceptual = MEMORY_MODES.get(saved.get("memory", "none"), (False, False))
+    folder = memory_folder(run_dir)
+    if saved.get("system") == "metaagent" and (episodic or conceptual) and (folder / "memory.sqlite").exists():
+        check_memory(folder)
 
 
 async def solve(play: Any, env: Environment) -> Scored:
@@ -77,17 +95,24 @@ async def solve(play: Any, env: Environment) -> Scored:
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Success rate (with its 95 % Wilson interval) and actions per success, the costs per action taken, the
+    focus loops; per task type the success rate, and under `outcomes` what `outcomes.png` and the viewer draw."""
     by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_type[row.get("task_type", "?")].append(row)
     won = [r for r in rows if r["correct"]]
+    actions = sum(r.get("actions", 0) for r in rows)
     metrics: dict[str, Any] = {
         "success_rate": round(100 * len(won) / max(len(rows), 1), 2), "games": len(rows),
+        "success_ci95": list(success_interval(len(won), len(rows))),
         "actions_per_success": round(sum(r["actions"] for r in won) / len(won), 2) if won else None,
+        "calls_per_action": round(sum(r.get("calls", 0) for r in rows) / actions, 2) if actions else None,
+        "tokens_per_action": round(sum(r.get("tokens", 0) for r in rows) / actions) if actions else None,
         "transitions_per_game": round(sum(r.get("transitions", 0) for r in rows) / max(len(rows), 1), 2),
         "focus_loops": sum(r.get("focus_loops", 0) for r in rows),
         "focus_recoveries": sum(r.get("focus_recoveries", 0) for r in rows)}
     for kind, group in sorted(by_type.items()):
         metrics[f"{kind}_success_rate"] = round(100 * sum(r["correct"] for r in group) / len(group), 2)
         metrics[f"{kind}_games"] = len(group)
+    metrics["outcomes"] = {found.label: found.as_dict() for found in outcomes_by_type(rows)}
     return metrics

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
-
 NO_ANSWER = "(no answer)"
 
 
 def classification_report(gold: list[str], predicted: list[str | None], labels: tuple[str, ...]) -> dict[str, Any]:
     """Metrics in percent. A missing prediction counts as wrong and as a miss of the gold class."""
+    # imported here: scikit-learn takes about a second to import, and every `noosphere` command imports this module
+    from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
+
     if not gold:
         return {"n": 0}
     predicted_or_none = [p if p is not None else NO_ANSWER for p in predicted]

@@ -16,6 +16,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from noosphere.concurrent import Forfeit, attempt, run_in_order
 from noosphere.datafiles import BadLine
 from noosphere.runs import ResultRow, Run, load_done, write_atomically
 from noosphere.scope import item_scope
-from noosphere.trace import Event
+from noosphere.trace import Event, Trace
 
 
 class BenchLineSkipped(Event):
@@ -67,6 +68,8 @@ class Scored:
 
 
 Solve = Callable[[Any], Awaitable[Scored]]
+ItemScorer = Callable[[str, Any, Any], Awaitable[dict[str, Any]]]
+"""Scores one `(id, item, gold)` and returns its row: `score_one` in this process, or a cluster's workers."""
 
 
 class ScoredRow(ResultRow):
@@ -87,11 +90,14 @@ def progress_bars(show: bool = True) -> Progress:
 
 async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solve, *, show_progress: bool = True,
                     parallel: int = 1, progress: Progress | None = None, label: str | None = None,
-                    warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                    warn: Callable[[str], None] | None = None, scorer: ItemScorer | None = None
+                    ) -> list[dict[str, Any]]:
     """Score `(id, item, gold)` triples with `solve`, `parallel` at a time; returns all rows in item order,
     resumed ones included. Rows are appended in the order items finish, each flushed to disk before the next
     is counted. The run's bar goes on `progress` when given (several runs side by side), else on a display of
-    its own. A line of an earlier session that cannot be read is traced, told to `warn`, and its item redone."""
+    its own. A line of an earlier session that cannot be read is traced, told to `warn`, and its item redone.
+    `scorer` scores items elsewhere (on a cluster's workers, `noosphere.bench.remote`); rows are still written here,
+    once each, by this process alone."""
     path = run.directory / "items.jsonl"
     run.checkpoint()  # this session counts from its start, even if it is killed before an item finishes
 
@@ -104,6 +110,7 @@ async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solv
     todo = [entry for entry in items if entry[0] not in done]
     _end_torn_line(path)
     tally = {"correct": sum(1 for row in done.values() if row["correct"])}
+    score_item = scorer or partial(score_one, run.trace, solve=solve)
     gate = asyncio.Semaphore(max(1, parallel))
     own = progress_bars(show_progress) if progress is None else contextlib.nullcontext(progress)
     with own as progress, path.open("a", encoding="utf-8") as out:
@@ -112,7 +119,7 @@ async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solv
 
         async def score(item_id: str, item: Any, gold: Any) -> None:
             async with gate:
-                row = await _score_one(run, item_id, item, gold, solve)
+                row = await score_item(item_id, item, gold)
             out.write(json.dumps(row, default=str) + "\n")
             out.flush()
             os.fsync(out.fileno())  # on disk before the run counts it: a crash of the machine loses no row
@@ -136,9 +143,10 @@ def _end_torn_line(path: Path) -> None:
                 out.write("\n")
 
 
-async def _score_one(run: Run, item_id: str, item: Any, gold: Any, solve: Solve) -> dict[str, Any]:
+async def score_one(trace: Trace, item_id: str, item: Any, gold: Any, *, solve: Solve) -> dict[str, Any]:
+    """Score one item in its own scope, tracing its start and end into `trace`; returns its row."""
     with item_scope(item_id) as scope:
-        run.trace.emit(BenchItemStarted(item_id=item_id))
+        trace.emit(BenchItemStarted(item_id=item_id))
         started_at, started = time.time(), time.perf_counter()
         error = None
         scored = await attempt(solve(item))  # a spent budget stops the run: the item stays to be scored
@@ -149,7 +157,7 @@ async def _score_one(run: Run, item_id: str, item: Any, gold: Any, solve: Solve)
                "reused_prompt_tokens": scope.reused_prompt_tokens, "seconds": round(time.perf_counter() - started, 3),
                "started": round(started_at, 3), "finished": round(time.time(), 3), "error": error,
                "confidence": scored.confidence, **scored.detail}
-        run.trace.emit(BenchItemFinished(item_id=item_id, prediction=scored.prediction, gold=gold,
+        trace.emit(BenchItemFinished(item_id=item_id, prediction=scored.prediction, gold=gold,
                                          correct=scored.correct, calls=row["calls"], tokens=row["tokens"],
                                          seconds=row["seconds"], error=error))
     return row

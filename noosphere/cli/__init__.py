@@ -18,6 +18,7 @@ from noosphere.cli.ask import ModelOpener, add_ask
 from noosphere.cli.bench import add_bench
 from noosphere.cli.memory_cmd import add_memory
 from noosphere.cli.models import add_models
+from noosphere.cli.serve_cmd import add_serve
 from noosphere.cli.trace_cmd import add_trace
 from noosphere.cli.view import add_view
 from noosphere.errors import NoosphereError, UsageError
@@ -33,6 +34,7 @@ def make_app(opener: ModelOpener = open_model) -> typer.Typer:
     add_memory(app)
     add_trace(app)
     add_view(app)
+    add_serve(app, opener)
     return app
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from functools import partial
 from pathlib import Path
@@ -11,14 +12,26 @@ from typing import Annotated, Any, Protocol
 import typer
 from rich.console import Console
 
+from noosphere.cli.cluster_options import ClusterChoice, ClusterOption, ReplicasOption, on_cluster
+from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
+from noosphere.cli.people import (
+    HumanOption,
+    ResumeAskOption,
+    check_channel,
+    open_session,
+    saved_society_run,
+    tell_stopped,
+)
 from noosphere.cli.signals import terminate_as_interrupt
 from noosphere.errors import CapabilityError, UnknownNameError, UsageError
+from noosphere.human import HumanStopped
 from noosphere.llm import DEFAULT_MODEL, CallCache, Model, Settings
 from noosphere.llm.usage import UsageLedger
 from noosphere.llm.weights import default_cache_dir
 from noosphere.observation import Observation
 from noosphere.runs import Run
-from noosphere.society.config import build_society, load_society_spec
+from noosphere.society.config import load_society_spec
+from noosphere.society.spec import SocietySpec
 from noosphere.systems import get_system
 from noosphere.systems.ctm import ask_ctm
 from noosphere.systems.society import ask_society
@@ -28,8 +41,10 @@ from noosphere.workspace.scores import SCORE_SOURCES
 
 
 class ModelOpener(Protocol):
+    """`open_model`, or a stand-in for it (tests); `options` go to the backend (`deterministic=True`)."""
+
     def __call__(self, model_id: str, *, trace: Trace | None = ..., cache: CallCache | None = ...,
-                 ledger: UsageLedger | None = ..., settings: Settings | None = ...) -> Model: ...
+                 ledger: UsageLedger | None = ..., settings: Settings | None = ..., **options: Any) -> Model: ...
 
 
 ModelOption = Annotated[str, typer.Option("--model", "-m", help="model id; see `noosphere models`")]
@@ -90,7 +105,7 @@ def parse_observation(texts: list[str], media: list[str]) -> Observation:
 def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
     @app.command()
     def ask(
-        query: Annotated[str, typer.Argument(help="the question or task")],
+        query: Annotated[str | None, typer.Argument(help="the question or task (not with --resume)")] = None,
         system: Annotated[str, typer.Option(help="which system answers: base, ctm or society")] = "base",
         society: Annotated[Path | None, typer.Option(
             help="society: a YAML or TOML file declaring the society (see examples/societies)")] = None,
@@ -108,9 +123,29 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         scores: Annotated[str, typer.Option(
             help="base, ctm: where confidences come from: verbal (the model's words), logprob (its token "
                  "probabilities) or samples")] = "verbal",
+        cluster: ClusterOption = None,
+        replicas: ReplicasOption = "auto",
+        resume: ResumeAskOption = None,
+        human: HumanOption = "terminal",
+        otel: OtelOption = None,
+        otel_content: OtelContentOption = False,
     ) -> None:
-        """Answer QUERY and print the answer, its confidence and where the run was written."""
-        if system == "society":
+        """Answer QUERY and print the answer, its confidence and where the run was written. With --cluster, the
+        model is served by replicas on the cluster (an embedded one, by default) and every agent shares them."""
+        on = ClusterChoice.of(cluster, None, replicas)
+        check_channel(human)
+        exporting = otel_export(otel, otel_content)
+        if resume is not None:  # the run goes on with the settings it began with
+            if query is not None or society is not None:
+                raise UsageError("--resume goes on with the run's own query and society: give neither")
+            saved = saved_society_run(resume)
+            query, system, model, seed, scores = saved["query"], "society", saved["model"], saved["seed"], "verbal"
+            max_tokens, no_cache = saved.get("max_tokens", max_tokens), not saved.get("cache", True)
+            text, image, audio, tool = saved.get("text") or [], saved.get("media") or [], [], []
+            spec = SocietySpec.model_validate(saved["society"])
+        elif query is None:
+            raise UsageError("ask needs a QUERY (or --resume RUN to go on with a stopped society run)")
+        elif system == "society":
             if society is None:
                 raise UsageError("--system society needs --society FILE (see examples/societies)")
             spec = load_society_spec(society)
@@ -137,25 +172,45 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         config: dict[str, Any] = {"query": query, "system": system, "model": model, "seed": seed,
                                   "society": spec.model_dump() if system == "society" else None,
                                   "max_tokens": max_tokens, "cache": not no_cache, "views": observation.names,
-                                  "tools": tool or [], "budget": parse_budget(budget), "scores": scores}
+                                  "tools": tool or [], "budget": parse_budget(budget), "scores": scores,
+                                  "text": text or [], "media": [*(image or []), *(audio or [])]}
         cache = open_cache(no_cache)
-        # SIGTERM stops it as Ctrl-C does: the run still writes result.json (status interrupted)
-        with Run.create(out, command="ask", config=config) as run, terminate_as_interrupt():
-            settings = Settings(seed=seed, max_tokens=max_tokens)
-            with console.status(f"loading {model}"):
-                if system == "society":
-                    built = build_society(spec, lambda model_id: opener(
-                        model_id, trace=run.trace, ledger=run.ledger, cache=cache, settings=settings), model,
-                        paintings=run.directory / "paintings")
-                    answer_with = partial(ask_society, built)
-                else:
-                    llm = opener(model, trace=run.trace, ledger=run.ledger, cache=cache, settings=settings)
-                    if scores == "logprob" and not llm.capabilities.logprobs:
-                        raise CapabilityError(llm.id, "logprobs (--scores logprob); use --scores samples or verbal")
-                    answer_with = partial(answer_with, llm)
-            with console.status(f"{system} is thinking"):
-                answer = asyncio.run(answer_with(query, observation))
-            run.finish({"query": query, "answer": answer.answer, "confidence": answer.confidence})
+        with on_cluster(on, opener, [model]) as session:  # joined before the run folder is made
+            open_with = session.opener if session is not None else opener
+            # SIGTERM stops it as Ctrl-C does: the run still writes result.json (status interrupted)
+            opened = Run.resume(resume) if resume is not None else Run.create(out, command="ask", config=config)
+            with opened as run, terminate_as_interrupt():
+                if exporting is not None:
+                    exporting.attach(run)
+                if session is not None:
+                    session.announce(run.trace, workers=False)
+                settings = Settings(seed=seed, max_tokens=max_tokens)
+                with console.status(f"loading {model}"):
+                    if system == "society":  # its own cache in the run folder: a stopped run can be resumed
+                        members = open_session(run, spec, lambda model_id, trace, run_cache: open_with(
+                            model_id, trace=trace, ledger=run.ledger, cache=run_cache, settings=settings), model,
+                            human=human, resuming=resume is not None, fallback=cache, console=console)
+                        answer_with = partial(ask_society, members.society)
+                    else:
+                        llm = open_with(model, trace=run.trace, ledger=run.ledger, cache=cache, settings=settings)
+                        if scores == "logprob" and not llm.capabilities.logprobs:
+                            raise CapabilityError(llm.id, "logprobs (--scores logprob); use --scores samples or "
+                                                          "verbal")
+                        answer_with = partial(answer_with, llm)
+                asking = system == "society" and bool(members.people) and human == "terminal"
+                try:  # no spinner while a person is asked on this terminal
+                    with contextlib.nullcontext() if asking else console.status(f"{system} is thinking"):
+                        answer = asyncio.run(answer_with(query, observation))
+                except (KeyboardInterrupt, HumanStopped) as stopped:
+                    if system != "society":
+                        raise
+                    run.finish({"query": query}, status="interrupted", error=f"{type(stopped).__name__}: {stopped}")
+                    tell_stopped(console, run)
+                    raise typer.Exit(130) from None
+                finally:
+                    if system == "society":
+                        members.close()
+                run.finish({"query": query, "answer": answer.answer, "confidence": answer.confidence})
         usage = run.ledger.total
         console.print(f"[bold]answer:[/] {answer.answer}", highlight=False)
         console.print(f"[bold]confidence:[/] {answer.confidence:.2f}")

@@ -5,6 +5,7 @@ This module holds the global-workspace benchmarks (MUStARD, BFCL) and gathers th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,20 +17,14 @@ from noosphere.bench import classification_report
 from noosphere.bench import mustard as mustard_bench
 from noosphere.bench.bfcl_data import CATEGORIES, BfclItem, load_bfcl
 from noosphere.bench.runner import Solve
-from noosphere.cli.ask import BudgetOption, ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
+from noosphere.cli.ask import ModelOpener
+from noosphere.cli.bench_embodied import add_embodied_benchmark
 from noosphere.cli.bench_games import add_game_benchmarks
-from noosphere.cli.bench_run import (
-    Items,
-    OffsetOption,
-    ParallelOption,
-    QuietOption,
-    ResumeOption,
-    run_benchmark,
-    select_items,
-)
+from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, select_items, with_option_group, with_run_options
 from noosphere.cli.bench_societies import add_society_benchmarks
+from noosphere.cli.bench_web import add_web_benchmarks
 from noosphere.errors import UnknownNameError, UsageError
-from noosphere.llm import DEFAULT_MODEL, Model
+from noosphere.llm import Model
 from noosphere.workspace import ABLATIONS, WorkspaceSettings
 from noosphere.workspace.scores import SCORE_SOURCES
 
@@ -42,11 +37,6 @@ CalibrateOption = Annotated[bool, typer.Option(
     help="ctm with probability scores: contextual calibration of the STM's labels")]
 
 
-def _check_system(system: str) -> None:
-    if system not in ("base", "ctm"):
-        raise UnknownNameError("system", system, ["base", "ctm"])
-
-
 def _workspace_settings(config: dict[str, Any], parallel: int = 1) -> WorkspaceSettings:
     """Items scored in parallel already keep the machine busy: speculative link calls would only take
     compute from them (the answers are the same either way)."""
@@ -56,13 +46,29 @@ def _workspace_settings(config: dict[str, Any], parallel: int = 1) -> WorkspaceS
                              calibrate=config.get("calibrate", False))
 
 
-def _check_scores(system: str, scores: str, calibrate: bool, *, base_scores: bool) -> None:
-    if scores not in SCORE_SOURCES:
-        raise UnknownNameError("score source", scores, SCORE_SOURCES)
-    if scores != "verbal" and system == "base" and not base_scores:
-        raise UsageError("this benchmark's base system has no scores to take from probabilities: use --system ctm")
-    if calibrate and (system != "ctm" or scores == "verbal"):
-        raise UsageError("--calibrate calibrates the ctm STM's label probabilities: give --system ctm --scores logprob")
+@dataclass(frozen=True)
+class WorkspaceOptions:
+    """The options of the benchmarks that run a global workspace against its base model (MUStARD, BFCL)."""
+
+    system: SystemOption = "ctm"
+    iterations: IterationsOption = 3
+    threshold: ThresholdOption = 0.8
+    scores: ScoresOption = "verbal"
+
+    def config(self, *, calibrate: bool = False, base_scores: bool) -> dict[str, Any]:
+        """What a new run saves of them, checked first. `base_scores`: whether the benchmark's base system has
+        scores that may come from probabilities; `calibrate` (`--calibrate`) applies to the ctm's STM only."""
+        if self.system not in ("base", "ctm"):
+            raise UnknownNameError("system", self.system, ["base", "ctm"])
+        if self.scores not in SCORE_SOURCES:
+            raise UnknownNameError("score source", self.scores, SCORE_SOURCES)
+        if self.scores != "verbal" and self.system == "base" and not base_scores:
+            raise UsageError("this benchmark's base system has no scores to take from probabilities: use --system ctm")
+        if calibrate and (self.system != "ctm" or self.scores == "verbal"):
+            raise UsageError("--calibrate calibrates the ctm STM's label probabilities: give --system ctm --scores "
+                             "logprob")
+        return {"system": self.system, "iterations": self.iterations, "threshold": self.threshold,
+                "scores": self.scores}
 
 
 def iterations_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -80,34 +86,24 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
     app.add_typer(bench_app, name="bench")
 
     @bench_app.command("mustard")
+    @with_run_options
+    @with_option_group(WorkspaceOptions, "workspace")
     def mustard(
-        system: SystemOption = "ctm",
         ablation: Annotated[list[str] | None, typer.Option(help=f"ctm ablation: {', '.join(ABLATIONS)}")] = None,
-        model: ModelOption = DEFAULT_MODEL,
         limit: Annotated[int | None, typer.Option(min=1, help="first N items of the seeded sample")] = None,
         offset: OffsetOption = 0,
         data: Annotated[Path | None, typer.Option(help="MUStARD JSON file")] = None,
-        iterations: IterationsOption = 3,
-        threshold: ThresholdOption = 0.8,
         stm_samples: Annotated[int, typer.Option(
             min=1, help="ctm: STM samples; alpha is their agreement (1: the model's own confidence)")] = 1,
-        scores: ScoresOption = "verbal",
         calibrate: CalibrateOption = False,
-        seed: SeedOption = 0,
-        out: OutOption = Path("runs"),
-        resume: ResumeOption = None,
-        no_cache: NoCacheOption = False,
-        budget: BudgetOption = None,
-        quiet: QuietOption = False,
-        parallel: ParallelOption = 1,
+        *,
+        workspace: WorkspaceOptions,
+        options: RunOptions,
     ) -> None:
         """Sarcasm detection on MUStARD's text: accuracy, weighted precision, recall and F1."""
-        _check_system(system)
-        _check_scores(system, scores, calibrate, base_scores=True)
-        config = {"benchmark": "mustard", "system": system, "model": model, "ablation": sorted(ablation or ()),
-                  "limit": limit, "offset": offset, "data": str(data) if data else None, "iterations": iterations,
-                  "threshold": threshold, "stm_samples": stm_samples, "seed": seed, "scores": scores,
-                  "calibrate": calibrate}
+        config = {"benchmark": "mustard", **workspace.config(calibrate=calibrate, base_scores=True), **options.config(),
+                  "ablation": sorted(ablation or ()), "limit": limit, "offset": offset,
+                  "data": str(data) if data else None, "stm_samples": stm_samples, "calibrate": calibrate}
         _workspace_settings(config)  # unknown ablations fail here, before anything runs
 
         def load(saved: dict[str, Any]) -> list[mustard_bench.MustardItem]:
@@ -117,7 +113,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             items = load(saved)
             solve = (partial(mustard_bench.solve_base, llm, scores=saved.get("scores", "verbal"))
                      if saved["system"] == "base"
-                     else partial(mustard_bench.solve_ctm, llm, _workspace_settings(saved, parallel),
+                     else partial(mustard_bench.solve_ctm, llm, _workspace_settings(saved, options.parallel),
                                   stm_samples=saved.get("stm_samples", 1)))
             return [(i.id, i, i.gold) for i in items], solve
 
@@ -125,37 +121,27 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             return {**classification_report([r["gold"] for r in rows], [r["prediction"] for r in rows],
                                             mustard_bench.LABELS), **iterations_summary(rows)}
 
-        run_benchmark(opener, "MUStARD (text)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                      budget=budget, max_tokens=400, prepare=prepare, summarise=summarise, parallel=parallel,
-                      check=load)
+        options.run_benchmark(opener, "MUStARD (text)", config, max_tokens=400, prepare=prepare, summarise=summarise,
+                              check=load)
 
     @bench_app.command("bfcl")
+    @with_run_options
+    @with_option_group(WorkspaceOptions, "workspace", iterations=2)
     def bfcl_command(
-        system: SystemOption = "ctm",
         category: Annotated[list[str] | None, typer.Option(help=f"one or more of {', '.join(CATEGORIES)}")] = None,
-        model: ModelOption = DEFAULT_MODEL,
         limit: Annotated[int | None, typer.Option(min=1, help="first N items of each category")] = None,
         data: Annotated[Path | None, typer.Option(help="folder with BFCL_v4_*.json and possible_answer/")] = None,
-        iterations: IterationsOption = 2,
-        threshold: ThresholdOption = 0.8,
-        scores: ScoresOption = "verbal",
-        seed: SeedOption = 0,
-        out: OutOption = Path("runs"),
-        resume: ResumeOption = None,
-        no_cache: NoCacheOption = False,
-        budget: BudgetOption = None,
-        quiet: QuietOption = False,
-        parallel: ParallelOption = 1,
+        *,
+        workspace: WorkspaceOptions,
+        options: RunOptions,
     ) -> None:
         """Function calling on BFCL, scored by our AST matcher; accuracy per category."""
-        _check_system(system)
-        _check_scores(system, scores, False, base_scores=False)
+        checked = workspace.config(base_scores=False)
         for name in category or ():
             if name not in CATEGORIES:
                 raise UnknownNameError("BFCL category", name, CATEGORIES)
-        config = {"benchmark": "bfcl", "system": system, "model": model, "categories": category or list(CATEGORIES),
-                  "limit": limit, "data": str(data) if data else None, "iterations": iterations,
-                  "threshold": threshold, "seed": seed, "scores": scores}
+        config = {"benchmark": "bfcl", **checked, **options.config(), "categories": category or list(CATEGORIES),
+                  "limit": limit, "data": str(data) if data else None}
 
         def load(saved: dict[str, Any]) -> list[BfclItem]:
             folder = Path(saved["data"]) if saved.get("data") else None
@@ -164,7 +150,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             items = load(saved)
             solve = (partial(bfcl_bench.solve_base, llm) if saved["system"] == "base"
-                     else partial(bfcl_bench.solve_ctm, llm, _workspace_settings(saved, parallel)))
+                     else partial(bfcl_bench.solve_ctm, llm, _workspace_settings(saved, options.parallel)))
             return [(i.id, i, None) for i in items], solve
 
         def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -177,9 +163,10 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             metrics["overall_accuracy"] = round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2)
             return metrics
 
-        run_benchmark(opener, "BFCL (AST match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                      budget=budget, max_tokens=512, prepare=prepare, summarise=summarise, parallel=parallel,
-                      check=load)
+        options.run_benchmark(opener, "BFCL (AST match)", config, max_tokens=512, prepare=prepare,
+                              summarise=summarise, check=load)
 
     add_society_benchmarks(bench_app, opener)
     add_game_benchmarks(bench_app, opener)
+    add_embodied_benchmark(bench_app, opener)
+    add_web_benchmarks(bench_app, opener)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, get_type_hints
 
 import typer
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -16,13 +19,34 @@ from rich.markup import escape
 
 from noosphere.bench import averages, run_items, write_report
 from noosphere.bench.calibration import calibrate_run
+from noosphere.bench.remote import run_items_on_cluster
 from noosphere.bench.runner import ScoredRow, Solve, load_done, progress_bars
-from noosphere.cli.ask import ModelOpener, open_cache, parse_budget
+from noosphere.cli.ask import (
+    BudgetOption,
+    ModelOpener,
+    ModelOption,
+    NoCacheOption,
+    OutOption,
+    SeedOption,
+    open_cache,
+    parse_budget,
+)
+from noosphere.cli.cluster_options import (
+    ClusterChoice,
+    ClusterOption,
+    ReplicasOption,
+    WorkersOption,
+    items_at_once,
+    on_cluster,
+)
+from noosphere.cli.otel_cmd import OtelContentOption, OtelExport, OtelOption, otel_export
 from noosphere.cli.signals import terminate_as_interrupt
 from noosphere.datafiles import describe
 from noosphere.errors import BudgetExceededError, UsageError
-from noosphere.llm import Budget, Model, Settings
+from noosphere.llm import DEFAULT_MODEL, Budget, Model, Settings, UsageLedger
+from noosphere.llm.registry import check_deterministic
 from noosphere.runs import Run
+from noosphere.trace import Trace
 
 ResumeOption = Annotated[Path | None, typer.Option(help="resume a killed benchmark from its run folder")]
 QuietOption = Annotated[bool, typer.Option(help="no progress bar")]
@@ -30,6 +54,10 @@ ParallelOption = Annotated[int, typer.Option(
     min=1, help="items scored at once; the batched local backend decodes their calls together")]
 OffsetOption = Annotated[int, typer.Option(
     min=0, help="leave out the first N items (those a prompt was tuned on); --limit counts from there")]
+DeterministicOption = Annotated[bool, typer.Option(
+    help="decode every call alone, from an empty cache, so that answers do not depend on --parallel (the embedded "
+         "backend batches calls by default, which moves greedy outputs in their last digits); slower, saved with "
+         "the run")]
 
 
 T = TypeVar("T")
@@ -68,6 +96,8 @@ def checked_config(config: dict[str, Any], resume: Path | None, check: Check | N
         except ValidationError as exc:
             raise UsageError(f"{resume} is not a benchmark run that can be resumed (config.json: "
                              f"{describe(exc, 'a benchmark config')})") from None
+    if saved.get("deterministic"):
+        check_deterministic(saved["model"])
     if check is not None:
         check(saved)
     return saved
@@ -78,30 +108,155 @@ def warn(text: str) -> None:
     Console(stderr=True).print(f"warning: {escape(text)}", highlight=False, soft_wrap=True)
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """The options every benchmark command takes, as one value: `with_run_options` adds them to a command."""
+
+    model: str = DEFAULT_MODEL
+    seed: int = 0
+    out: Path = Path("runs")
+    resume: Path | None = None
+    no_cache: bool = False
+    budget: str | None = None
+    quiet: bool = False
+    parallel: int = 1
+    deterministic: bool = False
+    cluster: str | None = None
+    workers: int | None = None
+    replicas: str = "auto"
+    otel: str | None = None
+    otel_content: bool = False
+
+    @property
+    def items_at_once(self) -> int:
+        """Items that may be scored together: `--parallel`, times the workers on a cluster."""
+        return items_at_once(self.parallel, ClusterChoice.of(self.cluster, self.workers, self.replicas))
+
+    def config(self) -> dict[str, Any]:
+        """What a new run saves of them in its config (a resumed run keeps its own): the model, the seed, and
+        whether decoding is deterministic (saved only when it is, so older runs' configs read the same)."""
+        return {"model": self.model, "seed": self.seed, **({"deterministic": True} if self.deterministic else {})}
+
+    def run_benchmark(self, opener: ModelOpener, title: str | Callable[[dict[str, Any]], str],
+                      config: dict[str, Any], *, max_tokens: int, prepare: Prepare, summarise: Summarise,
+                      artefacts: Artefacts | None = None, check: Check | None = None) -> None:
+        """`run_benchmark` with these options."""
+        cluster = ClusterChoice.of(self.cluster, self.workers, self.replicas)
+        run_benchmark(opener, title, config, out=self.out, resume=self.resume, no_cache=self.no_cache,
+                      quiet=self.quiet, max_tokens=max_tokens, prepare=prepare, summarise=summarise,
+                      parallel=self.parallel, artefacts=artefacts, budget=self.budget, check=check, cluster=cluster,
+                      otel=otel_export(self.otel, self.otel_content))
+
+
+RUN_OPTION_TYPES: dict[str, Any] = {
+    "model": ModelOption, "seed": SeedOption, "out": OutOption, "resume": ResumeOption, "no_cache": NoCacheOption,
+    "budget": BudgetOption, "quiet": QuietOption, "parallel": ParallelOption, "deterministic": DeterministicOption,
+    "cluster": ClusterOption, "workers": WorkersOption, "replicas": ReplicasOption, "otel": OtelOption,
+    "otel_content": OtelContentOption,
+}
+"""The command-line option of each field of `RunOptions`."""
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def with_run_options(command: Command) -> Command:
+    """A benchmark command with the shared run options: `command` takes its own options and `options: RunOptions`;
+    the command typer sees takes its own options followed by every run option (`--model`, `--seed`, `--out`,
+    `--resume`, `--no-cache`, `--budget`, `--quiet`, `--parallel`, `--deterministic`, `--cluster`, `--workers`,
+    `--replicas`), gathered into `options`.
+
+        @bench_app.command("mine")
+        @with_run_options
+        def mine(limit: LimitOption = None, *, options: RunOptions) -> None:
+            options.run_benchmark(opener, "Mine", {"benchmark": "mine", **options.config()}, ...)
+    """
+    return with_option_group(RunOptions, "options", RUN_OPTION_TYPES)(command)
+
+
+def with_option_group(group: type, parameter: str, types: dict[str, Any] | None = None,
+                      **defaults: Any) -> Callable[[Command], Command]:
+    """Options that several commands share, as one frozen dataclass `group`: the decorated command takes its own
+    options and `parameter: group`; the command typer sees takes its own options followed by one option per
+    field of `group`, typed by `types[field]` or else by the field's own annotation (an `Annotated[...,
+    typer.Option(...)]`), each defaulting to the field's default unless `defaults` gives this command another.
+    Groups stack: `with_run_options` is the group every benchmark command takes."""
+    group_hints = get_type_hints(group, include_extras=True)
+    names = [field.name for field in fields(group)]
+    shared = [inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY,
+                                default=defaults.get(field.name, field.default),
+                                annotation=(types or {}).get(field.name, group_hints[field.name]))
+              for field in fields(group)]
+
+    def decorate(command: Command) -> Command:
+        hints = get_type_hints(command, include_extras=True)
+        own = [given.replace(annotation=hints.get(given.name, given.annotation))
+               for given in inspect.signature(command).parameters.values() if given.name != parameter]
+
+        @functools.wraps(command)
+        def with_group(**given: Any) -> Any:
+            value = group(**{name: given.pop(name) for name in names})
+            return command(**given, **{parameter: value})
+
+        parameters = [*own, *shared]
+        with_group.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        with_group.__annotations__ = {given.name: given.annotation for given in parameters}
+        return with_group  # type: ignore[return-value]
+
+    return decorate
+
+
+def model_options(saved: dict[str, Any]) -> dict[str, Any]:
+    """What a run's saved config asks of the backends it opens, beyond the id and the settings."""
+    return {"deterministic": True} if saved.get("deterministic") else {}
+
+
+def solve_on_worker(opener: ModelOpener, prepare: Prepare, saved: dict[str, Any], max_tokens: int, no_cache: bool,
+                    options: dict[str, Any], trace: Trace, ledger: UsageLedger) -> Solve:
+    """A benchmark's `solve` on a cluster's worker: its model opened there (or over the replica of its node),
+    reporting into the worker's trace and ledger as the driver's model would into the run's."""
+    llm = opener(saved["model"], trace=trace, ledger=ledger, cache=open_cache(no_cache),
+                 settings=Settings(seed=saved["seed"], max_tokens=max_tokens), **options)
+    return prepare(saved, llm)[1]
+
+
 def run_benchmark(opener: ModelOpener, title: str | Callable[[dict[str, Any]], str], config: dict[str, Any], *,
                   out: Path, resume: Path | None,
                   no_cache: bool, quiet: bool, max_tokens: int, prepare: Prepare, summarise: Summarise,
                   parallel: int = 1, artefacts: Artefacts | None = None, budget: str | None = None,
-                  check: Check | None = None) -> None:
+                  check: Check | None = None, cluster: ClusterChoice | None = None,
+                  otel: OtelExport | None = None) -> None:
     """Open (or resume) the run, score the items, write the report and any `artefacts` (figures, say) into
     the run folder. A resumed run keeps its saved config, which a callable `title` is made from, and its
-    budget unless `budget` (`--budget`) gives it a new one. `check` validates the data first."""
+    budget unless `budget` (`--budget`) gives it a new one. `check` validates the data first. On a `cluster`,
+    the items are scored by its workers, `parallel` at a time each; the cluster is joined before the folder
+    is made (an address where none answers leaves no folder)."""
     benchmark = Benchmark(title if callable(title) else lambda saved: title, max_tokens, prepare, summarise, artefacts)
     limits = parse_budget(budget)
-    checked_config(config, resume, check)
-    run = (Run.resume(resume, budget=Budget(**limits) if limits else None) if resume is not None
-           else Run.create(out, command="bench", config=with_budget(config, budget)))
-    with run, terminate_as_interrupt():
-        items, solve = _prepare(opener, run, benchmark, no_cache)
-        spent: BudgetExceededError | None = None
-        try:
-            asyncio.run(run_items(run, items, solve, show_progress=not quiet, parallel=parallel, warn=warn))
-            stopped = None
-        except KeyboardInterrupt:  # Ctrl-C or a time limit: report what is done; --resume goes on later
-            stopped = "interrupted"
-        except BudgetExceededError as exc:  # the items left stay unscored: --resume --budget goes on with more
-            stopped, spent = "budget spent", exc
-        _report(run, benchmark, items, stopped)
+    saved = checked_config(config, resume, check)
+    with on_cluster(cluster, opener, [saved["model"]], model_options(saved)) as session:
+        run = (Run.resume(resume, budget=Budget(**limits) if limits else None) if resume is not None
+               else Run.create(out, command="bench", config=with_budget(config, budget)))
+        with run, terminate_as_interrupt():
+            if otel is not None:  # the run's spans, as it goes (`--otel`)
+                otel.attach(run)
+            items, solve = _prepare(session.opener if session else opener, run, benchmark, no_cache)
+            spent: BudgetExceededError | None = None
+            try:
+                if session is None:
+                    asyncio.run(run_items(run, items, solve, show_progress=not quiet, parallel=parallel, warn=warn))
+                else:
+                    session.announce(run.trace)
+                    # shipped to each worker and run there once: everything it holds must pickle
+                    open_solve = partial(solve_on_worker, session.opener, benchmark.prepare, run.config, max_tokens,
+                                         no_cache, model_options(run.config))
+                    asyncio.run(run_items_on_cluster(run, items, open_solve, session.cluster, workers=session.workers,
+                                                     per_worker=parallel, show_progress=not quiet, warn=warn))
+                stopped = None
+            except KeyboardInterrupt:  # Ctrl-C or a time limit: report what is done; --resume goes on later
+                stopped = "interrupted"
+            except BudgetExceededError as exc:  # the items left stay unscored: --resume --budget goes on with more
+                stopped, spent = "budget spent", exc
+            _report(run, benchmark, items, stopped)
     if spent is not None:
         raise spent
     if stopped is not None:
@@ -126,7 +281,8 @@ class Benchmark:
     artefacts: Artefacts | None = None
 
 
-def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_cache: bool, quiet: bool) -> None:
+def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_cache: bool, quiet: bool,
+                 otel: OtelExport | None = None) -> None:
     """Resume several runs in one event loop, each scoring its items one at a time and in order. Their
     calls share the process's model and so its batch engine: runs whose items must go in order (a
     meta-agent whose memory carries from game to game) keep its slots busy together, where run one
@@ -141,6 +297,8 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
         prepared = []
         for folder, benchmark in runs:
             run = Run.resume(folder)
+            if otel is not None:
+                otel.attach(run)
             try:
                 prepared.append((run, benchmark, *_prepare(opener, run, benchmark, no_cache)))
             except Exception as exc:
@@ -190,7 +348,7 @@ def _fail(run: Run, error: Exception, errors: list[Exception]) -> None:
 def _prepare(opener: ModelOpener, run: Run, benchmark: Benchmark, no_cache: bool) -> tuple[Items, Solve]:
     saved = run.config
     llm = opener(saved["model"], trace=run.trace, ledger=run.ledger, cache=open_cache(no_cache),
-                 settings=Settings(seed=saved["seed"], max_tokens=benchmark.max_tokens))
+                 settings=Settings(seed=saved["seed"], max_tokens=benchmark.max_tokens), **model_options(saved))
     return benchmark.prepare(saved, llm)
 
 

@@ -16,18 +16,10 @@ from noosphere.bench import roleplay as roleplay_bench
 from noosphere.bench.answer_spread import answer_spread
 from noosphere.bench.roleplay_tasks import TASKS as CODING_TASKS
 from noosphere.bench.runner import Solve, load_done
-from noosphere.cli.ask import BudgetOption, ModelOpener, ModelOption, NoCacheOption, OutOption, SeedOption
-from noosphere.cli.bench_run import (
-    Items,
-    OffsetOption,
-    ParallelOption,
-    QuietOption,
-    ResumeOption,
-    run_benchmark,
-    select_items,
-)
+from noosphere.cli.ask import ModelOpener
+from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, model_options, select_items, with_run_options
 from noosphere.errors import UnknownNameError, UsageError
-from noosphere.llm import DEFAULT_MODEL, Model
+from noosphere.llm import Model
 from noosphere.runs import Run
 from noosphere.society import Society
 from noosphere.society.config import build_society, load_society_spec
@@ -61,7 +53,7 @@ def _settings(pairs: list[str]) -> dict[str, Any]:
 
 
 def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights: str | None, vote: str | None,
-                  n: int | None, model: str, limit: int | None, data: Path | None, seed: int,
+                  n: int | None, options: RunOptions, limit: int | None, data: Path | None,
                   match_run: Path | None = None, settings: list[str] | None = None,
                   weighted: bool = False, offset: int = 0) -> dict[str, Any]:
     """Check the options of a new GSM8K run; the society file is read now and saved whole with the run."""
@@ -99,8 +91,8 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
         else:
             raise UsageError("best-of-n needs --n N, --match-run RUN_DIR (a society run whose mean calls set N), "
                              "or --society FILE (its planned calls)")
-    return {"benchmark": "gsm8k", "system": system, "model": model, "limit": limit, "offset": offset,
-            "data": str(data) if data else None, "seed": seed, "n": n,
+    return {"benchmark": "gsm8k", "system": system, **options.config(), "limit": limit, "offset": offset,
+            "data": str(data) if data else None, "n": n,
             "society": spec.model_dump() if spec is not None else None,
             "society_file": str(society) if society else None,
             "matched_run": str(match_run) if match_run is not None and system == "best-of-n" else None,
@@ -126,6 +118,7 @@ def _economy_as_left(society: Society, resume: Path | None) -> Society:
 
 def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     @bench_app.command("gsm8k")
+    @with_run_options
     def gsm8k(
         system: Annotated[str, typer.Option(help="base, best-of-n or society")] = "society",
         society: Annotated[Path | None, typer.Option(
@@ -148,24 +141,18 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         weighted: Annotated[bool, typer.Option(
             help="best-of-n: weigh each sample's vote by P(True), the model's probability that its answer is "
                  "right (CISC; one scoring call a sample)")] = False,
-        model: ModelOption = DEFAULT_MODEL,
         limit: Annotated[int | None, typer.Option(min=1, help="first N problems of the file")] = None,
         offset: OffsetOption = 0,
         data: Annotated[Path | None, typer.Option(help="a GSM8K JSONL file")] = None,
-        seed: SeedOption = 0,
-        out: OutOption = Path("runs"),
-        resume: ResumeOption = None,
-        no_cache: NoCacheOption = False,
-        budget: BudgetOption = None,
-        quiet: QuietOption = False,
-        parallel: ParallelOption = 1,
+        *,
+        options: RunOptions,
     ) -> None:
         """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
-        config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, vote, n, model, limit,
-                                                                         data, seed, match_run, set_, weighted,
-                                                                         offset)
+        resume = options.resume
+        config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, vote, n, options, limit,
+                                                             data, match_run, set_, weighted, offset)
         # refused before the run is opened (a resumed one's result.json stays as it was)
-        _one_economy_at_a_time(Run.saved_config(resume) if resume is not None else config, parallel)
+        _one_economy_at_a_time(Run.saved_config(resume) if resume is not None else config, options.items_at_once)
 
         def load(saved: dict[str, Any]) -> list[gsm8k_bench.GsmItem]:
             return select_items(gsm8k_bench.load_gsm8k(Path(saved["data"]) if saved.get("data") else None), saved)
@@ -181,8 +168,8 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
                 def build() -> Society:
                     return build_society(spec, lambda model_id: llm if model_id == saved["model"] else opener(
-                        model_id, trace=llm.trace, ledger=llm.ledger, cache=llm.cache, settings=llm.settings),
-                        saved["model"])
+                        model_id, trace=llm.trace, ledger=llm.ledger, cache=llm.cache, settings=llm.settings,
+                        **model_options(saved)), saved["model"])
 
                 # Members keep a history while they work, so problems scored at once need a society each;
                 # an economy is one society throughout, because its ledger carries over.
@@ -197,31 +184,24 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             return {"accuracy": round(100 * sum(r["correct"] for r in rows) / max(len(rows), 1), 2), "n": len(rows),
                     **answer_spread(rows), **({"decided_by": dict(deciders)} if deciders else {})}
 
-        run_benchmark(opener, "GSM8K (exact match)", config, out=out, resume=resume, no_cache=no_cache, quiet=quiet,
-                      budget=budget, max_tokens=800, prepare=prepare, summarise=summarise, parallel=parallel,
-                      check=load)
+        options.run_benchmark(opener, "GSM8K (exact match)", config, max_tokens=800, prepare=prepare,
+                              summarise=summarise, check=load)
 
     @bench_app.command("roleplay")
+    @with_run_options
     def roleplay(
-        model: ModelOption = DEFAULT_MODEL,
         max_messages: Annotated[int, typer.Option(
             min=2, help="message cap of each conversation (a role-play society's own default is 50; these tasks "
                         "take a few exchanges, and a pair that loops should not hold a CPU for minutes)")] = 12,
         specify: Annotated[bool, typer.Option(help="a task specifier first makes each task concrete (CAMEL)")] = True,
         limit: Annotated[int | None, typer.Option(min=1, help=f"first N of the {len(CODING_TASKS)} tasks")] = None,
-        seed: SeedOption = 0,
-        out: OutOption = Path("runs"),
-        resume: ResumeOption = None,
-        no_cache: NoCacheOption = False,
-        budget: BudgetOption = None,
-        quiet: QuietOption = False,
-        parallel: ParallelOption = 1,
+        *,
+        options: RunOptions,
     ) -> None:
         """CAMEL-style user/assistant pairs write code; hidden unit tests run in the sandbox."""
         # the system names the specifier, so the reports of runs with and without it tell themselves apart
         config = {"benchmark": "roleplay", "system": "specifier+roleplay" if specify else "roleplay",
-                  "model": model, "limit": limit,
-                  "max_messages": max_messages, "specify": specify, "seed": seed}
+                  **options.config(), "limit": limit, "max_messages": max_messages, "specify": specify}
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             tasks = CODING_TASKS[: saved["limit"]] if saved["limit"] else CODING_TASKS
@@ -233,6 +213,5 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                     "message_cap": saved["max_messages"],
                     "stopped_by_cap": sum(r.get("stopped_by") == "message_cap" for r in rows)}
 
-        run_benchmark(opener, "Role-play coding (hidden tests)", config, out=out, resume=resume, no_cache=no_cache,
-                      budget=budget, quiet=quiet, max_tokens=700, prepare=prepare, summarise=summarise,
-                      parallel=parallel)
+        options.run_benchmark(opener, "Role-play coding (hidden tests)", config, max_tokens=700, prepare=prepare,
+                              summarise=summarise)

@@ -1,4 +1,4 @@
-"""`noosphere trace show RUN`: a readable summary of a run folder."""
+"""`noosphere trace show RUN`: a readable summary of a run folder (`trace export` is in `otel_cmd`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from noosphere.cli.otel_cmd import add_trace_export
 from noosphere.errors import UsageError
 from noosphere.trace import Event, ModelCall, read_trace
 
@@ -65,7 +66,7 @@ def _print_workspace(console: Console, events: list[Event]) -> None:
 
 
 def add_trace(app: typer.Typer) -> None:
-    trace_app = typer.Typer(help="Inspect run traces.", no_args_is_help=True)
+    trace_app = typer.Typer(help="Inspect run traces, or export them to OpenTelemetry.", no_args_is_help=True)
     app.add_typer(trace_app, name="trace")
 
     @trace_app.command("show")
@@ -115,3 +116,5 @@ def add_trace(app: typer.Typer) -> None:
                 f"prompt_tokens={total.get('prompt_tokens')} reused={total.get('reused_prompt_tokens', 0)} "
                 f"completion_tokens={total.get('completion_tokens')} cost_usd={total.get('cost_usd')}"),
                 highlight=False)
+
+    add_trace_export(trace_app)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from noosphere.data import shared_data
 from noosphere.datafiles import read_json
 from noosphere.envs.demonstration import demonstration, with_demonstration
+from noosphere.envs.gamefiles import check_pddl_game
 from noosphere.envs.textgame import TextGame
 from noosphere.errors import MissingDependencyError, UsageError
 
@@ -98,18 +99,40 @@ def load_alfworld(root: Path | None = None, *, split: str = "valid_seen", per_ty
     six are replayed on every load, including a resume: about 15 s."""
     files = game_files(root, split=split)
     require_alfworld()
+    played, kept_back = chosen_games(files, per_type=per_type, demo=demo)
+    guides = {_kind(path): GUIDE for path in played}
+    for kind, path in kept_back.items():
+        guides[kind] = with_demonstration(GUIDE, _solved(path))  # the kept-back game is never played
+    return [alfworld_game(path, max_steps=max_steps, guide=guides[_kind(path)]) for path in played]
+
+
+def chosen_games(files: list[Path], *, per_type: int | None, demo: bool) -> tuple[list[Path], dict[str, Path]]:
+    """The games played, interleaved by task type, and (with `demo`) the game kept back of each type that has
+    two or more, to be replayed as its demonstration."""
     by_type: dict[str, list[Path]] = defaultdict(list)
     for path in files:
         by_type[_kind(path)].append(path)
-    guides = {kind: GUIDE for kind in by_type}
+    kept_back = {}
     if demo:
         for kind, paths in by_type.items():
             if len(paths) > 1:  # a type's only game is played, without a demonstration
-                guides[kind] = with_demonstration(GUIDE, _solved(paths.pop()))  # the kept-back game is never played
+                kept_back[kind] = paths.pop()
     chosen = {kind: paths[:per_type] if per_type else paths for kind, paths in by_type.items()}
     interleaved = [paths[i] for i in range(max(map(len, chosen.values()), default=0))
                    for kind, paths in sorted(chosen.items()) if i < len(paths)]
-    return [alfworld_game(path, max_steps=max_steps, guide=guides[_kind(path)]) for path in interleaved]
+    return interleaved, kept_back
+
+
+def check_games(root: Path | None = None, *, split: str = "valid_seen", per_type: int | None = None,
+                demo: bool = False) -> None:
+    """Before a run: every game file validated, ALFWorld installed, and each game the run will play or replay
+    parsed as TextWorld will load it (`noosphere.envs.gamefiles`): a `DataError` names a game that would not."""
+    files = game_files(root, split=split)
+    require_alfworld()
+    played, kept_back = chosen_games(files, per_type=per_type, demo=demo)
+    for path in [*played, *kept_back.values()]:
+        game = read_json(path, GAME_FILE, expected=EXPECTED)
+        check_pddl_game(path, game.pddl_domain, game.pddl_problem, game.grammar)
 
 
 @functools.cache

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from noosphere.envs.base import Reset, Step
+from noosphere.errors import DataError
 
 
 @contextmanager
@@ -55,11 +56,23 @@ class TextGame:
                                              wrappers=list(self._wrappers))
         return textworld.gym.make(env_id)
 
-    def reset(self) -> Reset:
+    def _start(self) -> tuple[str, dict[str, Any]]:
+        """Load the game if it is not loaded, and start it. A game that will not load is a `DataError` naming its
+        file: Fast Downward's translator raises `SystemExit` on a PDDL it cannot read, which would otherwise end
+        the whole benchmark (`noosphere.envs.gamefiles` finds most such games before a run starts)."""
         with quiet_jericho():
-            if self._env is None:
+            if self._env is not None:
+                return self._env.reset()
+            try:
                 self._env = self._make()
-            observation, info = self._env.reset()
+                return self._env.reset()
+            except (SystemExit, Exception) as exc:
+                self.close()
+                said = " ".join(str(exc.code if isinstance(exc, SystemExit) else exc).split())[:200]
+                raise DataError(f"does not load ({type(exc).__name__}: {said})", source=str(self.path)) from None
+
+    def reset(self) -> Reset:
+        observation, info = self._start()
         task = self._task(observation, info)
         return Reset(task, readable(observation), tuple(info.get("admissible_commands") or ()), self.guide)
 
@@ -77,10 +90,7 @@ class TextGame:
 
     def expert_actions(self) -> list[str]:
         """The game's own solution from the start (ALFWorld's walkthrough, TextWorld's policy)."""
-        with quiet_jericho():
-            if self._env is None:
-                self._env = self._make()
-            _, info = self._env.reset()
+        _, info = self._start()
         return list(info.get("policy_commands") or info.get("extra.walkthrough") or [])
 
     def close(self) -> None:

@@ -13,9 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
-
-from noosphere.datafiles import read_json
+from noosphere.envs.gamefiles import check_compiled_game
 from noosphere.envs.textgame import TextGame, quiet_jericho
 from noosphere.errors import DataError, MissingDependencyError, UnknownNameError, UsageError
 
@@ -31,7 +29,6 @@ TIERS: dict[int, dict[str, dict[str, Any]]] = {
         "custom": {"nb_rooms": 8, "nb_objects": 16, "quest_length": 6}},
 }
 CHALLENGES = tuple(TIERS[1])
-GAME_DESCRIPTION: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 
 
 def _challenge_maker(challenge: str) -> Callable[..., Any]:
@@ -77,13 +74,12 @@ def game_path(folder: Path, challenge: str, tier: int, seed: int) -> Path:
 
 
 def check_cached_game(path: Path) -> None:
-    """A game compiled earlier: its story file and the game description TextWorld writes beside it."""
+    """A game compiled earlier: its story file (header, length, checksum) and the game description TextWorld
+    writes beside it, read without loading the game (`noosphere.envs.gamefiles`)."""
     if not path.is_file() or path.stat().st_size == 0:
         raise DataError("cached game is damaged (empty, or not a file); delete it to generate it again",
                         source=str(path))
-    read_json(path.with_suffix(".json"), GAME_DESCRIPTION,
-              expected="TextWorld's description of a compiled game (a JSON object); delete the game to generate "
-                       "it again")
+    check_compiled_game(path)
 
 
 def check_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: int = 0,

@@ -66,3 +66,14 @@ def spending_limit(budget: Budget) -> Iterator[Allowance]:
         yield allowance
     finally:
         _current.reset(token)
+
+
+@contextlib.contextmanager
+def spending_from(allowance: Allowance) -> Iterator[Allowance]:
+    """Count what the current task and the tasks it starts spend against an allowance made earlier, one that
+    outlives this stretch of work: `noosphere serve` keeps one for all the requests it answers."""
+    token = _current.set(allowance)
+    try:
+        yield allowance
+    finally:
+        _current.reset(token)

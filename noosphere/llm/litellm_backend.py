@@ -146,12 +146,21 @@ class LiteLLMBackend:
         except litellm.ContextWindowExceededError as exc:
             raise ContextOverflowError(self.model_id, self.count_tokens(messages) or 0,
                                        settings.max_tokens, self.context_window or 0) from exc
+        except litellm.RateLimitError as exc:  # a quota that ran out (a provider's, or a `noosphere serve` budget)
+            spent = _quota_spent(exc)  # is not a rate limit: asking again later gets the same answer
+            raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}", retryable=not spent) from exc
         except retryable as exc:
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}", retryable=True) from exc
         except litellm.APIError as exc:
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}") from exc
         except litellm.OpenAIError as exc:
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}") from exc
+
+
+def _quota_spent(error: Any) -> bool:
+    """OpenAI's error body says `insufficient_quota` for a spent quota, `rate_limit_exceeded` for a rate limit."""
+    body = getattr(error, "body", None)
+    return isinstance(body, dict) and "insufficient_quota" in (body.get("code"), body.get("type"))
 
 
 def _field(value: Any, name: str) -> Any:

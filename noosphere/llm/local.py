@@ -55,7 +55,9 @@ class LocalBackend:
 
     @property
     def fingerprint(self) -> str:
-        return self._fingerprint
+        """The call cache's key for this model; deterministic decoding has its own, so that it never takes up an
+        answer decoded in a batch."""
+        return f"{self._fingerprint}+alone" if self.deterministic else self._fingerprint
 
     @property
     def loaded(self) -> LoadedModel:

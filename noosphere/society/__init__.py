@@ -4,6 +4,8 @@ from noosphere.society.artists import LiteLLMPainter, Painter, artist_critic
 from noosphere.society.decisions import GatherOpinions, LeaderDecides, MembersVote
 from noosphere.society.economy import Contract, Economy
 from noosphere.society.hierarchy import SubSociety
+from noosphere.society.human import HumanMember, People, human_member
+from noosphere.society.interview import Debrief, DecideOnReport, Instructions, InterviewRounds, Report, interview
 from noosphere.society.market import MarketRounds, PayReward
 from noosphere.society.member import Member
 from noosphere.society.organisations import RIGHTS, debate, democracy, economy_of_minds, monarchy
@@ -14,9 +16,46 @@ from noosphere.society.society import Society, SocietyResult
 from noosphere.society.voting import Ballot, Tally, tally
 
 __all__ = [
-    "RIGHTS", "Ballot", "Contract", "Contribution", "Converse", "DebateRounds", "Economy", "GatherOpinions",
-    "LeaderDecides", "LiteLLMPainter", "MarketRounds", "Member", "MembersVote", "OrganizerRounds", "Painter",
-    "PayReward", "Phase", "RolePlay", "RolePlayResult", "Session", "Society", "SocietyResult", "SolveAlone",
-    "Statement", "SubSociety", "Tally", "artist_critic", "debate", "democracy", "economy_of_minds", "monarchy",
-    "role_play", "tally",
+    "RIGHTS",
+    "Ballot",
+    "Contract",
+    "Contribution",
+    "Converse",
+    "DebateRounds",
+    "Debrief",
+    "DecideOnReport",
+    "Economy",
+    "GatherOpinions",
+    "HumanMember",
+    "Instructions",
+    "InterviewRounds",
+    "LeaderDecides",
+    "LiteLLMPainter",
+    "MarketRounds",
+    "Member",
+    "MembersVote",
+    "OrganizerRounds",
+    "Painter",
+    "PayReward",
+    "People",
+    "Phase",
+    "Report",
+    "RolePlay",
+    "RolePlayResult",
+    "Session",
+    "Society",
+    "SocietyResult",
+    "SolveAlone",
+    "Statement",
+    "SubSociety",
+    "Tally",
+    "artist_critic",
+    "debate",
+    "democracy",
+    "economy_of_minds",
+    "human_member",
+    "interview",
+    "monarchy",
+    "role_play",
+    "tally",
 ]

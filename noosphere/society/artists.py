@@ -20,6 +20,7 @@ import httpx
 from noosphere.llm import Model
 from noosphere.llm.forms import choice_form
 from noosphere.llm.litellm_backend import import_litellm
+from noosphere.society import prompts
 from noosphere.society.decisions import hold_vote
 from noosphere.society.hierarchy import SubSociety
 from noosphere.society.member import Member
@@ -89,11 +90,11 @@ class CriticsVote:
             return
         choice = choice_form("CriticVote", "choice", [str(i + 1) for i in range(len(artists))],
                              "the number of the proposal", reason="reasoning", reason_chars=600)
-        listing = "\n".join(f"({i + 1}) {r.answer}" for i, r in enumerate(proposals.values()))
+        listing = "\n".join(prompts.PROPOSAL.format(number=i + 1, proposal=r.answer)
+                            for i, r in enumerate(proposals.values()))
 
         async def vote(critic: Member) -> Any:
-            return await critic.ask(f"Theme: {session.task}\nProposals:\n{listing}\nVote for the one you find best.",
-                                    choice)
+            return await critic.ask(prompts.CRITIC_VOTE.format(task=session.task, proposals=listing), choice)
 
         votes = await session.each(self.critics, self.name, round_, vote)
         ballots = session.ballots = [Ballot(name, (artists[int(v.choice) - 1],)) for name, v in votes.items()]
@@ -118,8 +119,7 @@ class Collect:
         if session.answer is None:
             return
         restated = await session.each([self.collector], self.name, round_, lambda m: m.ask(
-            f"The critics chose the proposal of {session.decided_by}: {session.answer}\nRestate it as one clear "
-            "prompt for a painter.", Statement))
+            prompts.RESTATE.format(artist=session.decided_by, proposal=session.answer), Statement))
         if restated:
             session.answer = restated[self.collector.name].answer
         if self.painter is not None:
@@ -133,11 +133,9 @@ class Collect:
 
 def artist(name: str, style: str, model: Model, rounds: int = 1) -> SubSociety:
     """One artist: a questioner, an answerer in `style` and a leader, run as a monarchy."""
-    society = monarchy([Member(f"{name}/answerer", model, f"You are an artist whose style is {style}. You say "
-                                                          "what to draw and how, vividly and briefly.")],
-                       Member(f"{name}/questioner", model, "You ask an artist questions that sharpen what to draw."),
-                       Member(f"{name}/leader", model, f"You turn a conversation about a picture in the style of "
-                                                       f"{style} into one proposal: a prompt for a painter."),
+    society = monarchy([Member(f"{name}/answerer", model, prompts.ANSWERER_ROLE.format(style=style))],
+                       Member(f"{name}/questioner", model, prompts.QUESTIONER_ROLE),
+                       Member(f"{name}/leader", model, prompts.ARTIST_LEADER_ROLE.format(style=style)),
                        rounds=rounds)
     return SubSociety.of(name, society, role=f"an artist society in the style of {style}")
 
@@ -145,8 +143,8 @@ def artist(name: str, style: str, model: Model, rounds: int = 1) -> SubSociety:
 def artist_critic(model: Model, styles: list[str], professions: list[str], *, rounds: int = 1,
                   painter: Painter | None = None, seed: int = 0) -> Society:
     artists = [artist(f"artist-{i + 1}", style, model, rounds) for i, style in enumerate(styles)]
-    critics = [Member(f"critic-{i + 1}", model, f"You are a {profession} judging proposed pictures by what matters "
-                                                f"in your profession.") for i, profession in enumerate(professions)]
-    collector = Member("collector", model, "You report the proposal the critics chose as a precise painting prompt.")
+    critics = [Member(f"critic-{i + 1}", model, prompts.CRITIC_ROLE.format(profession=profession))
+               for i, profession in enumerate(professions)]
+    collector = Member("collector", model, prompts.COLLECTOR_ROLE)
     return Society("artist-critic", list(artists), [SolveAlone(), CriticsVote(critics), Collect(collector, painter)],
                    rounds=rounds, staff=[*critics, collector], seed=seed)

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from noosphere.llm.forms import choice_form
+from noosphere.society import prompts
 
 
 def option_labels(count: int) -> tuple[str, ...]:
@@ -44,7 +45,8 @@ def ranking_model(count: int) -> type[BaseModel]:
 
 
 def lettered(options: list[str]) -> str:
-    return "\n".join(f"({label}) {option}" for label, option in zip(option_labels(len(options)), options, strict=True))
+    return "\n".join(prompts.OPTION.format(label=label, option=option)
+                     for label, option in zip(option_labels(len(options)), options, strict=True))
 
 
 def label_in(answer: str, labels: tuple[str, ...] | list[str]) -> str | None:

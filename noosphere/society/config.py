@@ -1,6 +1,6 @@
 """Societies declared in YAML or TOML: members, models, roles, organisation, rounds, voting, rights.
 
-Every organisation has a file form: monarchy, democracy, debate, economy, role-play and the
+Every organisation has a file form: monarchy, democracy, debate, economy, role-play, interview and the
 artist-critic society; a member may itself be a society (a hierarchy), named by its own file.
 
 A malformed file is a `ConfigError` naming the file, the line (exact for YAML, the first line that
@@ -18,10 +18,12 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from noosphere.errors import ConfigError
+from noosphere.errors import ConfigError, UsageError
 from noosphere.llm import Budget, Model
 from noosphere.society.artists import LiteLLMPainter, artist_critic
 from noosphere.society.hierarchy import SubSociety
+from noosphere.society.human import People
+from noosphere.society.interview import Instructions, interview
 from noosphere.society.member import Member
 from noosphere.society.organisations import debate, democracy, economy_of_minds, monarchy
 from noosphere.society.roleplay import role_play
@@ -117,15 +119,23 @@ def load_society_spec(path: Path, *, depth: int = 0) -> SocietySpec:
 
 
 def build_society(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str, *,
-                  paintings: Path = Path("paintings")) -> Society:
+                  paintings: Path = Path("paintings"), people: People | None = None) -> Society:
     """Members that name the same model share one loaded `Model`; a painter saves its images in `paintings`
-    (the run folder's, from the CLI)."""
+    (the run folder's, from the CLI); `people` asks the members that are persons (`human: true`)."""
     budget = Budget(**spec.budget.model_dump()) if spec.budget is not None else None
-    return replace(_organise(spec, open_model, default_model, paintings), max_concurrency=spec.max_concurrency,
-                   budget=budget)
+    return replace(_organise(spec, open_model, default_model, paintings, people),
+                   max_concurrency=spec.max_concurrency, budget=budget)
 
 
-def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str, paintings: Path) -> Society:
+def has_people(spec: SocietySpec) -> list[str]:
+    """The names of the persons (`human: true`) in a society, its sub-societies' included."""
+    seats = [*spec.members, *(getattr(spec, name) for name in STAFF if getattr(spec, name) is not None)]
+    return [name for seat in seats
+            for name in ([seat.name] if seat.human else has_people(seat.society) if seat.society else [])]
+
+
+def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str, paintings: Path,
+              people: People | None = None) -> Society:
     spec.check_staff()
     models: dict[str, Model] = {}
 
@@ -137,10 +147,15 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
 
     def member(entry: MemberSpec, seat: int) -> Member:
         sees = tuple(entry.sees) if entry.sees is not None else None
+        if entry.human:
+            if people is None:
+                raise UsageError(f"{entry.name} is a person (human: true): people take part through `noosphere ask` "
+                                 "(in Python, give build_society a `People`)")
+            return replace(people.member(entry.name, entry.role, entry.timeout), sees=sees)
         if entry.society is not None:
             inner = entry.society.model_copy(update={"model": entry.society.model or entry.model or spec.model})
-            return SubSociety.of(entry.name, build_society(inner, open_model, default_model, paintings=paintings),
-                                 role=entry.role, sees=sees)
+            return SubSociety.of(entry.name, build_society(inner, open_model, default_model, paintings=paintings,
+                                                           people=people), role=entry.role, sees=sees)
         model = model_for(entry.model)
         if entry.temperature is not None:  # its own seed too, or members at one temperature sample alike
             model = model.bind(settings=model.settings.with_(temperature=entry.temperature,
@@ -162,6 +177,10 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
     if spec.organisation == "roleplay":
         return role_play(crowd[0], crowd[1], specifier=staff.get("specifier"), max_messages=spec.max_messages,
                          token_budget=spec.token_budget, seed=spec.seed)
+    if spec.organisation == "interview":
+        said = spec.instructions.model_dump(exclude_none=True) if spec.instructions is not None else {}
+        return interview(crowd, staff["organizer"], staff["leader"], rounds=spec.rounds,
+                         instructions=Instructions(**said), seed=spec.seed)
     if spec.organisation == "artist-critic":
         painter = LiteLLMPainter(spec.painter, paintings) if spec.painter else None
         return artist_critic(model_for(None), spec.styles, spec.professions, rounds=spec.rounds, painter=painter,

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from noosphere.society import prompts
 from noosphere.society.ballots import choice_model, lettered, named_option, option_labels, picked, ranking_model
 from noosphere.society.events import BallotCast, MemberSpoke, Tallied
 from noosphere.society.member import Member
@@ -47,8 +48,7 @@ class GatherOpinions:
             choice = choice_model(len(options))
 
             async def turn(member: Member) -> Any:
-                return await member.ask(f"The members' answers to the task ({session.task}):\n{lettered(options)}\n"
-                                        "Keep your answer or change to the one you now find best.", choice)
+                return await member.ask(prompts.CHANGE.format(task=session.task, options=lettered(options)), choice)
 
             for name, pick in (await session.each(session.members, self.name, round_, turn)).items():
                 answer = picked(options, pick.choice)
@@ -58,9 +58,7 @@ class GatherOpinions:
             # there, the summary followed the last sub-question (GSM8K: "3 sprints per day"; three members' 260
             # sheep summarised to 140); the change of form re-reads the conversation anyway
             done = await session.each([self.organizer], self.name, round_, lambda m: m.ask(
-                f"Task: {session.task}\n\nDiscussion:\n{transcript(session)}\n\nSummarise what the discussion "
-                "established in a few sentences. Use your own knowledge to leave out wrong or doubtful claims.",
-                Summary, alone=True))
+                prompts.SUMMARISE.format(task=session.task, transcript=transcript(session)), Summary, alone=True))
             if done:
                 session.summary = done[self.organizer.name].summary
                 session.summary_answer = done[self.organizer.name].answer
@@ -86,11 +84,10 @@ class LeaderDecides:
         latest = session.latest()
         options = session.options(also=session.summary_answer)  # the organizer's correction is a candidate
         reasoning = "\n".join(said_line(r) for r in latest.values())
-        summary = f"\n\nThe organizer's summary: {session.summary}" if session.summary else ""
-        decided = await session.each([self.leader], self.name, round_, lambda m: m.ask(
-            f"Task: {session.task}\n\nThe members' latest reasoning:\n{reasoning}{summary}\n\nAnswers proposed:\n"
-            f"{lettered(options)}\n\nWho holds each:\n{holders(session, options)}\n\nDecide the final answer: check "
-            "the reasoning behind each, and trust sound reasoning over the number who hold it.", Statement))
+        summary = prompts.LEADER_SUMMARY.format(summary=session.summary) if session.summary else ""
+        decided = await session.each([self.leader], self.name, round_, lambda m: m.ask(prompts.DECIDE.format(
+            task=session.task, reasoning=reasoning, summary=summary, options=lettered(options),
+            holders=holders(session, options)), Statement))
         if decided:
             decision = decided[self.leader.name]
             session.answer = named_option(decision.answer, options)
@@ -109,8 +106,8 @@ def holders(session: Session, options: list[str]) -> str:
     for label, option in zip(option_labels(len(options)), options, strict=True):
         names = [name for name, record in latest.items() if key(record.answer) == key(option)]
         if session.summary_answer and key(session.summary_answer) == key(option):
-            names.append("the organizer's summary")
-        lines.append(f"({label}) {', '.join(names) or 'no one now'}")
+            names.append(prompts.HELD_BY_SUMMARY)
+        lines.append(prompts.HOLDERS_LINE.format(label=label, names=", ".join(names) or prompts.HELD_BY_NO_ONE))
     return "\n".join(lines)
 
 
@@ -146,16 +143,17 @@ class MembersVote:
         if len(options) <= 1:  # the members agree: no ballot is asked for, and the label says so
             count_standing(session, decided_by="unanimous")
             return
-        context = f"Summary: {session.summary}\n\n" if session.summary and self.shows_summary else ""
-        listed = lettered(options)
+        shown = session.summary and self.shows_summary
+        context = prompts.BALLOT_SUMMARY.format(summary=session.summary) if shown else ""
         if session.voting_rule == "plurality":
-            form, ask = choice_model(len(options)), "Vote for the final answer"
+            form, ask = choice_model(len(options)), prompts.VOTE_PLURALITY
         else:
-            verb = "List the options you approve of" if session.voting_rule == "approval" else "Rank all the options"
-            form, ask = ranking_model(len(options)), f"{verb}, best first, as the final answer"
+            verb = prompts.VOTE_APPROVAL if session.voting_rule == "approval" else prompts.VOTE_RANKING
+            form, ask = ranking_model(len(options)), prompts.VOTE_ORDERED.format(verb=verb)
+        ballot = prompts.BALLOT.format(context=context, ask=ask, task=session.task, options=lettered(options))
 
         async def turn(member: Member) -> Any:
-            return await member.ask(f"{context}{ask} to the task ({session.task}):\n{listed}", form)
+            return await member.ask(ballot, form)
 
         votes = await session.each(session.members, self.name, round_, turn)
         if not votes:  # every vote forfeited: the members' standing answers are their votes
@@ -190,7 +188,6 @@ def count_standing(session: Session, *, decided_by: str = "standing") -> None:
 
 
 NEUTRAL_WEIGHT = 0.5
-BELIEF_QUESTION = "Is your answer to the task, {answer}, correct? Answer Yes or No."
 
 
 async def count_weighted(session: Session, phase: str, round_: int) -> None:
@@ -198,7 +195,7 @@ async def count_weighted(session: Session, phase: str, round_: int) -> None:
     latest = session.latest()
     voters = [m for m in session.members if m.name in latest and latest[m.name].answer.strip()]
     beliefs = await session.each(voters, phase, round_, lambda m: m.belief(
-        BELIEF_QUESTION.format(answer=latest[m.name].answer)))
+        prompts.BELIEF_QUESTION.format(answer=latest[m.name].answer)))
     weights = {m.name: beliefs.get(m.name, NEUTRAL_WEIGHT) for m in voters}
     ballots = [Ballot(m.name, (latest[m.name].answer,)) for m in voters]
     MembersVote.count(session, ballots, decided_by="weighted", standing=True, weights=weights)

@@ -20,6 +20,7 @@ from noosphere.errors import RuntimeFault, TurnRefused
 from noosphere.llm.messages import MediaPart
 from noosphere.observation import Observation
 from noosphere.scope import society_scope
+from noosphere.society import prompts
 from noosphere.society.ballots import label_in, listed_options
 from noosphere.society.member import Member
 from noosphere.society.session import default_key
@@ -77,9 +78,9 @@ class SubSociety(Member):
         if chooses is None and not {"reasoning", "answer"} <= properties.keys():
             raise TurnRefused(f"{self.name} is a society: it answers statements and ballots, not a {output.__name__}")
         if not self._first_prompt:  # the task as the outer society put it; the inner one says "Task:" itself
-            self._first_prompt = prompt = prompt.removeprefix("Task: ")
+            self._first_prompt = prompt = prompt.removeprefix(prompts.TASK.format(task=""))
         elif chooses is None:
-            prompt = f"{self._first_prompt}\n\n{prompt}"
+            prompt = prompts.LATER_QUESTION.format(task=self._first_prompt, question=prompt)
         with society_scope(self.name):  # its events carry its path, so interleaved societies stay apart
             result = await self.society.run(prompt, self._observation, trace=self._trace)
         reasoning = (result.summary or result.decided_by)[:800 if chooses else 2000]

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from noosphere.errors import UsageError
+from noosphere.society import prompts
 from noosphere.society.economy import Contract, Economy
 from noosphere.society.events import MemberSpoke
 from noosphere.society.member import Member
@@ -61,16 +62,16 @@ class MarketRounds:
             self.economy.settle(contract, session.rounds + 1, delivered=False)
 
     def _market_report(self, session: Session, member: Member) -> str:
-        others = "\n".join(f"- {m.name} (holds {self.economy.balances[m.name]:.1f}): current answer "
-                           f"{r.answer}" for m in session.members if m.name != member.name
+        others = "\n".join(prompts.MARKET_OTHER.format(member=m.name, balance=self.economy.balances[m.name],
+                                                       answer=r.answer)
+                           for m in session.members if m.name != member.name
                            for r in [session.latest([m]).get(m.name)] if r is not None)
-        return (f"You hold {self.economy.balances[member.name]:.1f}; rent is {self.economy.rent:.1f} a round and "
-                f"a member who cannot pay leaves. The others:\n{others or '(none)'}")
+        return prompts.MARKET_REPORT.format(balance=self.economy.balances[member.name], rent=self.economy.rent,
+                                            others=others or prompts.NO_OTHERS)
 
     async def _hire(self, session: Session, round_: int) -> list[Contract]:
         async def decide(member: Member) -> HireDecision:
-            return await member.ask(f"Task: {session.task}\n\n{self._market_report(session, member)}\n\nYou may hire "
-                                    "one member to do something that helps you answer better, paying on delivery.",
+            return await member.ask(prompts.HIRE.format(task=session.task, report=self._market_report(session, member)),
                                     HireDecision)
 
         decisions = await session.each(session.members, self.name, round_, decide)
@@ -92,9 +93,9 @@ class MarketRounds:
 
     async def _arbitrate(self, session: Session, round_: int, contract: Contract) -> str | None:
         verdict = await session.each([self.arbiter], "arbiter", round_, lambda arbiter: arbiter.ask(
-            f"{contract.client} offers {contract.provider} {contract.price:.1f} for this service, due "
-            f"{_due(contract.deadline - round_ + 1)}: {contract.service}\n"
-            "Is it a genuine, lawful service that can be delivered in that time at a fair price?", ContractVerdict))
+            prompts.ARBITRATE.format(client=contract.client, provider=contract.provider, price=contract.price,
+                                     due=_due(contract.deadline - round_ + 1), service=contract.service),
+            ContractVerdict))
         judged = verdict.get(self.arbiter.name)
         if judged is None:
             return "the arbiter could not judge the contract"
@@ -113,8 +114,8 @@ class MarketRounds:
 
         async def perform(member: Member) -> Statement:
             contract = by_provider[member.name]
-            return await member.ask(f"Task: {session.task}\n\n{contract.client} pays you {contract.price:.1f} for: "
-                                    f"{contract.service}\nDo it well; your answer field is your result.", Statement)
+            return await member.ask(prompts.PERFORM.format(task=session.task, client=contract.client,
+                                                           price=contract.price, service=contract.service), Statement)
 
         done = await session.each(providers, "service", round_, perform)
         for provider, result in done.items():  # the service itself is a message, to the client who bought it
@@ -129,14 +130,15 @@ class MarketRounds:
                 continue
             result = done.get(contract.provider) if served else None
             if self.economy.settle(contract, round_, delivered=result is not None) and result is not None:
-                received[contract.client] = f"{contract.provider} did '{contract.service}': {result.reasoning} " \
-                                            f"(result: {result.answer})"
+                received[contract.client] = prompts.DELIVERED.format(
+                    provider=contract.provider, service=contract.service, reasoning=result.reasoning,
+                    answer=result.answer)
         return received, still_open
 
     async def _answer_again(self, session: Session, round_: int, received: dict[str, str]) -> None:
         async def answer(member: Member) -> Statement:
-            bought = f"You bought this service: {received[member.name]}\n\n" if member.name in received else ""
-            return await member.ask(f"{bought}Give your answer to the task again: {session.task}", Statement)
+            bought = prompts.BOUGHT.format(delivered=received[member.name]) if member.name in received else ""
+            return await member.ask(prompts.ANSWER_AGAIN.format(bought=bought, task=session.task), Statement)
 
         for name, statement in (await session.each(session.members, self.name, round_, answer)).items():
             session.say(name, self.name, round_, statement)
@@ -153,8 +155,7 @@ class MarketRounds:
 
 def variant_of(parent: Member, name: str) -> Member:
     """A spawned variant: the parent's model and perception, its role with a push to try something else."""
-    return Member(name, parent.model, f"{parent.role} You are a newer variant of {parent.name}: try approaches it "
-                                      "would not.", parent.sees)
+    return Member(name, parent.model, prompts.VARIANT_ROLE.format(role=parent.role, parent=parent.name), parent.sees)
 
 
 def restore_market(members: list[Member], economy: Economy, snapshot: dict[str, Any]) -> None:
@@ -194,4 +195,4 @@ class PayReward:
 
 
 def _due(rounds: int) -> str:
-    return "this round" if rounds <= 1 else f"within {rounds} rounds"
+    return prompts.DUE_NOW if rounds <= 1 else prompts.DUE_LATER.format(rounds=rounds)

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from noosphere.llm import Message, Model
 from noosphere.llm.messages import MediaPart
 from noosphere.observation import Observation
+from noosphere.society import prompts
 from noosphere.trace import Trace
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
@@ -43,7 +44,7 @@ class Member:
         if observation is None:
             return "", ()
         views = [v for v in observation.views if self.sees is None or v.name in self.sees]
-        text = "\n\n".join(f"{v.name}:\n{v.text}" for v in views if v.text)
+        text = "\n\n".join(prompts.VIEW.format(name=v.name, text=v.text) for v in views if v.text)
         can = self.model.capabilities
         media = tuple(part for v in views for part in v.media
                       if (part.kind == "image" and can.vision) or (part.kind == "audio" and can.audio))

@@ -13,6 +13,7 @@ from typing import Protocol, TypeVar
 from pydantic import BaseModel, Field
 
 from noosphere.llm.messages import MediaPart
+from noosphere.society import prompts
 from noosphere.society.events import MemberSpoke
 from noosphere.society.member import Member
 from noosphere.society.session import Contribution, Session, Statement
@@ -28,7 +29,7 @@ def excerpt(text: str, limit: int = SNIPPET) -> str:
     if len(text) <= limit:
         return text
     head = limit // 4
-    return f"{text[:head].rstrip()} [...] {text[len(text) - (limit - head):].lstrip()}"
+    return prompts.EXCERPT.format(head=text[:head].rstrip(), tail=text[len(text) - (limit - head):].lstrip())
 
 
 class Phase(Protocol):
@@ -57,7 +58,8 @@ class SubQuestion(BaseModel):
 
 def said_line(record: Contribution) -> str:
     """One contribution as others read it: who, the excerpt of its reasoning, its answer to the task."""
-    return f"{record.member}: {excerpt(record.text)} (answer: {record.answer or 'none yet'})"
+    return prompts.SAID.format(member=record.member, reasoning=excerpt(record.text),
+                               answer=record.answer or prompts.NO_ANSWER_YET)
 
 
 def transcript(session: Session, start: int = 0, end: int | None = None) -> str:
@@ -66,9 +68,9 @@ def transcript(session: Session, start: int = 0, end: int | None = None) -> str:
     lines = []
     for round_ in sorted({r.round for r in records}):
         if 0 < round_ <= len(session.questions):
-            lines.append(f"Question {round_}: {session.questions[round_ - 1]}")
+            lines.append(prompts.QUESTION_LINE.format(round=round_, question=session.questions[round_ - 1]))
         lines += [said_line(r) for r in records if r.round == round_]
-    return "\n".join(lines) or "(nothing yet)"
+    return "\n".join(lines) or prompts.NOTHING_YET
 
 
 async def follow(session: Session, member: Member, instruction: str, output: type[OutputT]) -> OutputT:
@@ -80,8 +82,9 @@ async def follow(session: Session, member: Member, instruction: str, output: typ
     tokens, 6 % of them reused.
     """
     start, end = session.heard.get(member.name, 0), len(session.records)
-    opening = f"Task: {session.task}\n\nDiscussion so far:" if start == 0 else "Said since your last turn:"
-    reply = await member.ask(f"{opening}\n{transcript(session, start, end)}\n\n{instruction}", output)
+    opening = prompts.FOLLOW_FIRST.format(task=session.task) if start == 0 else prompts.FOLLOW_NEXT
+    reply = await member.ask(prompts.FOLLOW.format(opening=opening, transcript=transcript(session, start, end),
+                                                   instruction=instruction), output)
     session.heard[member.name] = end
     return reply
 
@@ -89,7 +92,8 @@ async def follow(session: Session, member: Member, instruction: str, output: typ
 def briefing(session: Session, member: Member) -> tuple[str, tuple[MediaPart, ...]]:
     """The task as this member perceives it: its views of the input, then the task."""
     text, media = member.perception(session.observation)
-    return (f"{text}\n\nTask: {session.task}" if text else f"Task: {session.task}"), media
+    return (prompts.BRIEFING.format(perceived=text, task=session.task) if text
+            else prompts.TASK.format(task=session.task)), media
 
 
 def catch_up(session: Session, member: Member) -> tuple[str, tuple[MediaPart, ...]]:
@@ -140,13 +144,11 @@ class OrganizerRounds:
             session.phase(self.name, round_)
             # measured on GSM8K (29 problems): told only not to repeat the task's question, the organizer asked
             # round 2 what it had asked in round 1 in 27, and its questions often gave away a value it believed
-            earlier = "".join(f"\n- {asked}" for asked in session.questions)
-            again = f"\nYou already asked:{earlier}\nAsk about another step." if earlier else ""
+            earlier = "".join(prompts.ASKED_ITEM.format(question=asked) for asked in session.questions)
+            again = prompts.ASKED_BEFORE.format(earlier=earlier) if earlier else ""
             asked = await session.each([self.organizer], self.name, round_, lambda m, again=again: follow(
-                session, m, "Find the step where the members disagree, or the step most likely to be wrong, and ask "
-                "them one neutral question about it: do not say what you think the right value is. Do not repeat "
-                f"the task's own question.{again}", SubQuestion))
-            question = asked[self.organizer.name].question if asked else "Check your answer: is every step right?"
+                session, m, prompts.ASK_SUB_QUESTION.format(again=again), SubQuestion))
+            question = asked[self.organizer.name].question if asked else prompts.STANDING_QUESTION
             session.questions.append(question)
             session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=self.organizer.name,
                                            text=question if asked else f"(standing question) {question}"))
@@ -155,15 +157,17 @@ class OrganizerRounds:
             async def turn(member: Member, question: str = question, previous: list = previous) -> Reply:
                 peers = ""
                 if self.right_to_know and previous:
-                    peers = "Last round's answers:\n" + "\n".join(
-                        f"Answer{i + 1} ({r.member}): {excerpt(r.text)} (answer: {r.answer or 'none yet'})"
-                        for i, r in enumerate(previous)) + "\n\n"
+                    peers = prompts.LAST_ROUND.format(answers="\n".join(prompts.LAST_ROUND_ANSWER.format(
+                        number=i + 1, member=r.member, reasoning=excerpt(r.text),
+                        answer=r.answer or prompts.NO_ANSWER_YET) for i, r in enumerate(previous)))
                 brief, media = catch_up(session, member)
-                return await member.ask(f"{brief}{peers}The organizer asks: {question}", Reply, media=media)
+                return await member.ask(prompts.ORGANIZER_ASKS.format(brief=brief, peers=peers, question=question),
+                                        Reply, media=media)
 
             for name, reply in (await session.each(session.members, self.name, round_, turn)).items():
                 standing = session.latest().get(name)
-                session.record(name, self.name, round_, f"{reply.reasoning} (to the question: {reply.answer})",
+                session.record(name, self.name, round_, prompts.ROUND_REPLY.format(reasoning=reply.reasoning,
+                                                                                  answer=reply.answer),
                                standing.answer if standing else "")
 
 
@@ -178,8 +182,7 @@ class DebateRounds:
 
     async def run(self, session: Session) -> None:
         split = session.observation is not None and any(m.sees is not None for m in session.members)
-        lead = ("The others may have seen parts of the input you did not; trust them as far as their reasons hold."
-                if split else "The others worked on the same task; check their reasoning as you check your own.")
+        lead = prompts.DEBATE_SPLIT if split else prompts.DEBATE_SAME
         for round_ in session.round_numbers():
             session.phase(self.name, round_)
             latest = session.latest()
@@ -187,9 +190,9 @@ class DebateRounds:
             async def turn(member: Member, latest: dict[str, Contribution] = latest) -> Statement:
                 others = "\n".join(said_line(r) for name, r in latest.items() if name != member.name)
                 brief, media = catch_up(session, member)
-                return await member.ask(
-                    f"{brief}{lead}\n{others or '(no statements)'}\n\nSay where you agree or disagree and give "
-                    f"your answer to the task again: {session.task}", Statement, media=media)
+                return await member.ask(prompts.DEBATE_TURN.format(
+                    brief=brief, lead=lead, others=others or prompts.NO_STATEMENTS, task=session.task),
+                    Statement, media=media)
 
             for name, statement in (await session.each(session.members, self.name, round_, turn)).items():
                 session.say(name, self.name, round_, statement)

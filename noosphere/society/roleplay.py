@@ -14,24 +14,18 @@ from dataclasses import dataclass, replace
 
 from noosphere.concurrent import Forfeit, attempt
 from noosphere.errors import BudgetExceededError
+from noosphere.society import prompts
 from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted, SocietyFinished
 from noosphere.society.member import Member
 from noosphere.society.session import Session
 from noosphere.society.society import Society
 from noosphere.trace import Trace
 
-DONE = "<TASK_DONE>"
+DONE = prompts.DONE
 SAID_DONE = re.compile(r"\bTASK_DONE\b")
 """How the done signal is recognised: a 1.5B user agent told to say `<TASK_DONE>` wrote `TASK_DONE` without
 the brackets in 10 of its 12 signals (role-play benchmark), and a conversation that misses it runs to the
 message cap. Case-sensitive, so that an instruction to "get the task done" does not end the conversation."""
-USER_DUTY = ("You are the user in this collaboration: you give instructions and an assistant carries them out. "
-             "Never do the work yourself and never ask the assistant for instructions. Give one instruction at a "
-             f"time; when the assistant's work completes the whole task, reply with {DONE} alone.")
-"""Told to the user agent with the task. Measured on the role-play benchmark (1.5B model): asked "give me
-one instruction at a time", the user agent took the assistant's part in all 10 tasks ("Understood. Please
-provide the first instruction.") and later echoed the assistant's code back; the assistant worked from
-the task alone."""
 
 
 @dataclass(frozen=True)
@@ -68,30 +62,30 @@ class RolePlay:
                 member.model = member.model.bind(settings=replace(member.model.settings, overflow="truncate"))
         transcript: list[tuple[str, str]] = []
         tokens = 0
-
-        def record(speaker: Member, kind: str, text: str, turn: int) -> None:
-            transcript.append((kind, text))
-            trace.emit(MemberSpoke(phase="roleplay", round=turn, member=speaker.name, text=text))
-
         spent: list[BudgetExceededError] = []
 
-        async def speak(member: Member, prompt: str, turn: int) -> tuple[str, int] | None:
+        async def speak(member: Member, kind: str, prompt: str, turn: int) -> str | None:
+            """One message of the conversation, traced and counted; None when the turn failed (forfeited, traced)
+            or a budget around the conversation ended it (what was said is kept)."""
+            nonlocal tokens
             try:
-                return await _turn(member, prompt, trace, turn)
-            except BudgetExceededError as exc:  # a budget around the conversation: it ends, what was said kept
+                said = await _turn(member, prompt, trace, turn)
+            except BudgetExceededError as exc:
                 spent.append(exc)
                 return None
+            if said is None:
+                return None
+            text, used = said
+            tokens += used
+            transcript.append((kind, text))
+            trace.emit(MemberSpoke(phase="roleplay", round=turn, member=member.name, text=text))
+            return text
 
         trace.emit(PhaseStarted(phase="roleplay"))
         if self.specifier is not None:  # a specifier that fails leaves the task as it was given
-            said = await speak(self.specifier, f"Make this task specific and concrete in a few sentences, keeping "
-                                               f"its intent: {task}", 0)
-            if said is not None:
-                task, used = said
-                tokens += used
-                record(self.specifier, "specifier", task, 0)
-        prompt = (f"Task: {task}\n\n{USER_DUTY}\nWrite your first instruction now, starting with "
-                  f"\"Instruction:\".")
+            said = await speak(self.specifier, "specifier", prompts.SPECIFY.format(task=task), 0)
+            task = task if said is None else said
+        prompt = prompts.FIRST_INSTRUCTION.format(task=task, duty=prompts.USER_DUTY)
         stopped_by = "message_cap"
         turn = 0
         specified = len(transcript)  # the specifier's task is not a message of the conversation the cap bounds
@@ -100,13 +94,10 @@ class RolePlay:
             if self._spent(tokens):
                 stopped_by = "token_budget"
                 break
-            said = await speak(self.user, prompt, turn)
-            if said is None:
+            instruction = await speak(self.user, "user", prompt, turn)
+            if instruction is None:
                 stopped_by = "budget" if spent else "forfeit"
                 break
-            instruction, used = said
-            tokens += used
-            record(self.user, "user", instruction, turn)
             if SAID_DONE.search(instruction):
                 stopped_by = "done"
                 break
@@ -115,20 +106,15 @@ class RolePlay:
             if self._spent(tokens):  # checked before each turn, so one turn overshoots the budget at most
                 stopped_by = "token_budget"
                 break
-            said = await speak(self.assistant, f"The user working with you on this task ({task}) says:\n"
-                                                f"{instruction}\nCarry it out.", turn)
-            if said is None:
+            solution = await speak(self.assistant, "assistant",
+                                   prompts.CARRY_OUT.format(task=task, instruction=instruction), turn)
+            if solution is None:
                 stopped_by = "budget" if spent else "forfeit"
                 break
-            solution, used = said
-            tokens += used
-            record(self.assistant, "assistant", solution, turn)
             if transcript[-4:-2] == transcript[-2:]:  # the same instruction got the same reply: a loop
                 stopped_by = "repeated"
                 break
-            prompt = (f"The assistant's reply:\n{solution}\n\nCheck the reply against the task. If it completes the "
-                      f"whole task, reply with {DONE} and nothing else; otherwise write your next instruction, "
-                      f"starting with \"Instruction:\".")
+            prompt = prompts.NEXT_INSTRUCTION.format(solution=solution, done=DONE)
         if report_end:
             trace.emit(SocietyFinished(answer=transcript[-1][1] if transcript else "", decided_by=stopped_by))
         return RolePlayResult(task, tuple(transcript), stopped_by, tokens, spent[0] if spent else None)

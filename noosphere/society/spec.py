@@ -1,6 +1,6 @@
 """What a society file may say: members, models, roles, organisation, rounds, voting, rights, budgets.
 
-Every organisation has a form here: monarchy, democracy, debate, economy, role-play and the
+Every organisation has a form here: monarchy, democracy, debate, economy, role-play, interview and the
 artist-critic society; a member may itself be a society (a hierarchy). `problem` says what an
 organisation needs that the settings leave out, so the loader can point at the field.
 """
@@ -42,10 +42,19 @@ class MemberSpec(BaseModel):
     society: SocietySpec | None = None
     """A whole society standing as this member (a hierarchy): in a file, the path of its society file
     (relative to the file that names it) or its settings inline."""
+    human: bool = False
+    """A person takes this seat: its turns are asked on the terminal (`noosphere ask`) or in the viewer page
+    (`noosphere ask --human viewer`, answered in `noosphere view RUN`); `role` is the person's brief."""
+    timeout: float | None = Field(default=None, gt=0)
+    """A person's seconds to answer a turn; past them the turn is forfeited (None: no limit)."""
 
     @model_validator(mode="after")
     def _role_or_society(self) -> MemberSpec:
-        if not self.role.strip() and self.society is None:
+        if self.human and (self.model is not None or self.temperature is not None or self.society is not None):
+            raise ValueError("a person (human: true) has no model, temperature or society of their own")
+        if self.timeout is not None and not self.human:
+            raise ValueError("timeout is a person's time to answer: it goes with human: true")
+        if not self.role.strip() and self.society is None and not self.human:
             raise ValueError("a member needs a role, or a society to stand for it")
         if self.society is not None and self.temperature is not None:
             raise ValueError("a society standing as a member has no temperature of its own; set it on its members")
@@ -61,22 +70,37 @@ class BudgetSpec(BaseModel):
     max_cost_usd: float | None = Field(default=None, gt=0)
 
 
-Organisation = Literal["monarchy", "democracy", "debate", "economy", "roleplay", "artist-critic"]
+Organisation = Literal["monarchy", "democracy", "debate", "economy", "roleplay", "artist-critic", "interview"]
 STAFF = ("organizer", "leader", "editor", "arbiter", "specifier")
 SOCIETY_SEATS = ("leader", "editor")
 """The staff seats a whole society can fill: their turns are statements, as a member's are."""
 _ECONOMY = ("economy",)
 USED_BY: dict[str, tuple[str, ...]] = {
-    "rounds": ("monarchy", "democracy", "debate", "economy", "artist-critic"),
+    "rounds": ("monarchy", "democracy", "debate", "economy", "artist-critic", "interview"),
     "voting": ("democracy", "debate", "economy"), "rights": ("democracy",),
-    "members": ("monarchy", "democracy", "debate", "economy", "roleplay"),
-    "organizer": ("monarchy", "democracy"), "leader": ("monarchy", "democracy"), "editor": ("debate",),
+    "members": ("monarchy", "democracy", "debate", "economy", "roleplay", "interview"),
+    "organizer": ("monarchy", "democracy", "interview"), "leader": ("monarchy", "democracy", "interview"),
+    "editor": ("debate",), "instructions": ("interview",),
     "arbiter": _ECONOMY, "start_balance": _ECONOMY, "rent": _ECONOMY, "spawn_above": _ECONOMY,
     "brigade_share": _ECONOMY, "specifier": ("roleplay",), "max_messages": ("roleplay",),
     "token_budget": ("roleplay",), "styles": ("artist-critic",), "professions": ("artist-critic",),
     "painter": ("artist-critic",)}
 """The organisations each setting means something to: set elsewhere, it is refused rather than ignored, so
 that a saved run's settings say what ran (`--rights know` on a monarchy changes nothing)."""
+
+
+class InstructionsSpec(BaseModel):
+    """An interview's wording of each turn (`noosphere.society.interview`); what is left out keeps its default."""
+
+    model_config = ConfigDict(extra="forbid")
+    opening: str | None = Field(default=None, min_length=1)
+    """Mission: what each member is asked to report of what it perceives."""
+    question: str | None = Field(default=None, min_length=1)
+    """Mindstorm: what the interviewer is asked each round."""
+    summary: str | None = Field(default=None, min_length=1)
+    """Opinion gathering: what the interviewer's summary for the decider is to hold."""
+    decision: str | None = Field(default=None, min_length=1)
+    """Execution: what the decider is asked to decide."""
 
 
 class SocietySpec(BaseModel):
@@ -105,6 +129,8 @@ class SocietySpec(BaseModel):
     max_messages: int = Field(default=50, ge=1, le=500)
     token_budget: int | None = Field(default=None, ge=1)
     """Role-play: the conversation's own token budget (checked before each turn)."""
+    instructions: InstructionsSpec | None = None
+    """Interview: the wording of its turns (the organizer interviews the members, the leader decides)."""
     budget: BudgetSpec | None = None
     """Any organisation: what one run of the society may spend (a sub-society's counts toward it too)."""
     start_balance: float = Field(default=10.0, ge=0)
@@ -134,7 +160,8 @@ class SocietySpec(BaseModel):
         return None
 
     def _own_problem(self) -> tuple[tuple[str | int, ...], str] | None:
-        needs = {"monarchy": ("organizer", "leader"), "democracy": ("organizer",), "economy": ("arbiter",)}
+        needs = {"monarchy": ("organizer", "leader"), "democracy": ("organizer",), "economy": ("arbiter",),
+                 "interview": ("organizer", "leader")}
         missing = [name for name in needs.get(self.organisation, ()) if getattr(self, name) is None]
         if self.organisation == "democracy" and "execute" not in self.rights and self.leader is None:
             missing.append("leader")

@@ -15,8 +15,10 @@ from typing import Any
 from noosphere.datafiles import BadLine, scan_json_lines
 from noosphere.errors import UsageError
 from noosphere.runs import load_done
+from noosphere.viewer.web_media import web_media
 
-SECTIONS = {"ws_": "workspace", "soc_": "society", "econ_": "society", "ma_": "metaagent"}
+SECTIONS = {"ws_": "workspace", "soc_": "society", "econ_": "society", "ma_": "metaagent", "web_": "web",
+            "emb_": "embodied"}
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -56,7 +58,7 @@ def sections(events: list[dict[str, Any]], benchmark: bool) -> list[str]:
     found = {name for event in events for prefix, name in SECTIONS.items() if event["kind"].startswith(prefix)}
     if benchmark:
         found.add("benchmark")
-    return [name for name in ("workspace", "society", "metaagent", "benchmark") if name in found]
+    return [name for name in ("workspace", "society", "metaagent", "web", "embodied", "benchmark") if name in found]
 
 
 def load_bundle(run_dir: Path | str, on_bad_line: Callable[[BadLine], None] | None = None) -> dict[str, Any]:
@@ -71,4 +73,5 @@ def load_bundle(run_dir: Path | str, on_bad_line: Callable[[BadLine], None] | No
     items = list(load_done(run_dir / "items.jsonl", on_bad_line=on_bad_line).values())
     return {"name": run_dir.name, "path": str(run_dir), "config": _read_json(run_dir / "config.json"),
             "result": _read_json(run_dir / "result.json"), "report": report, "items": items, "events": events,
-            "sections": sections(events, benchmark=report is not None or bool(items))}
+            "sections": sections(events, benchmark=report is not None or bool(items)),
+            "media": web_media(run_dir, events)}

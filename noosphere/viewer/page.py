@@ -17,8 +17,8 @@ from typing import Any
 
 from noosphere.viewer.bundle import load_bundle
 
-SCRIPTS = ("dom.js", "model.js", "timeline.js", "workspace.js", "society.js", "metaagent.js", "bench.js", "report.js",
-           "app.js")
+SCRIPTS = ("dom.js", "model.js", "timeline.js", "workspace.js", "society.js", "metaagent.js", "embodied.js", "games.js",
+           "web.js", "bench.js", "report.js", "live.js", "app.js")
 """Inlined in this order: helpers first, `app.js` (which boots the page) last."""
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -38,13 +38,17 @@ def embed_json(data: Any) -> str:
 def render(data: dict[str, Any]) -> str:
     """Fill the template in one pass, so nothing substituted is itself searched for placeholders."""
     parts = {"nonce": secrets.token_urlsafe(16), "style": _static("style.css"), "data": embed_json(data),
-             "script": "\n".join(_static(name) for name in SCRIPTS)}
+             "script": "\n".join(_static(name) for name in SCRIPTS),
+             # a live page (`noosphere view`) asks its own server what changed; a written report fetches nothing
+             "connect": " connect-src 'self';" if data.get("live") else ""}
     return re.sub(r"\{\{(\w+)\}\}", lambda match: parts[match.group(1)], _static("index.html"))
 
 
-def render_page(run_dir: Path | str, compare: Path | str | None = None) -> str:
-    """The page for a run, optionally set against a second run (two benchmark runs, say)."""
-    return render({"run": load_bundle(run_dir), "compare": load_bundle(compare) if compare is not None else None})
+def render_page(run_dir: Path | str, compare: Path | str | None = None, live: dict[str, Any] | None = None) -> str:
+    """The page for a run, optionally set against a second run (two benchmark runs, say). `live`: the page is
+    served by `noosphere view` (its token, how often to poll), and shows whose turn it is and asks its people."""
+    return render({"run": load_bundle(run_dir), "compare": load_bundle(compare) if compare is not None else None,
+                   "live": live})
 
 
 def write_page(run_dir: Path | str, out: Path | str, compare: Path | str | None = None) -> Path:

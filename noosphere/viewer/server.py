@@ -2,20 +2,28 @@
 
 The page is rendered afresh on every request, so reloading shows the events a running run has
 written since. Only loopback by default: a trace holds prompts and answers that are nobody else's.
+
+The page is live: it polls `/live` for whose turn it is and for questions waiting for a person, and posts
+their answers to `/answer` (`noosphere.viewer.live`).
 """
 
 from __future__ import annotations
 
+import json
+import secrets
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from noosphere.viewer.bundle import load_bundle
+from noosphere.viewer.live import LiveRun
 from noosphere.viewer.page import render_page
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+POLL_MS = 300
+MAX_ANSWER_BYTES = 256 * 1024
 
 
 def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
@@ -24,19 +32,63 @@ def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
     for folder in (run_dir, compare):
         if folder is not None:
             load_bundle(folder)
+    token = secrets.token_urlsafe(24)
+    live = LiveRun(run_dir)
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.split("?", 1)[0] not in ("/", "/index.html"):
-                self.send_error(HTTPStatus.NOT_FOUND)
-                return
-            body = render_page(run_dir, compare).encode("utf-8")
-            self.send_response(HTTPStatus.OK)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
+        def _send(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
             self.wfile.write(body)
+
+        def _json(self, status: int, data: object) -> None:
+            self._send(status, json.dumps(data).encode("utf-8"), "application/json")
+
+        def _ours(self) -> bool:
+            """Sent by the page this server gave out (see `noosphere.viewer.live`)."""
+            return secrets.compare_digest(self.headers.get("X-Noosphere-Token", ""), token)
+
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/live":
+                if not self._ours():
+                    self._json(HTTPStatus.FORBIDDEN, {"error": "not this page's token"})
+                    return
+                self._json(HTTPStatus.OK, live.state())
+                return
+            if path not in ("/", "/index.html"):
+                self.send_error(HTTPStatus.NOT_FOUND)
+                return
+            page = render_page(run_dir, compare, live={"token": token, "poll_ms": POLL_MS})
+            self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
+
+        def do_POST(self) -> None:
+            if self.path.split("?", 1)[0] != "/answer":
+                self.send_error(HTTPStatus.NOT_FOUND)
+                return
+            if not self._ours() or not self.headers.get("Content-Type", "").startswith("application/json"):
+                self._json(HTTPStatus.FORBIDDEN, {"error": "answers come from the run's page"})
+                return
+            try:
+                length = int(self.headers.get("Content-Length", "0"))
+            except ValueError:
+                length = -1
+            if not 0 < length <= MAX_ANSWER_BYTES:
+                self._json(HTTPStatus.BAD_REQUEST, {"error": "an answer is a JSON body of at most 256 KB"})
+                return
+            try:
+                body = json.loads(self.rfile.read(length))
+            except ValueError:
+                self._json(HTTPStatus.BAD_REQUEST, {"error": "the answer is not JSON"})
+                return
+            if not isinstance(body, dict) or not isinstance(body.get("question"), str):
+                self._json(HTTPStatus.BAD_REQUEST, {"error": "expected {\"question\": ID, \"answer\": {...}}"})
+                return
+            status, message = live.answer(body["question"], body.get("answer"))
+            self._json(status, {"ok": status == HTTPStatus.OK, "message" if status == 200 else "error": message})
 
         def log_message(self, format: str, *args: object) -> None:
             """Quiet: the terminal shows the URL, not a line per request."""

@@ -5,6 +5,7 @@ from noosphere.workspace.chunk import Chunk, ProcessorOutput, WeightRule
 from noosphere.workspace.classify import classifier, classify
 from noosphere.workspace.competition import CompetitionResult, compete
 from noosphere.workspace.engine import ABLATIONS, Workspace, WorkspaceResult, WorkspaceSettings
+from noosphere.workspace.function_processor import Bid, FunctionProcessor
 from noosphere.workspace.links import LinkGraph, LinkPolicy
 from noosphere.workspace.memory import FusionNote, ProcessorMemory
 from noosphere.workspace.motor import Action, MotorProcessor
@@ -13,8 +14,8 @@ from noosphere.workspace.stm import ShortTermMemory, StmAnswer
 from noosphere.workspace.tool_processor import ToolProcessor
 
 __all__ = [
-    "ABLATIONS", "Action", "Chunk", "CompetitionResult", "FreeProcessor", "FusionNote", "LLMProcessor", "LinkGraph",
-    "LinkPolicy", "MotorProcessor", "Observation", "Perception", "Processor", "ProcessorMemory", "ProcessorOutput",
-    "ShortTermMemory", "StmAnswer", "ToolProcessor", "View", "WeightRule", "Workspace", "WorkspaceResult",
-    "WorkspaceSettings", "classifier", "classify", "cognitive", "compete", "sensory",
+    "ABLATIONS", "Action", "Bid", "Chunk", "CompetitionResult", "FreeProcessor", "FunctionProcessor", "FusionNote",
+    "LLMProcessor", "LinkGraph", "LinkPolicy", "MotorProcessor", "Observation", "Perception", "Processor",
+    "ProcessorMemory", "ProcessorOutput", "ShortTermMemory", "StmAnswer", "ToolProcessor", "View", "WeightRule",
+    "Workspace", "WorkspaceResult", "WorkspaceSettings", "classifier", "classify", "cognitive", "compete", "sensory",
 ]

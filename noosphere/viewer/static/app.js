@@ -20,6 +20,8 @@ function eventsView(run, events) {
     has(events, ["ws_"]) ? section("Workspace", workspaceView(events)) : null,
     has(events, ["soc_", "econ_"]) ? section("Society", societyView(events)) : null,
     has(events, ["ma_"]) ? section("Meta-agent", metaView(events)) : null,
+    has(events, ["emb_"]) ? section("Embodied", embodiedView(events)) : null,
+    has(events, ["web_"]) ? section("Web episode", webView(run, events)) : null,
     section("Timeline", timelineView(run, events)));
 }
 
@@ -44,6 +46,8 @@ function tabsFor(run, other) {
   if (run.sections.includes("workspace")) tabs.push(["workspace", "Workspace", () => workspaceView(run.events)]);
   if (run.sections.includes("society")) tabs.push(["society", "Society", () => societyView(run.events)]);
   if (run.sections.includes("metaagent")) tabs.push(["metaagent", "Meta-agent", () => metaView(run.events)]);
+  if (run.sections.includes("embodied")) tabs.push(["embodied", "Embodied", () => embodiedView(run.events)]);
+  if (run.sections.includes("web")) tabs.push(["web", "Web", () => webView(run, run.events)]);
   if (run.sections.includes("benchmark")) tabs.push(["benchmark", "Benchmark", () => benchView(run)]);
   if (other) tabs.push(["compare", "Compare", () => compareView(run, other)]);
   return tabs;
@@ -81,7 +85,8 @@ function boot() {
       open(id);
     }}, label));
   }
-  clear(document.getElementById("app")).append(header(run, other), nav, main);
+  clear(document.getElementById("app")).append(header(run, other),
+    ...(data.live ? [livePanel(data.run, data.live)] : []), nav, main);
   nav.firstChild.click();
   document.body.dataset.ready = "1";
   window.__viewerReadyMs = performance.now();

@@ -4,7 +4,7 @@
 function metricsTable(report) {
   const rows = [];
   for (const [name, value] of Object.entries(report.metrics || {})) {
-    if (name === "calibration") continue;  // drawn as a reliability diagram in its own card
+    if (name === "calibration" || name === "outcomes") continue;  // each drawn as a figure in its own card
     if (name === "confusion" && value) rows.push([name, confusion(value)]);
     else if (Array.isArray(value) && value.every((v) => typeof v === "number")) {
       rows.push([name, value.map((v) => v.toFixed(3)).join(" – ")]);
@@ -115,6 +115,8 @@ function benchView(run) {
     section("Metrics", metricsTable(report)),
     (report.metrics || {}).calibration ? section("Calibration", calibrationView(report.metrics.calibration)) : null,
     groupRates(report.metrics).length ? section("Per group", ratesPlot(groupRates(report.metrics))) : null,
+    outcomeRows(report.metrics).length ? section("Success and actions per success",
+      outcomeFigure(outcomeRows(report.metrics), `${report.benchmark || "games"} · ${configLabel(run)}`)) : null,
     section("Items (click one for its trace)", buttons, holder),
     panel);
 }
@@ -160,6 +162,7 @@ function compareView(a, b) {
       sideBySide("cost", (a.report || {}).costs, (b.report || {}).costs)) : null,
     calibrations.some(Boolean) ? section("Calibration", el("div", {class: "split"},
       calibrationView(calibrations[0], `A: ${a.name}`), calibrationView(calibrations[1], `B: ${b.name}`))) : null,
+    gamesCompare(a, b),
     ids.length ? section("Items side by side (click an outcome for its trace)",
       el("p", null, `both right ${count((p) => p.a?.correct && p.b?.correct)} · only A ` +
         `${count((p) => p.a?.correct && !p.b?.correct)} · only B ${count((p) => !p.a?.correct && p.b?.correct)} · ` +

@@ -1,0 +1,47 @@
+"""The embodied suite's figure and table: every system's coverage curve in one plot, and coverage with its 95 %
+interval, EQA accuracy and cost per action, one row per system.
+
+    python benchmarks/embodied_curves.py [--out benchmarks/results/embodied]
+
+Reads the newest run folder of each configuration (`random`, `frontier`, `single`, `society`, and any other) under
+`--out`, writes `coverage.png` there and prints the table in Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from noosphere.bench.embodied import summarise
+from noosphere.bench.embodied_figures import write_coverage_plot
+from noosphere.runs import load_done
+
+ORDER = ("random", "single", "society", "frontier")
+COLUMNS = ("n", "coverage", "coverage_ci95", "eqa_captain", "eqa_single", "eqa_seen-text", "eqa_seen-text_not_seen",
+           "invented_actions", "calls_per_action", "tokens_per_action")
+
+
+def newest_rows(folder: Path) -> list[dict]:
+    runs = sorted(p for p in folder.glob("*") if (p / "items.jsonl").exists())
+    return list(load_done(runs[-1] / "items.jsonl").values()) if runs else []
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/embodied"))
+    args = parser.parse_args()
+    names = sorted((p.name for p in args.out.glob("*") if p.is_dir()),
+                   key=lambda name: (ORDER.index(name) if name in ORDER else len(ORDER), name))
+    runs = {name: rows for name in names if (rows := newest_rows(args.out / name))}
+    if not runs:
+        raise SystemExit(f"no embodied runs under {args.out}")
+    figure = write_coverage_plot(args.out / "coverage.png", runs, "Coverage after each action (mean, 95 % band)")
+    print(f"| system | {' | '.join(COLUMNS)} |\n" + "|---" * (len(COLUMNS) + 1) + "|")
+    for name, rows in runs.items():
+        metrics = summarise({"max_steps": len(rows[0].get("curve", [None])) - 1}, rows)
+        print(f"| {name} | {' | '.join(str(metrics.get(column, '-')) for column in COLUMNS)} |")
+    print(f"\n![coverage after each action]({figure.name})")
+
+
+if __name__ == "__main__":
+    main()

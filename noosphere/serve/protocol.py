@@ -1,0 +1,223 @@
+"""OpenAI's chat-completions wire format, as much of it as `noosphere serve` speaks: the request read at the edge,
+the conversation it holds, and the replies, chunks and error objects written back.
+
+Requests are checked here, before any run starts: a body that is not a chat request, a content part that is not
+text, a parameter no system can honour (`n` above 1, `tools`, `logprobs`) is a `Refused` with the status and the
+error object OpenAI would send. Parameters that change nothing here (`max_tokens`, `user`, `presence_penalty`, ...)
+are accepted and left alone, so that clients which always send them keep working.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from noosphere.errors import UsageError
+
+EXTENSION = "noosphere"
+"""The top-level field of every reply and chunk that carries what OpenAI's format has no place for (the run, its
+phases, the confidence). Clients read the fields they know and ignore it."""
+
+
+class Refused(UsageError):
+    """A request the server will not run, with the HTTP status and OpenAI error object that say why."""
+
+    def __init__(self, status: int, message: str, *, type: str = "invalid_request_error", param: str | None = None,
+                 code: str | None = None, headers: dict[str, str] | None = None) -> None:
+        self.status = status
+        self.type = type
+        self.param = param
+        self.code = code
+        self.headers = headers or {}
+        super().__init__(message)
+
+    def body(self) -> dict[str, Any]:
+        return error_body(str(self), type=self.type, param=self.param, code=self.code)
+
+
+def error_body(message: str, *, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    """OpenAI's error object."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+class ContentPart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str
+    text: str | None = None
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[ContentPart] | None = None
+
+    def text(self, index: int) -> str:
+        if self.content is None or isinstance(self.content, str):
+            return self.content or ""
+        texts = []
+        for number, part in enumerate(self.content):
+            if part.type != "text" or part.text is None:
+                raise Refused(400, f"content parts of type {part.type!r} are not served; send text",
+                              param=f"messages.{index}.content.{number}.type")
+            texts.append(part.text)
+        return "\n".join(texts)
+
+
+class JsonSchemaFormat(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    name: str = "reply"
+    json_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"}, alias="schema")
+
+
+class ResponseFormat(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = None
+
+    def schema_wanted(self) -> dict[str, Any] | None:
+        """The JSON schema the reply must follow; None for plain text."""
+        if self.type == "text":
+            return None
+        if self.type == "json_object" or self.json_schema is None:
+            return {"type": "object"}
+        return self.json_schema.json_schema
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    include_usage: bool = False
+
+
+class ChatRequest(BaseModel):
+    """A chat-completions request; unknown fields are accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str = Field(min_length=1)
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    seed: int | None = None
+    n: int | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    response_format: ResponseFormat | None = None
+    tools: list[Any] | None = None
+    functions: list[Any] | None = None
+    logprobs: bool | None = None
+
+    @classmethod
+    def parse(cls, body: bytes) -> ChatRequest:
+        """The request in `body`, or `Refused` (400) naming the first thing wrong with it."""
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+            raise Refused(400, f"the request body is not JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise Refused(400, "the request body must be a JSON object")
+        try:
+            request = cls.model_validate(data)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(step) for step in error["loc"]) or None
+            raise Refused(400, f"{where or 'body'}: {error['msg']}", param=where) from None
+        request.check_supported()
+        return request
+
+    def check_supported(self) -> None:
+        if self.n not in (None, 1):
+            raise Refused(400, "n must be 1: each request is one run of the system, with one answer", param="n")
+        if self.tools or self.functions:
+            raise Refused(400, "tools are not served: a noosphere system answers, it does not call your functions",
+                          param="tools" if self.tools else "functions")
+        if self.logprobs:
+            raise Refused(400, "logprobs are not served: the answer comes from a whole run, not from one sampling",
+                          param="logprobs")
+        schema = self.response_format.schema_wanted() if self.response_format is not None else None
+        if schema is not None:
+            where = "response_format.json_schema.schema"
+            try:
+                jsonschema.validators.validator_for(schema).check_schema(schema)
+            except jsonschema.SchemaError as exc:
+                raise Refused(400, f"not a JSON schema: {exc.message}", param=where) from None
+            if schema.get("type") != "object":
+                raise Refused(400, 'the schema of a reply describes an object ("type": "object")', param=where)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A request's messages as a system sees them: the instructions (system and developer messages), the earlier
+    turns, and the user's last message, which is the question."""
+
+    instructions: str
+    turns: tuple[tuple[str, str], ...]
+    question: str
+
+    @classmethod
+    def of(cls, messages: list[ChatMessage]) -> Conversation:
+        texts = [(message.role, message.text(index)) for index, message in enumerate(messages)]
+        last_role, question = texts[-1]
+        if last_role != "user" or not question.strip():
+            raise Refused(400, "the last message must be the user's, with the question in it",
+                          param=f"messages.{len(texts) - 1}")
+        instructions = "\n\n".join(text for role, text in texts[:-1] if role in ("system", "developer") and text)
+        turns = tuple((role, text) for role, text in texts[:-1] if role not in ("system", "developer"))
+        return cls(instructions, turns, question)
+
+    @property
+    def characters(self) -> int:
+        return len(self.instructions) + len(self.question) + sum(len(text) for _, text in self.turns)
+
+    @property
+    def query(self) -> str:
+        """What the system is asked: the question, after the earlier turns when there are any."""
+        if not self.turns:
+            return self.question
+        earlier = "\n".join(f"{role}: {text}" for role, text in self.turns)
+        return f"Earlier in this conversation:\n{earlier}\n\nThe question now:\n{self.question}"
+
+
+def usage_of(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
+def completion_id(run_id: str) -> str:
+    return f"chatcmpl-{run_id}"
+
+
+def completion(run_id: str, model: str, content: str, usage: dict[str, int], extension: dict[str, Any]
+               ) -> dict[str, Any]:
+    """A whole reply (`chat.completion`)."""
+    return {"id": completion_id(run_id), "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "refusal": None},
+                         "logprobs": None, "finish_reason": "stop"}],
+            "usage": usage, EXTENSION: extension}
+
+
+def chunk(run_id: str, model: str, *, delta: dict[str, Any] | None = None, finish: str | None = None,
+          extension: dict[str, Any] | None = None, usage: dict[str, int] | None = None,
+          choices: bool = True) -> dict[str, Any]:
+    """One streamed piece (`chat.completion.chunk`). A phase of the run is a chunk with an empty delta and the
+    event in the extension field; the usage chunk at the end has no choices, as OpenAI's has."""
+    data: dict[str, Any] = {"id": completion_id(run_id), "object": "chat.completion.chunk",
+                            "created": int(time.time()), "model": model,
+                            "choices": [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}]
+                            if choices else []}
+    if usage is not None:
+        data["usage"] = usage
+    if extension is not None:
+        data[EXTENSION] = extension
+    return data
+
+
+def sse(data: dict[str, Any] | str) -> str:
+    """One server-sent event: `data: <json>` and a blank line."""
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return f"data: {text}\n\n"

@@ -1,0 +1,190 @@
+"""An interview: a questioner draws out what the members perceive and reports it to a decider who perceives
+nothing of the input itself.
+
+This is the organisation of NLSOM's embodied society (appendix J): an observer (a member) perceives the
+robot's camera, a first mate (the interviewer) never sees it and asks the observer about it for R rounds,
+each question following the whole conversation so far, then summarises for the captain (the decider),
+who reads only those summaries and its own log, and decides. Its four phases are the mindstorm's:
+
+1. mission (`Report`): each member meets the task through its own perception and reports what it perceives;
+2. mindstorm (`InterviewRounds`): R rounds of one question from the interviewer and every member's answer;
+3. opinion gathering (`Debrief`): the interviewer summarises the conversation for the decider;
+4. execution (`DecideOnReport`): the decider reads its own views (a log, say), the task and the summary, and
+   decides.
+
+Nothing here is about robots: the wording of each turn's instruction is the society file's to give
+(`instructions:`), with neutral defaults. A member that is a whole society cannot give a free report and
+forfeits those turns; it can decide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+from noosphere.society.events import MemberSpoke
+from noosphere.society.member import Member
+from noosphere.society.phases import briefing, catch_up
+from noosphere.society.session import Session
+from noosphere.society.society import Society
+
+OPENING = "Report what you perceive that bears on the task, plainly; say only what you perceive."
+QUESTION = ("Ask the members one question about what they perceive that would help with the task and that their "
+            "answers so far leave open. Do not ask again what they already answered.")
+SUMMARY = ("Summarise for the one who decides, in a few sentences, what the members perceive that matters for the "
+           "task. Leave out what they were unsure of or contradicted.")
+DECISION = "Decide, and give your answer to the task."
+STANDING_QUESTION = "What else do you perceive that you have not mentioned yet?"
+"""Asked in a round whose interviewer forfeited its question."""
+
+
+@dataclass(frozen=True)
+class Instructions:
+    """What each turn of an interview asks for (the society file's `instructions:`)."""
+
+    opening: str = OPENING
+    question: str = QUESTION
+    summary: str = SUMMARY
+    decision: str = DECISION
+
+
+class Account(BaseModel):
+    """A member's report or answer."""
+
+    answer: str = Field(min_length=1, max_length=1200, description="what you perceive, in your own words")
+
+
+class Question(BaseModel):
+    question: str = Field(min_length=3, max_length=400, description="one question, ending in '?'")
+
+
+class Debriefing(BaseModel):
+    summary: str = Field(min_length=1, max_length=1200, description="what the one who decides needs to know")
+
+
+class Decision(BaseModel):
+    reasoning: str = Field(max_length=800, description="why, in a sentence or two")
+    answer: str = Field(min_length=1, max_length=300, description="your decision: the answer to the task, short")
+
+
+def news(session: Session, member: Member) -> str:
+    """What the members said since `member` last heard them, each round under the question that opened it; the
+    first time, the task first. The interviewer follows the conversation as one growing conversation of its own,
+    so each of its prompts carries only this."""
+    start, end = session.heard.get(member.name, 0), len(session.records)
+    session.heard[member.name] = end
+    lines = []
+    for record in session.records[start:end]:
+        if record.member == member.name:
+            continue
+        if 0 < record.round <= len(session.questions) and record.phase != "mission":
+            record_line = f"{record.member} answers question {record.round}: {record.text}"
+        else:
+            record_line = f"{record.member} reports: {record.text}"
+        lines.append(record_line)
+    said = "\n".join(lines) or "(nobody said anything)"
+    return f"Task: {session.task}\n\n{said}" if start == 0 else said
+
+
+@dataclass(frozen=True)
+class Report:
+    """Mission initialisation: each member meets the task with its own perception and reports what it perceives."""
+
+    instruction: str = OPENING
+    name: str = "mission"
+
+    async def run(self, session: Session) -> None:
+        session.phase(self.name)
+
+        async def turn(member: Member) -> Account:
+            prompt, media = briefing(session, member)
+            return await member.ask(f"{prompt}\n\n{self.instruction}", Account, media=media)
+
+        for name, report in (await session.each(session.members, self.name, 0, turn)).items():
+            session.record(name, self.name, 0, report.answer, "")
+
+
+@dataclass(frozen=True)
+class InterviewRounds:
+    """R rounds: the interviewer asks one question, conditioned on the whole conversation so far, and every
+    member answers it from its own perception."""
+
+    interviewer: Member
+    instruction: str = QUESTION
+    name: str = "mindstorm"
+
+    async def run(self, session: Session) -> None:
+        for round_ in session.round_numbers():
+            session.phase(self.name, round_)
+            heard = news(session, self.interviewer)
+            asked = await session.each([self.interviewer], self.name, round_, lambda m, heard=heard: m.ask(
+                f"{heard}\n\n{self.instruction}", Question))
+            question = asked[self.interviewer.name].question if asked else STANDING_QUESTION
+            session.questions.append(question)
+            session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=self.interviewer.name,
+                                           to=", ".join(m.name for m in session.members),
+                                           text=question if asked else f"(standing question) {question}"))
+
+            async def turn(member: Member, question: str = question) -> Account:
+                brief, media = catch_up(session, member)
+                return await member.ask(f"{brief}{self.interviewer.name} asks: {question}", Account, media=media)
+
+            for name, answer in (await session.each(session.members, self.name, round_, turn)).items():
+                session.record(name, self.name, round_, answer.answer, "")
+
+
+@dataclass(frozen=True)
+class Debrief:
+    """Opinion gathering: the interviewer summarises the conversation for the decider. If it forfeits, the
+    members' own words go to the decider instead."""
+
+    interviewer: Member
+    instruction: str = SUMMARY
+    name: str = "opinion"
+
+    async def run(self, session: Session) -> None:
+        round_ = session.rounds + 1
+        session.phase(self.name, round_)
+        heard = news(session, self.interviewer)
+        done = await session.each([self.interviewer], self.name, round_, lambda m: m.ask(
+            f"{heard}\n\n{self.instruction}", Debriefing))
+        if done:
+            session.summary = done[self.interviewer.name].summary
+            session.record(self.interviewer.name, self.name, round_, session.summary, "")
+        else:
+            session.summary = " ".join(f"{r.member}: {r.text}" for r in session.records
+                                       if r.member != self.interviewer.name)
+
+
+@dataclass(frozen=True)
+class DecideOnReport:
+    """Execution: the decider reads its own views of the input (none of the members'), the task and the summary,
+    and decides alone."""
+
+    decider: Member
+    instruction: str = DECISION
+    name: str = "execution"
+
+    async def run(self, session: Session) -> None:
+        round_ = session.rounds + 2
+        session.phase(self.name, round_)
+        prompt, media = briefing(session, self.decider)
+        prompt = f"{prompt}\n\nReport: {session.summary or '(no report)'}\n\n{self.instruction}"
+        decided = await session.each([self.decider], self.name, round_, lambda m: m.ask(
+            prompt, Decision, media=media))
+        if decided:
+            decision = decided[self.decider.name]
+            session.answer, session.decided_by = decision.answer, self.decider.name
+            session.support = 1.0  # the decider alone holds an answer to the task: the members only report
+            session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=self.decider.name,
+                                           text=decision.reasoning, answer=decision.answer))
+
+
+def interview(members: list[Member], interviewer: Member, decider: Member, *, rounds: int = 2,
+              instructions: Instructions | None = None, seed: int = 0) -> Society:
+    """Members who perceive, an interviewer who asks them for `rounds` rounds and reports, a decider who decides."""
+    said = instructions or Instructions()
+    return Society("interview", members, [Report(said.opening), InterviewRounds(interviewer, said.question),
+                                          Debrief(interviewer, said.summary), DecideOnReport(decider, said.decision)],
+                   rounds=rounds, staff=[interviewer, decider], seed=seed)

@@ -1,0 +1,150 @@
+"""One web episode: a system decides each step from the page, the environment carries it out, the trace keeps it.
+
+The systems (`web_agents.base`, `web_agents.react`, `web_ctm.ctm`) differ only in how they decide; the loop,
+the observations, the step budget and what is recorded are the same for all of them:
+
+- a decision that fails (the model gave nothing valid) loses its step, which is recorded, and the episode
+  goes on; so does an action that does not parse, is refused or names no element (the environment says why);
+- a reset or step that overruns its time (a page that never loads, a script that never returns) ends the
+  episode as failed (`reason="timeout"`), as does a page the browser cannot load or read (`reason="error"`);
+  the benchmark goes on with the next one;
+- each step's screenshot (the page before the action) is written to `<run>/web/<episode>/step-N.png`, and
+  its `web_step` event names it with the box of the element acted on, for the viewer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from noosphere.concurrent import Forfeit, attempt
+from noosphere.envs.miniwob import MiniWob
+from noosphere.envs.web_browser import WebTimeout
+from noosphere.envs.web_events import WebEpisodeEnded, WebEpisodeStarted, WebRefused, WebStepTaken
+from noosphere.envs.web_page import PageState
+from noosphere.errors import RuntimeFault
+from noosphere.trace import Trace
+
+
+@dataclass(frozen=True)
+class PastStep:
+    action: str
+    error: str | None = None
+
+    def line(self) -> str:
+        return f"{self.action or '(no action)'}" + (f"  -> lost: {self.error}" if self.error else "")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What a system decides a step from."""
+
+    goal: str
+    state: PageState
+    admissible: tuple[str, ...]
+    history: tuple[PastStep, ...]
+    step: int
+    max_steps: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    thought: str = ""
+
+
+Decide = Callable[[Turn], Awaitable[Decision]]
+
+
+@dataclass(frozen=True)
+class WebEpisode:
+    env: str
+    task: str
+    seed: int
+    goal: str
+    won: bool
+    reward: float
+    steps: int
+    lost_steps: int
+    reason: str
+    actions: tuple[str, ...]
+    error: str | None = None
+
+
+async def play(env: MiniWob, decide: Decide, *, system: str, trace: Trace, max_steps: int = 10,
+               media: Path | None = None) -> WebEpisode:
+    """Play `env` to its end or `max_steps`, deciding with `decide`; screenshots go under `media` (a run folder)."""
+    history: list[PastStep] = []
+    lost, reason, error = 0, "max_steps", None
+    try:
+        try:
+            await env.areset()
+        except (WebTimeout, RuntimeFault) as fault:
+            reason, error = ("timeout" if isinstance(fault, WebTimeout) else "error"), str(fault)
+            return _ended(env, trace, history, lost, reason, error)
+        assert env.state is not None
+        trace.emit(WebEpisodeStarted(env=env.name, task=env.task, seed=env.seed, goal=env.goal, system=system,
+                                     url=env.url))
+        for step in range(1, max_steps + 1):
+            state = env.state
+            turn = Turn(env.goal, state, env.admissible, tuple(history), step, max_steps)
+            decided = await attempt(decide(turn))
+            action, thought = ("", "") if isinstance(decided, Forfeit) else (decided.action, decided.thought)
+            ran, failed = False, ""
+            if isinstance(decided, Forfeit):
+                step_error: str | None = f"no action: {decided}"
+            else:
+                try:
+                    await env.astep(action)
+                    ran = True
+                    step_error = env.last.error if env.last is not None else None
+                except RuntimeFault as fault:  # overran its time, or the page failed: the episode ends
+                    step_error, failed = str(fault), "timeout" if isinstance(fault, WebTimeout) else "error"
+            lost += step_error is not None
+            history.append(PastStep(action, step_error))
+            _record(env, trace, step, state, action, thought, step_error, media, ran)
+            if failed:
+                reason, error = failed, step_error
+                break
+            if env.done:
+                reason = env.reason
+                break
+        return _ended(env, trace, history, lost, reason, error)
+    finally:
+        await env.aclose()
+
+
+def _record(env: MiniWob, trace: Trace, step: int, state: PageState, action: str, thought: str,
+            error: str | None, media: Path | None, ran: bool) -> None:
+    last = env.last if ran else None
+    performed = last.performed if last is not None else None
+    bid = performed.bids[0] if performed is not None and performed.bids else None
+    element = state.element(bid) if bid else None
+    trace.emit(WebStepTaken(
+        env=env.name, step=step, action=action, performed=performed.render() if performed and not error else None,
+        error=error, bid=bid, box=element.box.to_json() if element is not None and element.box is not None else None,
+        screenshot=_save(media, env.name, step, state.screenshot), thought=thought or None,
+        message=(last.effect.message or None) if last is not None else None,
+        reward=env.reward if env.done else 0.0, done=env.done, won=env.won))
+    for refusal in last.refusals if last is not None else ():
+        trace.emit(WebRefused(env=env.name, step=step, what=refusal.what, url=refusal.url))
+
+
+def _save(media: Path | None, episode: str, step: int, png: bytes) -> str | None:
+    if media is None or not png:
+        return None
+    relative = Path("web") / episode / f"step-{step}.png"
+    (media / relative).parent.mkdir(parents=True, exist_ok=True)
+    (media / relative).write_bytes(png)
+    return relative.as_posix()
+
+
+def _ended(env: MiniWob, trace: Trace, history: list[PastStep], lost: int, reason: str,
+           error: str | None) -> WebEpisode:
+    won = env.won and reason == "done"
+    reward = env.reward if reason == "done" else 0.0
+    trace.emit(WebEpisodeEnded(env=env.name, task=env.task, seed=env.seed, won=won, reward=reward,
+                               steps=len(history), lost_steps=lost, reason=reason, error=error))
+    return WebEpisode(env.name, env.task, env.seed, env.goal, won, reward, len(history), lost, reason,
+                      tuple(step.action for step in history), error)

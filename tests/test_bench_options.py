@@ -1,0 +1,106 @@
+"""The run options every bench command shares, and `--deterministic` reaching the model."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer.main
+
+from noosphere.cli import make_app
+from noosphere.cli.bench_run import RunOptions
+from noosphere.errors import UsageError
+from noosphere.llm import Model, open_model
+from noosphere.llm.local import LocalBackend
+from tests.test_cli import invoke
+
+BENCH_COMMANDS = ("mustard", "bfcl", "gsm8k", "roleplay", "alfworld", "textworld")
+
+
+def recording_opener(models: list[Model]) -> Any:
+    """`open_model` on the scripted backend (every GSM8K answer 7), keeping each model it opens."""
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        model = open_model(model_id, script=lambda request: json.dumps({"reasoning": "3 + 4", "answer": "7"}),
+                           **kwargs)
+        models.append(model)
+        return model
+
+    return opener
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "gsm.jsonl"
+    path.write_text(json.dumps({"question": "Tom has 3 apples and buys 4 more. How many?",
+                                "answer": "3+4=7\n#### 7"}) + "\n")
+    return path
+
+
+def gsm8k(data: Path, out: Path, *options: str, model: str = "scripted") -> list[str]:
+    return ["bench", "gsm8k", "--system", "base", "--model", model, "--data", str(data), "--out", str(out),
+            "--no-cache", "--quiet", *options]
+
+
+def test_every_bench_command_takes_the_same_run_options() -> None:
+    bench = typer.main.get_command(make_app()).commands["bench"]  # type: ignore[attr-defined]
+    shared = {field.name for field in fields(RunOptions)}
+    for name in BENCH_COMMANDS:
+        params = {param.name: param for param in bench.commands[name].params}
+        assert shared <= params.keys(), (name, shared - params.keys())
+        assert params["deterministic"].default is False and params["parallel"].default == 1, name
+        assert "--deterministic" in params["deterministic"].opts and "-m" in params["model"].opts, name
+    # the option groups of the workspace and game benchmarks, each command with its own defaults
+    workspace = {"system", "iterations", "threshold", "scores"}
+    game = {"system", "memory", "retrieve", "k", "max_actions", "graph", "create_only"}
+    for name, group, iterations in (("mustard", workspace, 3), ("bfcl", workspace, 2), ("alfworld", game, None),
+                                    ("textworld", game, None)):
+        params = {param.name: param for param in bench.commands[name].params}
+        assert group <= params.keys(), (name, group - params.keys())
+        if iterations is not None:
+            assert params["iterations"].default == iterations, name
+
+
+def test_deterministic_reaches_the_backend_is_saved_and_kept_on_resume(data: Path, tmp_path: Path) -> None:
+    models: list[Model] = []
+    code, _, err = invoke(gsm8k(data, tmp_path / "det", "--deterministic", "--parallel", "2"),
+                          recording_opener(models))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "det").iterdir())
+    assert json.loads((run_dir / "config.json").read_text())["deterministic"] is True
+    assert [model.backend.deterministic for model in models] == [True]  # type: ignore[attr-defined]
+    assert json.loads((run_dir / "items.jsonl").read_text())["correct"] is True
+
+    (run_dir / "items.jsonl").write_text("")  # the item is scored again, by a resumed session without the flag
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--no-cache", "--quiet"],
+                          recording_opener(models))
+    assert code == 0, err
+    assert [model.backend.deterministic for model in models] == [True, True]  # type: ignore[attr-defined]
+
+
+def test_without_the_flag_decoding_is_batched_and_the_config_says_nothing_new(data: Path, tmp_path: Path) -> None:
+    models: list[Model] = []
+    code, _, err = invoke(gsm8k(data, tmp_path / "plain"), recording_opener(models))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "plain").iterdir())
+    assert "deterministic" not in json.loads((run_dir / "config.json").read_text())
+    assert [model.backend.deterministic for model in models] == [False]  # type: ignore[attr-defined]
+
+
+def test_deterministic_on_a_provider_is_refused_before_a_run_folder_is_made(data: Path, tmp_path: Path) -> None:
+    models: list[Model] = []
+    code, _, err = invoke(gsm8k(data, tmp_path / "provider", "--deterministic", model="litellm:openai/gpt-4o"),
+                          recording_opener(models))
+    assert code == 2 and "cannot decode deterministically" in err and "local:" in err, err
+    assert models == [] and not (tmp_path / "provider").exists()
+    with pytest.raises(UsageError, match="cannot decode deterministically"):
+        open_model("litellm:openai/gpt-4o", deterministic=True)
+
+
+def test_deterministic_decoding_keeps_its_own_cache_entries() -> None:
+    """An answer decoded in a batch is never taken from the cache for a deterministic run (nothing is loaded)."""
+    batched = LocalBackend("local:x", Path("x.gguf"), fingerprint="gguf:abc")
+    alone = LocalBackend("local:x", Path("x.gguf"), fingerprint="gguf:abc", deterministic=True)
+    assert batched.fingerprint == "gguf:abc" and alone.fingerprint != batched.fingerprint

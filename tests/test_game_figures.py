@@ -1,0 +1,272 @@
+"""Issue 27's figures and tables for the game benchmarks, on the scripted model: success rate with its 95 %
+interval and actions per success in a run's report, a suite's summary and the viewer; the transition heatmaps of
+the meta-agent with memory and without, side by side; and the TextWorld and ALFWorld suites sized to this machine."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noosphere.bench import games as games_bench
+from noosphere.bench.game_figures import outcomes_by_type, success_interval, write_transition_pair
+from noosphere.envs import Reset, Step
+from noosphere.llm import Model, ScriptedBackend
+from noosphere.llm.types import Request
+from noosphere.runs import Run
+from tests.skip_policy import GAME_EXTRAS
+from tests.test_cli import invoke
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def script(name: str) -> Any:
+    """A script of benchmarks/ as a module."""
+    spec = importlib.util.spec_from_file_location(f"{name}_script", BENCHMARKS / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def suite() -> Any:
+    return script("suite")
+
+
+def row(item: str, won: bool, actions: int, kind: str = "fetch", moves: list[list[str]] | None = None) -> dict:
+    return {"id": item, "correct": won, "prediction": "won" if won else "lost", "gold": "won", "task_type": kind,
+            "actions": actions, "calls": 2 * actions, "tokens": 100 * actions, "seconds": 1.0, "error": None,
+            "transitions": len(moves or []), "focus_loops": 0, "focus_recoveries": 0, "moves": moves or []}
+
+
+AUTOPILOT = [["conscious", "planning"], ["planning", "motor"], ["motor", "external_perception"],
+             ["external_perception", "conscious"]]
+DETOUR = [["conscious", "retrieve_memory"], ["retrieve_memory", "idea"], ["idea", "planning"], ["planning", "motor"],
+          ["motor", "external_perception"], ["external_perception", "conscious"]]
+
+
+def test_success_rates_carry_their_wilson_interval() -> None:
+    assert success_interval(3, 12) == (8.9, 53.2)
+    assert success_interval(0, 12) == (0.0, 24.2)  # a width at the edges, where a normal interval has none
+    assert success_interval(12, 12) == (75.8, 100.0)
+    assert success_interval(0, 0) == (0.0, 100.0)
+
+
+def test_a_games_report_has_the_interval_costs_per_action_and_the_outcomes_it_draws() -> None:
+    rows = [row("a", True, 10, "cooking"), row("b", False, 40, "cooking"), row("c", True, 4, "custom"),
+            row("d", True, 6, "custom")]
+    metrics = games_bench.summarise(rows)
+    assert metrics["success_rate"] == 75.0 and metrics["success_ci95"] == [30.1, 95.4]
+    assert metrics["actions_per_success"] == 6.67
+    assert metrics["calls_per_action"] == 2.0 and metrics["tokens_per_action"] == 100  # per action, not per game
+    assert list(metrics["outcomes"]) == ["all games", "cooking", "custom"]
+    assert metrics["outcomes"]["cooking"] == {"games": 2, "won": 1, "success_rate": 50.0, "ci95": [9.5, 90.5],
+                                              "actions_per_success": 10.0}
+    assert [o.label for o in outcomes_by_type(rows[2:])] == ["all games"]  # one task type: no repeat of it
+
+
+class TwoRooms:
+    """The key is in the east room; taking it wins."""
+
+    kind = "fetch"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def reset(self) -> Reset:
+        self.room = "west"
+        return Reset("Your task is to: take the key.", "You are in the west room.", ("go east", "look"))
+
+    def step(self, action: str) -> Step:
+        if action == "go east":
+            self.room = "east"
+            return Step("A key lies here.", 0.0, False, False, ("take key", "go west"))
+        won = action == "take key" and self.room == "east"
+        return Step("You take the key." if won else "Nothing happens.", float(won), won, won, ("go east", "look"))
+
+    def close(self) -> None:
+        pass
+
+
+def walk_to_the_key(request: Request) -> dict[str, Any]:
+    """Every call in form: the usual next agent, the action that leads to the key, a sentence elsewhere."""
+    answer: dict[str, Any] = {}
+    for name, field in ((request.json_schema or {}).get("properties") or {}).items():
+        offered = field.get("enum")
+        answer[name] = (next((a for a in ("take key", "go east") if a in offered), offered[0]) if offered
+                        else "The key lies in the east room, take it.")
+    return answer
+
+
+def test_a_games_run_draws_its_outcomes_and_links_its_figures_from_its_report(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    import noosphere.envs
+
+    monkeypatch.setattr(noosphere.envs, "textworld_games", lambda folder, **options: [TwoRooms("g1"), TwoRooms("g2")])
+    backend = ScriptedBackend(walk_to_the_key)
+    code, out, err = invoke(["bench", "textworld", "--system", "metaagent", "--memory", "none", "--games-dir",
+                             str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"],
+                            lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 0, err
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert (run_dir / "outcomes.png").read_bytes().startswith(PNG)
+    report = (run_dir / "report.md").read_text()
+    assert "| success_ci95 | [34.2, 100.0] |" in report and "| calls_per_action | 2.0 |" in report
+    assert report.rstrip().endswith("## Figures\n\n![transition probabilities](transition_probabilities.png)\n"
+                                    "![outcomes](outcomes.png)")
+    metrics = json.loads((run_dir / "report.json").read_text())["metrics"]
+    assert metrics["outcomes"]["all games"]["actions_per_success"] == 2.0
+    assert f"wrote: {run_dir}/outcomes.png" in out.replace("\n", "")
+
+
+def fake_run(folder: Path, config: dict[str, Any], rows: list[dict]) -> Path:
+    """A finished games run folder with its items and report, as `bench` writes them."""
+    with Run(folder, command="bench", config={"benchmark": "textworld", "tier": 1, "model": "scripted",
+                                               "max_actions": 40, **config}) as run:
+        (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        report = {"benchmark": "TextWorld tier 1", "system": config["system"], "model": "scripted",
+                  "metrics": games_bench.summarise(rows), "costs": {"calls_per_item": 2.0}}
+        (folder / "report.json").write_text(json.dumps(report))
+        run.finish({"report": report})
+    return folder
+
+
+def memory_runs(root: Path) -> tuple[Path, Path]:
+    off = fake_run(root / "metaagent-none" / "20260101-000000-aaaaaa", {"system": "metaagent", "memory": "none"},
+                   [row("g1", True, 6, "cooking", AUTOPILOT * 6), row("g2", False, 40, "custom", AUTOPILOT * 40)])
+    on = fake_run(root / "metaagent-both" / "20260101-000000-bbbbbb", {"system": "metaagent", "memory": "both"},
+                  [row("g1", True, 3, "cooking", DETOUR + AUTOPILOT * 2), row("g2", True, 5, "custom", AUTOPILOT * 5)])
+    return off, on
+
+
+def test_the_suite_summary_draws_a_row_per_run_and_memory_off_and_on_side_by_side(
+        suite: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    memory_runs(tmp_path)
+    fake_run(tmp_path / "react" / "20260101-000000-cccccc", {"system": "react"},
+             [row("g1", True, 9), row("g2", False, 40)])
+    suite.summary(suite.SUITES["textworld"], tmp_path)
+    written = suite.game_figures(suite.SUITES["textworld"], tmp_path, "textworld")
+    assert written == [tmp_path / "outcomes.png", tmp_path / "transitions_memory.png"]
+    assert all(path.read_bytes().startswith(PNG) for path in written)
+    header, _, *lines = capsys.readouterr().out.splitlines()
+    assert "| success_rate | success_ci95 | actions_per_success | calls_per_action |" in header
+    assert lines[0].startswith("| react | 20260101-000000-cccccc | 2 | 50.0 | [9.5, 90.5] | 9.0 | 2.0 |")
+    alone = tmp_path / "alone"
+    fake_run(alone / "react" / "20260101-000000-dddddd", {"system": "react"}, [row("g1", True, 9)])
+    assert suite.game_figures(suite.SUITES["textworld"], alone, "textworld") == [alone / "outcomes.png"]
+    assert write_transition_pair(tmp_path / "none.png", ("react", [row("g", True, 1)]), ("react", []), "t") is None
+
+
+def test_the_textworld_table_is_six_configurations_on_the_same_12_games_of_40_actions(suite: Any) -> None:
+    table = suite.SUITES["textworld"]
+    assert [c.name for c in table.configs] == ["react", "reflexion", "metaagent-none", "metaagent-episodic",
+                                               "metaagent-conceptual", "metaagent-both"]
+    games = {c.args[c.args.index("--tier"):] for c in table.configs}
+    assert games == {("--tier", "1", "--challenges", "coin_collector,treasure_hunter,cooking,custom",
+                      "--per-challenge", "3", "--max-actions", "40")}
+    assert {c.limit for c in table.configs} == {12}
+    assert [c.name for c in table.configs if c.in_order] == ["metaagent-episodic", "metaagent-conceptual",
+                                                             "metaagent-both"]
+    assert table.memory_pair == ("metaagent-none", "metaagent-both")
+    assert [c.name for c in suite.SUITES["textworld-tiers"].configs][:3] == ["tier1-react", "tier1-reflexion",
+                                                                             "tier1-metaagent"]
+
+
+def test_alfworld_12_is_react_and_the_meta_agent_with_both_memories_in_a_folder_of_its_own(
+        suite: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    small = suite.SUITES["alfworld-12"]
+    assert small.folder == "alfworld/12-games" and small.benchmark == "alfworld"
+    ran: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "run", lambda command, **_: ran.append(command))
+    args = argparse.Namespace(limit=None, model="local:m", parallel=None)
+    for config in small.configs:
+        suite.run(small, config, tmp_path, args)
+    react, metaagent = (command[3:] for command in ran)
+    assert react[:8] == ["bench", "alfworld", "--quiet", "--parallel", "4", "--system", "react", "--per-type"]
+    assert metaagent[:12] == ["bench", "alfworld", "--quiet", "--parallel", "1", "--system", "metaagent", "--memory",
+                              "both", "--per-type", "2", "--max-actions"]
+    assert metaagent[12:16] == ["30", "--limit", "12", "--model"]
+    folder = tmp_path / "alfworld" / "12-games"  # under the alfworld suite's results, apart from its runs
+    fake_run(folder / "react" / "20260101-000000-eeeeee", {"system": "react"}, [row("g1", True, 7, "look")])
+    monkeypatch.setattr(sys, "argv", ["suite.py", "alfworld-12", "--summary-only", "--out", str(tmp_path)])
+    suite.main()
+    out = capsys.readouterr().out
+    assert "| react | 20260101-000000-eeeeee | 1 | 100.0 |" in out and f"wrote: {folder / 'outcomes.png'}" in out
+
+
+def test_textworld_challenges_are_chosen_checked_and_saved(tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    code, _, err = invoke(["bench", "textworld", "--challenges", "cooking,cokking", "--out", str(tmp_path / "runs"),
+                             "--games-dir", str(tmp_path / "games")])
+    assert code == 2 and "unknown TextWorld challenge 'cokking'. Did you mean cooking" in err
+    assert not (tmp_path / "runs").exists()
+    code, _, err = invoke(["bench", "textworld", "--challenges", "custom,cooking", "--per-challenge", "2", "--out",
+                             str(tmp_path / "runs"), "--games-dir", str(tmp_path / "games"), "--create-only"])
+    assert code == 0, err
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert json.loads((run_dir / "config.json").read_text())["challenges"] == ["custom", "cooking"]
+
+
+def test_the_scripted_stand_in_answers_every_call_in_form() -> None:
+    stand_in = script("game_step_cost").stand_in
+    plan = {"properties": {"plan": {"type": "string", "maxLength": 10}, "action": {"enum": ["go east", "look"]},
+                           "next_agent": {"enum": ["planning", "focus", "idea"]}}}
+    request = Request(messages=(), json_schema=plan)
+    usual = stand_in("usual")(request)
+    assert len(usual["plan"]) == 10 and usual["action"] in ("go east", "look") and usual["next_agent"] == "planning"
+    picked = {stand_in("random", seed)(request)["next_agent"] for seed in range(20)}
+    assert picked == {"planning", "focus", "idea"}
+
+
+# ---------------------------------------------------------------- the viewer, in Chromium
+
+
+def test_the_viewer_draws_outcomes_and_sets_memory_off_and_on_side_by_side(tmp_path: Path) -> None:
+    from tests.test_viewer import CHROMIUM, NO_CHROMIUM, Viewer, card
+
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install -e '.[test]')")
+    off, on = memory_runs(tmp_path)
+    with sync_api.sync_playwright() as playwright:
+        if CHROMIUM.exists():
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        elif Path(playwright.chromium.executable_path).exists():
+            browser = playwright.chromium.launch()
+        else:
+            pytest.skip(NO_CHROMIUM)
+        try:
+            viewer = Viewer(browser, tmp_path, off)
+            figure = card(viewer.tab("benchmark"), "Success and actions per success").locator("svg.outcomes")
+            labels = figure.locator("rect.success")
+            assert [labels.nth(i).get_attribute("data-label") for i in range(labels.count())] == [
+                "all games", "cooking", "custom"]
+            assert figure.locator("rect.actions").count() == 2  # custom has no win: no bar, "no win"
+            assert "1/2" in figure.text_content() and "no win" in figure.text_content()
+            assert "outcomes" not in card(viewer.tab("benchmark"), "Metrics").inner_text()
+            viewer.close()
+
+            viewer = Viewer(browser, tmp_path, off, compare=str(on))
+            panel = viewer.tab("compare")
+            both = card(panel, "Success and actions per success").locator("svg.outcomes rect.success")
+            assert [both.nth(i).get_attribute("data-label") for i in range(2)] == [
+                "A: metaagent, memory none", "B: metaagent, memory both"]
+            maps = card(panel, "Transitions side by side (share of each agent's hand-overs)").locator("figure")
+            assert maps.count() == 2
+            heads = [maps.nth(i).locator("thead").inner_text() for i in range(2)]
+            assert heads[0] == heads[1] and "retrieve_memory" in heads[0]  # one agent order for both
+            assert "memory both" in maps.nth(1).locator("figcaption").inner_text()
+            conscious = maps.nth(1).locator("tbody tr").first
+            assert conscious.locator("td").nth(2).inner_text() == "0.88"  # planning: 7 of conscious's 8 hand-overs
+            viewer.shot("compare-memory")
+            viewer.close()
+        finally:
+            browser.close()

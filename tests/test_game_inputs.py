@@ -1,0 +1,222 @@
+"""Bad input to the game benchmarks (issue 27): a game file that does not load, a graph file that names agents the
+engine does not have, a memory folder from another version of noosphere. Each is one line and exit code 2 through
+the CLI, before any model is opened; no run folder is made, a resumed one is left byte for byte as it was, and no
+memory is changed."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noosphere.envs.gamefiles import check_compiled_game, check_story_file
+from noosphere.errors import DataError
+from noosphere.memory import Episode, EpisodeStep, MemoryStore
+from noosphere.memory.check import FORMAT
+from tests.skip_policy import GAME_EXTRAS, shared_data
+from tests.test_hostile_inputs import ALFWORLD_GAME, Outcome, cli
+
+DESCRIPTION = {"KB": {}, "world": [], "grammar": {}, "quests": [], "infos": [], "version": 1}
+
+
+def story(version: int = 8, size: int = 1024) -> bytes:
+    """A Z-machine story file's bytes whose header (version, length, checksum) matches its contents."""
+    body = bytearray(size)
+    body[0] = version
+    body[0x40:] = bytes((i * 7 + 3) % 256 for i in range(size - 0x40))
+    body[0x1A:0x1C] = (size // {8: 8, 5: 4, 3: 2}[version]).to_bytes(2, "big")
+    body[0x1C:0x1E] = (sum(body[0x40:]) & 0xFFFF).to_bytes(2, "big")
+    return bytes(body)
+
+
+def cached_game(games: Path, data: bytes, description: Any = DESCRIPTION, name: str = "coin_collector-0") -> Path:
+    path = games / "tier1" / f"{name}.z8"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    path.with_suffix(".json").write_text(json.dumps(description))
+    return path
+
+
+def refused(outcome: Outcome, *words: str) -> str:
+    """The one line of a refusal: exit 2, no traceback, and the words it must say."""
+    lines = [line for line in outcome.err.splitlines() if line.strip()]
+    assert outcome.code == 2, outcome
+    assert "Traceback" not in outcome.err + outcome.out
+    assert len(lines) == 1 and lines[0].startswith("error:"), outcome.err
+    for said in words:
+        assert said in lines[0], (said, lines[0])
+    return lines[0]
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file under `root` by its content: what "left exactly as it was" compares."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+# ---------------------------------------------------------------- a game file that does not load
+
+
+def test_a_whole_story_file_passes_and_each_kind_of_damage_is_named(tmp_path: Path) -> None:
+    good = cached_game(tmp_path, story())
+    check_compiled_game(good)
+    cases = {
+        "garbage": (b"garbage " * 100, "Z-machine version 103, not version 8"),
+        "version 5 bytes in a .z8": (story(version=5), "Z-machine version 5, not version 8"),
+        "cut short": (story()[:700], "cut short, 700 of the 1024 bytes"),
+        "one byte changed": (story()[:500] + b"\x00" + story()[501:], "do not match the checksum"),
+        "shorter than a header": (b"\x08\x00\x01", "shorter than a story file's header"),
+    }
+    for name, (data, says) in cases.items():
+        path = tmp_path / f"{name}.z8"
+        path.write_bytes(data)
+        with pytest.raises(DataError, match=says):
+            check_story_file(path)
+
+
+@pytest.mark.parametrize(("data", "description", "says"), [
+    (story()[:600], DESCRIPTION, ("coin_collector-0.z8", "does not load", "cut short")),
+    (story()[:300] + b"\xff" + story()[301:], DESCRIPTION, ("coin_collector-0.z8", "checksum")),
+    (b"\x89PNG\r\n\x1a\n" * 20, DESCRIPTION, ("coin_collector-0.z8", "Z-machine version 137")),
+    (story(), {k: v for k, v in DESCRIPTION.items() if k != "KB"}, ("coin_collector-0.json", "'KB' is missing")),
+    (story(), {**DESCRIPTION, "quests": {}}, ("coin_collector-0.json", "'quests'")),
+], ids=["cut short", "a byte changed", "not a story file", "description without KB", "quests not a list"])
+def test_a_textworld_game_that_would_not_load_is_refused_before_any_run(data: bytes, description: Any,
+                                                                        says: tuple[str, ...], tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    cached_game(tmp_path / "games", data, description)
+    outcome = cli(["bench", "textworld", "--system", "react", "--memory", "none", "--per-challenge", "1",
+                   "--challenges", "coin_collector", "--games-dir", str(tmp_path / "games"), "--out",
+                   str(tmp_path / "runs")])
+    refused(outcome, *says)
+    assert not (tmp_path / "runs").exists()
+
+
+def _alfworld_data(tmp: Path, **changes: str) -> Path:
+    game = tmp / "alf" / "valid_seen" / "pick_and_place_simple-Apple-None-Table-1" / "trial_1" / "game.tw-pddl"
+    game.parent.mkdir(parents=True)
+    game.write_text(json.dumps({**ALFWORLD_GAME, **changes}))
+    return game
+
+
+@pytest.mark.parametrize(("changes", "says"), [
+    ({}, "its pddl_domain and pddl_problem do not parse"),  # the fixture's PDDL is a stub: it parses to nothing
+    ({"pddl_problem": "(define (problem p) (:domain alfred) (:objects a"}, "Missing ')'"),
+], ids=["a stub domain", "a problem cut short"])
+def test_an_alfworld_game_whose_pddl_does_not_parse_is_refused_before_any_run(changes: dict[str, str], says: str,
+                                                                              tmp_path: Path) -> None:
+    pytest.importorskip("alfworld", reason=GAME_EXTRAS)
+    game = _alfworld_data(tmp_path, **changes)
+    outcome = cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--no-demo", "--data",
+                   str(tmp_path / "alf"), "--out", str(tmp_path / "runs")])
+    refused(outcome, "trial_1/game.tw-pddl", "does not load", says)
+    assert not (tmp_path / "runs").exists() and str(game.parent) in outcome.err.replace("\n", "")
+
+
+def test_a_game_that_fails_to_load_mid_run_is_a_data_error_not_an_exit(tmp_path: Path) -> None:
+    """Met mid-run (a file changed after the check), a game that does not load is a `DataError` naming it. Fast
+    Downward raises SystemExit on a predicate its domain lacks, which would otherwise end the whole benchmark."""
+    pytest.importorskip("alfworld", reason=GAME_EXTRAS)
+    from noosphere.envs import alfworld_game
+    from noosphere.envs.alfworld import game_files
+
+    with pytest.raises(DataError, match=r"game\.tw-pddl: does not load \(FailedParse: "):
+        alfworld_game(_alfworld_data(tmp_path / "stub")).reset()  # the stub's grammar
+    try:
+        real = json.loads(game_files()[0].read_text())
+    except Exception:
+        pytest.skip(shared_data("alfworld"))
+    game = alfworld_game(_alfworld_data(tmp_path / "real", **{**real, "pddl_domain": "(define (domain alfred))"}))
+    with pytest.raises(DataError, match=r"game\.tw-pddl: does not load \(SystemExit: Undeclared predicate"):
+        game.reset()
+
+
+# ---------------------------------------------------------------- a graph file that names unknown agents
+
+
+@pytest.mark.parametrize(("graph", "says"), [
+    ("edges:\n  conscious: [planing]\n  planing: [motor]\n  motor: [external_perception]\n"
+     "  external_perception: [conscious]\n",
+     ("graph.yaml: field 'edges.conscious': unknown agent 'planing'", "Did you mean planning")),
+    ("edges:\n  conscious: [planning, dreaming]\n  planning: [motor]\n  motor: [external_perception]\n"
+     "  external_perception: [conscious]\n",
+     ("graph.yaml: field 'edges.conscious': unknown agent 'dreaming'", "Known: conscious")),
+    ("edges:\n  conscious: [planning]\n  planning: [motor]\n  motor: [external_perception]\n"
+     "  external_perception: [conscious]\ndefaults:\n  conscious: plannign\n",
+     ("field 'defaults.conscious': unknown agent 'plannign'", "Did you mean planning")),
+    ("edges:\n  conscious: [planning]\n  planning: [conscious]\n",
+     ("graph.yaml: field 'edges'", "could never act")),
+], ids=["a successor misspelt", "an agent the engine lacks", "a default misspelt", "no way to act"])
+def test_a_graph_file_naming_unknown_agents_is_one_line_where_it_is(graph: str, says: tuple[str, ...],
+                                                                    tmp_path: Path) -> None:
+    (tmp_path / "graph.yaml").write_text(graph)
+    for benchmark in (["textworld", "--games-dir", str(tmp_path / "games")], ["alfworld", "--data", str(tmp_path)]):
+        outcome = cli(["bench", *benchmark, "--system", "metaagent", "--memory", "none", "--graph",
+                       str(tmp_path / "graph.yaml"), "--out", str(tmp_path / "runs")])
+        refused(outcome, *says)
+    assert not (tmp_path / "runs").exists()
+
+
+# ---------------------------------------------------------------- a memory folder from another version
+
+
+def _memory(folder: Path, version: int | None) -> Path:
+    """A memory with one episode; stamped `version` (None: left as a noosphere before the stamp wrote it)."""
+    store = MemoryStore(folder)
+    store.add_episode(Episode("Your task is to: take the key.", "fetch", "two-rooms",
+                              (EpisodeStep(0, "", "You are in the west room."), EpisodeStep(1, "go east", "A key.")),
+                              True))
+    with contextlib.closing(sqlite3.connect(store.path)) as db:
+        db.execute(f"PRAGMA user_version = {0 if version is None else version}")
+        db.commit()
+    return store.path
+
+
+def test_a_new_memory_is_stamped_and_one_from_before_the_stamp_still_opens(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "new")
+    with contextlib.closing(sqlite3.connect(store.path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == FORMAT == 1
+    older = _memory(tmp_path / "older", None)
+    [episode] = MemoryStore(older.parent).episodes()
+    assert episode.won and episode.steps[1].action == "go east"
+
+
+def test_memory_from_another_version_is_refused_whole_and_left_as_it_was(tmp_path: Path) -> None:
+    path = _memory(tmp_path / "memory", 7)
+    before = path.read_bytes()
+    with pytest.raises(DataError, match="another version of noosphere \\(memory format 7; this one reads format 1\\)"):
+        MemoryStore(path.parent)
+    for command in (["memory", "show", str(path.parent)], ["memory", "reset", "--yes", str(path.parent)]):
+        refused(cli(command), "memory.sqlite", "another version of noosphere", "Nothing in it was read or changed")
+    assert path.read_bytes() == before  # not reset, not migrated, not stamped
+
+
+def test_memory_whose_tables_differ_says_it_may_be_from_another_version(tmp_path: Path) -> None:
+    path = _memory(tmp_path / "memory", None)
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("ALTER TABLE concepts RENAME COLUMN text TO rule")
+        db.commit()
+    before = path.read_bytes()
+    refused(cli(["memory", "reset", "--yes", str(path.parent)]), "lacks the column(s) text",
+            "another version of noosphere?")
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", ["resume", "together"])
+def test_resuming_a_run_whose_memory_is_from_another_version_changes_nothing(command: str, tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
+                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    _memory(run_dir / "memory", 7)
+    before = snapshot(tmp_path)
+    args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
+            else ["bench", "together", str(run_dir)])
+    refused(cli(args), "memory.sqlite", "another version of noosphere")
+    assert snapshot(tmp_path) == before  # no run folder, no line of trace, no result, the memory as it was

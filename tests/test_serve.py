@@ -1,0 +1,431 @@
+"""`noosphere serve` against clients nobody here wrote: the official `openai` client and LiteLLM (a noosphere society
+whose member is a served system), on the scripted model, with uvicorn serving in a thread of the test process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from rich.console import Console
+
+from noosphere.cli import make_app, run
+from noosphere.errors import ModelError
+from noosphere.llm import Budget, Model, ScriptedBackend
+from noosphere.llm.registry import split_api_base
+from noosphere.serve.app import make_api
+from noosphere.serve.server import serving_in_thread
+from noosphere.serve.service import ServeSettings, Service
+from noosphere.serve.systems import ModelPool, served_systems
+from noosphere.trace import read_trace
+from noosphere.viewer import load_bundle
+from tests.serve_driver import ANSWER, REPLY, answer_anything, fill
+from tests.test_cli import invoke, scripted_opener
+
+KEY = "test-serve-key-0123456789"
+DEMOCRACY = """\
+organisation: democracy
+rounds: 1
+members:
+  - name: alice
+    role: You solve problems step by step.
+  - name: bob
+    role: You check every answer against the question.
+organizer:
+  name: organizer
+  role: You run the discussion and ask pointed questions.
+"""
+
+
+class CountingBackend(ScriptedBackend):
+    """The scripted backend, counting the calls in flight at once (across every request it serves)."""
+
+    def __init__(self) -> None:
+        super().__init__(answer_anything, latency_s=0.02)
+        self.running = 0
+        self.peak = 0
+
+    async def generate(self, request: Any) -> Any:
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        try:
+            return await super().generate(request)
+        finally:
+            self.running -= 1
+
+
+@contextlib.contextmanager
+def server(tmp: Path, *, systems: tuple[str, ...] = ("base", "ctm"), society: bool = True,
+           backend: ScriptedBackend | None = None, **settings: Any) -> Iterator[tuple[str, Service]]:
+    """A server on the scripted model at any free port; yields its base URL and service."""
+    societies = []
+    if society:
+        societies = [tmp / "democracy.yaml"]
+        societies[0].write_text(DEMOCRACY)
+    backend = backend or CountingBackend()
+    service = Service(served_systems(list(systems), societies), ModelPool(lambda model_id: Model(backend)),
+                      ServeSettings(**{"default_model": "scripted", "out": tmp / "runs", **settings}))
+    service.open_models()
+    with serving_in_thread(make_api(service)) as url:
+        yield url, service
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Service]]:
+    with server(tmp_path_factory.mktemp("serve"), api_key=KEY) as running:
+        yield running
+
+
+@pytest.fixture
+def client(served: tuple[str, Service]) -> openai.OpenAI:
+    return openai.OpenAI(base_url=served[0], api_key=KEY, max_retries=0)
+
+
+@contextlib.contextmanager
+def slower(service: Service, latency_s: float) -> Iterator[CountingBackend]:
+    """The shared server's model, taking `latency_s` a call while the block runs."""
+    [model] = service.pool.models.values()
+    backend = model.backend
+    assert isinstance(backend, CountingBackend)
+    before, backend.latency_s = backend.latency_s, latency_s
+    try:
+        yield backend
+    finally:
+        backend.latency_s = before
+
+
+def result_of(run_dir: str | Path) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / "result.json").read_text())
+
+
+def eventually(check: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """Poll until `check` holds (a run ending in the server's thread); fail after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
+def finished(run_dir: str | Path) -> bool:
+    path = Path(run_dir) / "result.json"
+    return path.is_file() and result_of(run_dir)["status"] != "running"
+
+
+QUESTION = [{"role": "user", "content": "What is six times seven?"}]
+
+
+# --- the openai client ------------------------------------------------------------------------------------------
+
+def test_models_lists_one_entry_per_served_system(client: openai.OpenAI) -> None:
+    models = client.models.list()
+    assert [m.id for m in models] == ["noosphere-base", "noosphere-ctm", "society-democracy"]
+    assert client.models.retrieve("society-democracy").model_extra["noosphere"]["system"] == "society"
+
+
+@pytest.mark.parametrize(("model", "section"), [("noosphere-base", None), ("noosphere-ctm", "workspace"),
+                                                 ("society-democracy", "society")])
+def test_openai_client_gets_an_answer_and_the_run_folder(client: openai.OpenAI, model: str,
+                                                         section: str | None) -> None:
+    reply = client.chat.completions.create(model=model, messages=QUESTION, seed=7)
+    extension = reply.model_extra["noosphere"]
+    run_dir = Path(extension["run_dir"])
+    assert reply.choices[0].message.content == ANSWER and reply.choices[0].finish_reason == "stop"
+    assert reply.id == f"chatcmpl-{extension['run_id']}" and run_dir.name == extension["run_id"]
+    assert extension["confidence"] == pytest.approx(1.0 if section == "society" else 0.9)
+    result = result_of(run_dir)
+    assert result["status"] == "ok" and result["answer"] == ANSWER and result["client"] == "connected"
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["command"] == "serve" and config["served_as"] == model and config["seed"] == 7
+    calls = [e for e in read_trace(run_dir / "trace.jsonl") if e.kind == "model_call"]
+    assert reply.usage.prompt_tokens == sum(e.prompt_tokens for e in calls) > 0
+    bundle = load_bundle(run_dir)  # what `noosphere view RUN_DIR` serves
+    assert bundle["sections"] == ([section] if section else []) and bundle["result"]["status"] == "ok"
+
+
+def test_stream_sends_each_phase_as_it_happens_then_the_answer(client: openai.OpenAI,
+                                                               served: tuple[str, Service]) -> None:
+    received: list[tuple[float, Any]] = []
+    with slower(served[1], 0.25):  # the run takes two call latencies: half a second
+        for piece in client.chat.completions.create(model="noosphere-ctm", messages=QUESTION, stream=True,
+                                                    stream_options={"include_usage": True}):
+            received.append((time.time(), piece))
+    first = received[0][1]
+    run_dir = Path(first.model_extra["noosphere"]["run_dir"])
+    written = [e for e in read_trace(run_dir / "trace.jsonl") if e.kind not in ("run_started", "run_finished")]
+    phases = [(at, p.model_extra["noosphere"]["phase"]) for at, p in received
+              if "phase" in (p.model_extra or {}).get("noosphere", {})]
+    assert [phase["kind"] for _, phase in phases] == [e.kind for e in written]  # every event, in order
+    assert [phase["kind"] for _, phase in phases][:1] == ["ws_iteration"] and "messages" not in phases[1][1]
+    ended = next(e.ts for e in read_trace(run_dir / "trace.jsonl") if e.kind == "ws_finished")
+    assert received[0][0] < ended and phases[0][0] < ended  # sent while the run went on, not after it
+    contents = [p.choices[0].delta.content for _, p in received if p.choices and p.choices[0].delta.content]
+    assert contents == [ANSWER]
+    kinds_in_order = [(p.model_extra.get("noosphere") or {}).get("phase", {}).get("kind") or
+                      ("content" if p.choices and p.choices[0].delta.content else None) for _, p in received]
+    assert kinds_in_order.index("serve_answer") < kinds_in_order.index("content")  # the answer once it is known
+    finish = [p for _, p in received if p.choices and p.choices[0].finish_reason]
+    assert [p.choices[0].finish_reason for p in finish] == ["stop"]
+    assert finish[0].model_extra["noosphere"]["confidence"] == pytest.approx(0.9)
+    usage = received[-1][1]
+    assert usage.choices == [] and usage.usage.total_tokens == result_of(run_dir)["usage"]["total"]["prompt_tokens"] \
+        + result_of(run_dir)["usage"]["total"]["completion_tokens"]
+
+
+def test_society_streams_its_phases(client: openai.OpenAI) -> None:
+    pieces = list(client.chat.completions.create(model="society-democracy", messages=QUESTION, stream=True))
+    kinds = [p.model_extra["noosphere"]["phase"]["kind"] for p in pieces if "phase" in p.model_extra["noosphere"]]
+    assert kinds[0] == "soc_started" and {"soc_phase", "soc_message", "soc_ballot", "soc_tally"} <= set(kinds)
+    assert "".join(p.choices[0].delta.content or "" for p in pieces if p.choices) == ANSWER
+
+
+def test_instructions_and_response_format_are_honoured_by_one_more_call(client: openai.OpenAI) -> None:
+    reply = client.chat.completions.create(model="noosphere-ctm", messages=[
+        {"role": "system", "content": "You are terse."}, {"role": "user", "content": "Six times seven?"}])
+    assert reply.choices[0].message.content == REPLY and reply.model_extra["noosphere"]["answer"] == ANSWER
+    trace = list(read_trace(Path(reply.model_extra["noosphere"]["run_dir"]) / "trace.jsonl"))
+    composed = [e for e in trace if e.kind == "model_call" and e.agent == "compose"]
+    assert len(composed) == 1 and composed[0].messages[0]["content"].startswith("You are terse.")
+
+    schema = {"type": "object", "properties": {"product": {"type": "string"}, "sure": {"type": "boolean"}},
+              "required": ["product", "sure"]}
+    reply = client.chat.completions.create(model="noosphere-base", messages=QUESTION, response_format={
+        "type": "json_schema", "json_schema": {"name": "product", "schema": schema}})
+    assert json.loads(reply.choices[0].message.content) == fill(schema) == {"product": ANSWER, "sure": False}
+
+
+async def test_eight_concurrent_streams_share_one_model(served: tuple[str, Service]) -> None:
+    url, service = served
+    client = openai.AsyncOpenAI(base_url=url, api_key=KEY, max_retries=0)
+
+    async def one(i: int) -> tuple[str, str]:
+        text, run_id = "", ""
+        async for piece in await client.chat.completions.create(
+                model="noosphere-base", messages=[{"role": "user", "content": f"Question {i}?"}], stream=True):
+            run_id = run_id or piece.model_extra["noosphere"]["run_id"]
+            text += (piece.choices[0].delta.content or "") if piece.choices else ""
+        return text, run_id
+
+    with slower(service, 0.2) as backend:
+        backend.peak, calls_before = 0, len(backend.history)
+        answers = await asyncio.gather(*(one(i) for i in range(8)))
+    await client.close()
+    assert [text for text, _ in answers] == [ANSWER] * 8 and len({run for _, run in answers}) == 8
+    assert len(service.pool.models) == 1 and len(backend.history) - calls_before == 8  # one model, one backend
+    assert backend.peak >= 2  # the requests' calls were in flight together
+
+
+def test_model_ids_carry_a_base_url() -> None:
+    assert split_api_base("openai/noosphere-ctm@http://127.0.0.1:8000/v1") == (
+        "openai/noosphere-ctm", "http://127.0.0.1:8000/v1")
+    assert split_api_base("vertex_ai/claude-3@20240229") == ("vertex_ai/claude-3@20240229", None)
+    assert split_api_base("openai/gpt-4o") == ("openai/gpt-4o", None)
+
+
+# --- bad input ----------------------------------------------------------------------------------------------------
+
+def post(url: str, body: bytes | dict[str, Any], key: str | None = KEY, **kwargs: Any) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return httpx.post(f"{url}/chat/completions", content=content, headers=headers, timeout=10, **kwargs)
+
+
+def assert_error(response: httpx.Response, status: int, *, code: str | None = None, param: str | None = None) -> str:
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["message"]
+    assert error["code"] == code and (param is None or error["param"] == param)
+    return error["message"]
+
+
+@pytest.mark.parametrize(("body", "param", "says"), [
+    (b"{not json", None, "not JSON"),
+    (b"[1, 2]", None, "JSON object"),
+    ({"model": "noosphere-base"}, "messages", "Field required"),
+    ({"model": "noosphere-base", "messages": "hello"}, "messages", "list"),
+    ({"model": "noosphere-base", "messages": []}, "messages", "at least 1"),
+    ({"model": "noosphere-base", "messages": [{"role": "wizard", "content": "hi"}]}, "messages.0.role", "user"),
+    ({"model": "noosphere-base", "messages": QUESTION, "temperature": 7}, "temperature", "less than"),
+    ({"model": "noosphere-base", "messages": QUESTION, "n": 3}, "n", "n must be 1"),
+    ({"model": "noosphere-base", "messages": QUESTION, "tools": [{"type": "function"}]}, "tools", "not served"),
+    ({"model": "noosphere-base", "messages": [*QUESTION, {"role": "assistant", "content": "4"}]}, "messages.1",
+     "last message"),
+    ({"model": "noosphere-base", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]}, "messages.0.content.0.type", "image_url"),
+    ({"model": "noosphere-base", "messages": QUESTION, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "strin"}}}}, "response_format.json_schema.schema", "not a JSON schema"),
+    ({"model": "noosphere-base", "messages": QUESTION, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "string"}}}}, "response_format.json_schema.schema", "object"),
+])
+def test_malformed_bodies_are_400_and_start_no_run(served: tuple[str, Service], body: Any, param: str | None,
+                                                   says: str) -> None:
+    url, service = served
+    before = set(service.settings.out.glob("*"))
+    message = assert_error(post(url, body), 400, param=param)
+    assert says in message
+    assert set(service.settings.out.glob("*")) == before
+
+
+def test_unknown_model_is_404_and_a_wrong_key_401(served: tuple[str, Service], client: openai.OpenAI) -> None:
+    url, _ = served
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.chat.completions.create(model="noosphere-ctn", messages=QUESTION)
+    assert unknown.value.code == "model_not_found" and "noosphere-ctm" in unknown.value.message
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("gpt-4o")
+    wrong = openai.OpenAI(base_url=url, api_key="not-the-key", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as refused:
+        wrong.chat.completions.create(model="noosphere-base", messages=QUESTION)
+    assert refused.value.code == "invalid_api_key"
+    with pytest.raises(openai.AuthenticationError):
+        wrong.models.list()
+    assert_error(post(url, {"model": "noosphere-base", "messages": QUESTION}, key=None), 401, code="invalid_api_key")
+    assert_error(httpx.get(f"{url}/nowhere"), 404)
+    assert_error(httpx.get(f"{url}/chat/completions"), 405)
+
+
+def test_oversized_prompts_are_400_and_oversized_bodies_413(tmp_path: Path) -> None:
+    with server(tmp_path, society=False, max_prompt_chars=100, max_body_bytes=4000) as (url, _):
+        long = [{"role": "user", "content": "why? " * 40}]
+        message = assert_error(post(url, {"model": "noosphere-base", "messages": long}), 400,
+                               code="context_length_exceeded", param="messages")
+        assert "200 characters" in message and "at most 100" in message
+        assert_error(post(url, {"model": "noosphere-base", "messages": [{"role": "user", "content": "x" * 5000}]}),
+                     413, code="request_too_large")
+        assert not (tmp_path / "runs").exists()
+
+
+def test_a_spent_budget_is_429_and_the_folder_says_so(tmp_path: Path) -> None:
+    with server(tmp_path, society=False, budget={"max_calls": 2}) as (url, _):  # a workspace run needs four calls
+        client = openai.OpenAI(base_url=url, api_key="any", max_retries=3)
+        with pytest.raises(openai.RateLimitError) as spent:
+            client.chat.completions.create(model="noosphere-ctm", messages=QUESTION)
+        assert spent.value.code == "insufficient_quota" and "this request's budget" in spent.value.message
+        run_dir = spent.value.response.headers["x-noosphere-run-dir"]
+        assert result_of(run_dir)["status"] == "budget" and len(list((tmp_path / "runs").iterdir())) == 1  # no retry
+        with pytest.raises(openai.APIError, match="budget"):  # streamed: the error comes as an event
+            list(client.chat.completions.create(model="noosphere-ctm", messages=QUESTION, stream=True))
+    with server(tmp_path / "total", society=False, total_budget=Budget(max_calls=1)) as (url, _):
+        client = openai.OpenAI(base_url=url, api_key="any", max_retries=0)
+        assert client.chat.completions.create(model="noosphere-base", messages=QUESTION).choices[0].message.content
+        with pytest.raises(openai.RateLimitError, match="server's budget"):
+            client.chat.completions.create(model="noosphere-base", messages=QUESTION)
+        assert len(list((tmp_path / "total" / "runs").iterdir())) == 1  # refused before any run
+
+
+def test_faults_of_the_server_are_5xx_with_the_folder_saying_failed(tmp_path: Path) -> None:
+    down = ScriptedBackend([ModelError("scripted", "the model process died", retryable=False)])
+    with server(tmp_path, society=False, backend=down) as (url, _):
+        response = post(url, {"model": "noosphere-base", "messages": QUESTION})
+        assert "the model process died" in assert_error(response, 502, code="model_error")
+        result = result_of(response.headers["x-noosphere-run-dir"])
+        assert result["status"] == "failed" and "ModelError" in result["error"]
+    (tmp_path / "a-file").write_text("not a folder")
+    with server(tmp_path, society=False, out=tmp_path / "a-file") as (url, _):
+        response = post(url, {"model": "noosphere-base", "messages": QUESTION})
+        assert "cannot write a run folder" in assert_error(response, 500, code="run_failed")
+
+
+@pytest.mark.parametrize("action", ["cancel", "finish"])
+def test_a_client_leaving_mid_stream_cancels_or_finishes_the_run(tmp_path: Path, action: str) -> None:
+    slow = ScriptedBackend(answer_anything, latency_s=0.3)
+    with server(tmp_path, society=False, backend=slow, on_disconnect=action) as (url, _):
+        client = openai.OpenAI(base_url=url, api_key="any", max_retries=0)
+        stream = client.chat.completions.create(model="noosphere-ctm", messages=QUESTION, stream=True)
+        run_dir = next(iter(stream)).model_extra["noosphere"]["run_dir"]
+        stream.close()
+        eventually(lambda: finished(run_dir))
+        result = result_of(run_dir)
+        left = [e for e in read_trace(Path(run_dir) / "trace.jsonl") if e.kind == "serve_disconnected"]
+        assert [e.action for e in left] == [action] and result["client"] == "disconnected"
+        if action == "cancel":
+            assert result["status"] == "cancelled" and "disconnected" in result["error"] and result["answer"] is None
+        else:
+            assert result["status"] == "ok" and result["answer"] == ANSWER
+
+
+def test_a_client_that_times_out_has_its_run_cancelled(tmp_path: Path) -> None:
+    slow = ScriptedBackend(answer_anything, latency_s=0.3)
+    with server(tmp_path, society=False, backend=slow) as (url, _):
+        client = openai.OpenAI(base_url=url, api_key="any", max_retries=0, timeout=0.1)
+        with pytest.raises(openai.APITimeoutError):
+            client.chat.completions.create(model="noosphere-ctm", messages=QUESTION)
+        eventually(lambda: any(finished(d) for d in (tmp_path / "runs").iterdir()))
+        [run_dir] = list((tmp_path / "runs").iterdir())
+        assert result_of(run_dir)["status"] == "cancelled"
+
+
+# --- the command --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--host", "0.0.0.0"], "--api-key"),
+    (["--system", "society"], "--society FILE"),
+    (["--system", "bse"], "Did you mean base"),
+    (["--on-disconnect", "later"], "unknown --on-disconnect action 'later'"),
+    (["--budget", "calls=0"], "positive"),
+])
+def test_serve_refuses_bad_options_in_one_line(tmp_path: Path, args: list[str], says: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOOSPHERE_API_KEY", raising=False)
+    code, _, err = invoke(["serve", "--out", str(tmp_path), *args], scripted_opener([]))
+    assert code == 2 and says in err and "Traceback" not in err
+
+
+def test_serve_without_its_extra_says_how_to_install_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if it were not installed
+    code, _, err = invoke(["serve", "--out", str(tmp_path)], scripted_opener([]))
+    assert code == 2 and 'need uvicorn; install it with: pip install -e ".[serve]"' in err
+
+
+def test_serve_says_when_the_port_is_taken(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        code, _, err = invoke(["serve", "--port", str(port), "--no-cache", "--out", str(tmp_path)],
+                              scripted_opener([]))
+    assert code == 2 and f"cannot listen on 127.0.0.1:{port}" in err
+
+
+def test_the_command_serves_until_ctrl_c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`noosphere serve` as a user starts it, in this process's main thread (where uvicorn takes Ctrl-C); a client
+    in another thread asks once, then presses Ctrl-C (SIGINT to this process)."""
+    monkeypatch.setenv("NOOSPHERE_API_KEY", KEY)
+    shown = io.StringIO()
+    replies: list[Any] = []
+
+    def user() -> None:
+        eventually(lambda: " at http://" in shown.getvalue())
+        url = shown.getvalue().split(" at ")[1].split()[0]
+        try:
+            replies.append(openai.OpenAI(base_url=url, api_key=KEY, max_retries=0).chat.completions.create(
+                model="noosphere-ctm", messages=QUESTION))
+        finally:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    backend = ScriptedBackend(answer_anything)
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    helper = threading.Thread(target=user)
+    helper.start()
+    with contextlib.redirect_stdout(shown):
+        code = run(make_app(opener), ["serve", "--system", "ctm", "--port", "0", "--host", "0.0.0.0", "--no-cache",
+                                      "--out", str(tmp_path)], stderr=Console(file=io.StringIO()))
+    helper.join()
+    assert code == 0 and shown.getvalue().startswith("serving noosphere-ctm at http://0.0.0.0:")
+    assert shown.getvalue().rstrip().endswith("stopped")
+    run_dir = Path(replies[0].model_extra["noosphere"]["run_dir"])
+    assert run_dir.parent == tmp_path and result_of(run_dir)["answer"] == ANSWER
+    assert load_bundle(run_dir)["sections"] == ["workspace"]  # what `noosphere view` shows
