@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from noosphere.llm.cache import CallCache
 from noosphere.llm.types import Reply
 from noosphere.trace import Event, Trace
 
 RUN_CACHE = "calls.sqlite"
+T = TypeVar("T")
 
 
 class ReplayTrace(Trace):
@@ -62,17 +63,17 @@ class RunCache(CallCache):
         self.replays = replays
         self.hits = 0
 
-    def _missed(self, key: str) -> None:
+    def _found(self, value: T | None, key: str, in_fallback: Callable[[CallCache], T | None]) -> T | None:
+        """`value` as found here (a hit), or else, after telling the miss, what the fallback holds."""
+        if value is not None:
+            self.hits += 1
+            return value
         if not self.replays(key):
             self.on_miss()
+        return in_fallback(self.fallback) if self.fallback is not None else None
 
     def get(self, key: str) -> Reply | None:
-        reply = super().get(key)
-        if reply is not None:
-            self.hits += 1
-            return reply
-        self._missed(key)
-        return self.fallback.get(key) if self.fallback is not None else None
+        return self._found(super().get(key), key, lambda fallback: fallback.get(key))
 
     def put(self, key: str, reply: Reply) -> None:
         super().put(key, reply)
@@ -80,12 +81,7 @@ class RunCache(CallCache):
             self.fallback.put(key, reply)
 
     def get_json(self, key: str) -> Any:
-        value = super().get_json(key)
-        if value is not None:
-            self.hits += 1
-            return value
-        self._missed(key)
-        return self.fallback.get_json(key) if self.fallback is not None else None
+        return self._found(super().get_json(key), key, lambda fallback: fallback.get_json(key))
 
     def put_json(self, key: str, value: Any) -> None:
         super().put_json(key, value)

@@ -302,7 +302,7 @@ def test_a_benchmark_sends_one_branch_per_item_even_scored_at_once(receiver: Any
 
 def test_every_command_that_runs_something_takes_otel() -> None:
     app = typer.main.get_command(make_app())
-    runners = {"ask": app.commands["ask"], **{f"bench {name}": command
+    runners = {"ask": app.commands["ask"], "serve": app.commands["serve"], **{f"bench {name}": command
                                              for name, command in app.commands["bench"].commands.items()}}
     assert {name for name, command in runners.items() if not any(p.name == "otel" for p in command.params)} == set()
     assert len(runners) >= 8

@@ -429,3 +429,31 @@ def test_the_command_serves_until_ctrl_c(tmp_path: Path, monkeypatch: pytest.Mon
     run_dir = Path(replies[0].model_extra["noosphere"]["run_dir"])
     assert run_dir.parent == tmp_path and result_of(run_dir)["answer"] == ANSWER
     assert load_bundle(run_dir)["sections"] == ["workspace"]  # what `noosphere view` shows
+
+
+def test_each_served_request_is_exported_as_its_own_span_tree(tmp_path: Path) -> None:
+    """`serve --otel` attaches an exporter to every request's run, as `on_run` does here."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from noosphere.otel.sink import OtelSink
+
+    exporters: dict[Path, InMemorySpanExporter] = {}  # one a run: a run's sink shuts its exporter down when it ends
+
+    def attach(run: Any) -> None:
+        exporters[run.directory] = InMemorySpanExporter()
+        run.trace.add_sink(OtelSink.to(exporters[run.directory]))
+
+    def roots(exporter: InMemorySpanExporter) -> list[str]:
+        return [span.name for span in exporter.get_finished_spans() if span.parent is None]
+
+    with server(tmp_path, society=False, on_run=attach) as (url, _):
+        client = openai.OpenAI(base_url=url, api_key="any", max_retries=0)
+        for model in ("noosphere-base", "noosphere-ctm"):
+            client.chat.completions.create(model=model, messages=QUESTION)  # type: ignore[arg-type]
+        # a run's spans are flushed when its trace closes, just after its result.json is written
+        eventually(lambda: len(exporters) == 2 and all(len(roots(e)) == 1 for e in exporters.values()))
+    assert sorted(name for e in exporters.values() for name in roots(e)) == [
+        "invoke_workflow noosphere serve base", "invoke_workflow noosphere serve ctm"]
+    for exporter in exporters.values():
+        calls = [span for span in exporter.get_finished_spans() if span.name.startswith("chat ")]
+        assert calls and all(span.parent is not None for span in calls)

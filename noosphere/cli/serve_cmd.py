@@ -17,6 +17,7 @@ from noosphere.cli.ask import (
     open_cache,
     parse_budget,
 )
+from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
 from noosphere.cli.signals import terminate_as_interrupt
 from noosphere.errors import UnknownNameError
 from noosphere.llm import DEFAULT_MODEL, Budget, Settings
@@ -55,6 +56,8 @@ def add_serve(app: typer.Typer, opener: ModelOpener) -> None:
             min=1, help="the longest conversation a request may send, in characters (400 past it)")] = 32_000,
         on_disconnect: Annotated[str, typer.Option(
             help="what the run of a client that goes away does: cancel (stop where it is) or finish")] = "cancel",
+        otel: OtelOption = None,
+        otel_content: OtelContentOption = False,
     ) -> None:
         """Serve systems as OpenAI-compatible models at http://HOST:PORT/v1 until Ctrl-C. Each request is a run
         whose folder goes into --out; the reply carries its id."""
@@ -65,6 +68,7 @@ def add_serve(app: typer.Typer, opener: ModelOpener) -> None:
         limits = parse_budget(budget)
         total = parse_budget(total_budget)
         require_server_packages()
+        exporter = otel_export(otel, otel_content)
         from noosphere.serve.app import make_api
         from noosphere.serve.server import listening_socket, serve_forever
         from noosphere.serve.service import Service
@@ -75,7 +79,8 @@ def add_serve(app: typer.Typer, opener: ModelOpener) -> None:
         service = Service(served, pool, ServeSettings(
             default_model=model, out=out, api_key=api_key, seed=seed, budget=limits,
             total_budget=Budget(**total) if total else None, max_prompt_chars=max_prompt_chars,
-            max_body_bytes=max(1_000_000, 8 * max_prompt_chars), on_disconnect=on_disconnect))  # type: ignore[arg-type]
+            max_body_bytes=max(1_000_000, 8 * max_prompt_chars), on_disconnect=on_disconnect,  # type: ignore[arg-type]
+            on_run=exporter.attach if exporter is not None else None))
         console = Console()
         with console.status(f"loading {model}"):
             service.open_models()

@@ -18,7 +18,7 @@ import contextlib
 import importlib
 import math
 import socket
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Iterable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar
@@ -37,6 +37,13 @@ def require_ray() -> ModuleType:
         return importlib.import_module("ray")
     except ImportError:
         raise MissingDependencyError("ray", "ray", "runs on a cluster (--cluster)") from None
+
+
+def kill_actors(handles: Iterable[Any]) -> None:
+    """Stop each of these Ray actors for good (no restart)."""
+    ray = require_ray()
+    for handle in handles:
+        ray.kill(handle, no_restart=True)
 
 
 @dataclass(frozen=True)

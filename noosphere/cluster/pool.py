@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from noosphere.cluster.carried import Carried
-from noosphere.cluster.connect import Cluster, placed, require_ray, share_of_cpus
+from noosphere.cluster.connect import Cluster, kill_actors, placed, require_ray, share_of_cpus
 from noosphere.errors import UsageError, WorkerLostError
 
 Work = Callable[[Any], Awaitable[Any]]
@@ -104,7 +104,7 @@ class WorkerPool:
                     failed.raise_on(self.cluster.node(placement.node_id))
             self.placements = [placement for placement, _ in ready]
         except BaseException:
-            self._kill()
+            kill_actors(self.actors)
             raise
         self._free = asyncio.Queue()
         for _ in range(self.per_worker):
@@ -114,12 +114,7 @@ class WorkerPool:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
-        self._kill()
-
-    def _kill(self) -> None:
-        ray = require_ray()
-        for handle in self.actors:
-            ray.kill(handle, no_restart=True)
+        kill_actors(self.actors)
 
     async def submit(self, payload: Any) -> tuple[Placement, Any]:
         """Run `payload` on a free worker; its answer (a `Carried` error stays carried for the caller)."""

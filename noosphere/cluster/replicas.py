@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any, Literal, Protocol
 
 from noosphere.cluster.carried import Carried, unwrap
-from noosphere.cluster.connect import Cluster, Node, require_ray
+from noosphere.cluster.connect import Cluster, Node, kill_actors, require_ray
 from noosphere.errors import UsageError
 from noosphere.llm import Backend, CallCache, Model, Settings, UsageLedger
 from noosphere.llm.messages import Message
@@ -219,14 +219,11 @@ def start_replicas(cluster: Cluster, opener: OpenModel, model_id: str, plan: Rep
     answers = ray.get([handle.info.remote() for handle in handles])
     for node_id, _, failed in answers:
         if failed is not None:
-            for handle in handles:
-                ray.kill(handle, no_restart=True)
+            kill_actors(handles)
             failed.raise_on(cluster.node(node_id))
     placed = tuple((node_id, handle) for (node_id, _, _), handle in zip(answers, handles, strict=True))
     return ReplicaSet(model_id, answers[0][1], placed)
 
 
 def stop_replicas(replicas: ReplicaSet) -> None:
-    ray = require_ray()
-    for _, handle in replicas.handles:
-        ray.kill(handle, no_restart=True)
+    kill_actors(handle for _, handle in replicas.handles)

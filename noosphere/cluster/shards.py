@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from noosphere.cluster.carried import Carried, unwrap
-from noosphere.cluster.connect import Cluster, placed, require_ray, share_of_cpus
+from noosphere.cluster.connect import Cluster, kill_actors, placed, require_ray, share_of_cpus
 from noosphere.cluster.reduction import Block, Tree, argmax_of, draw_all, finish_uptree, local_uptree
 from noosphere.concurrent import Forfeit, forfeits, gather_turns
 from noosphere.errors import RuntimeFault, UsageError
@@ -213,21 +213,16 @@ class ShardedWorkspace:
             sizes = [unwrap(size) for size in await placed(asyncio.gather(*(a.size.remote() for a in self.actors)),
                                                                len(self.actors), "shards", self.cluster)]
         except BaseException:
-            self._kill()
+            kill_actors(self.actors)
             raise
         if sum(sizes) != self.count:
-            self._kill()
+            kill_actors(self.actors)
             raise UsageError(f"build made {sum(sizes)} processors for {self.count} indices")
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
-        self._kill()
-
-    def _kill(self) -> None:
-        ray = require_ray()
-        for handle in self.actors:
-            ray.kill(handle, no_restart=True)
+        kill_actors(self.actors)
 
     async def tick(self, query: str, observation: Observation | None = None, *, tick: int = 1, iteration: int = 1,
                    rng: random.Random | None = None) -> TickResult:

@@ -199,6 +199,10 @@ class Effect:
     infeasible: bool = False
 
 
+_ELEMENT_METHODS = frozenset({"dblclick", "hover", "clear", "check", "uncheck", "focus"})
+"""Actions that are the Playwright locator method of the same name, called with no argument."""
+
+
 async def perform(page: Any, action: WebAction, known: tuple[str, ...]) -> Effect:
     """Carry `action` out on `page`; `known` are the bids of the observation the action was chosen from."""
     for bid in action.bids:
@@ -222,30 +226,20 @@ async def perform(page: Any, action: WebAction, known: tuple[str, ...]) -> Effec
         await page.keyboard.type(action.arg("text"))
         return Effect()
     target = await _element(page, action, action.bids[0])
-    if name == "click":
+    if name in _ELEMENT_METHODS:
+        await getattr(target, name)()
+    elif name == "click":
         await target.click(button=action.arg("button"))
-    elif name == "dblclick":
-        await target.dblclick()
-    elif name == "hover":
-        await target.hover()
     elif name == "fill":
         value = action.arg("value")
         await target.fill(value[:-1])
         if value:  # the last character as a key press, so that autocompletion menus open as they would for a person
             await target.press_sequentially(value[-1])
-    elif name == "clear":
-        await target.clear()
-    elif name == "check":
-        await target.check()
-    elif name == "uncheck":
-        await target.uncheck()
     elif name == "select_option":
         options = action.arg("options")
         await target.select_option(options if isinstance(options, list) else [options])
     elif name == "press":
         await target.press(action.arg("key_comb"))
-    elif name == "focus":
-        await target.focus()
     elif name == "drag_and_drop":
         await target.drag_to(await _element(page, action, action.bids[1]))
     return Effect()

@@ -122,6 +122,8 @@ class ServedRun:
                   "temperature": request.temperature, "top_p": request.top_p, "budget": settings.budget}
         run = await asyncio.to_thread(Run.create, settings.out, command="serve", config=config,
                                       redactor=service.redactor)
+        if settings.on_run is not None:
+            settings.on_run(run)
         served_run = cls(service, served, request, conversation, schema, run)
         served_run.task = asyncio.get_running_loop().create_task(served_run._execute())
         return served_run

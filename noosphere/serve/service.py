@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -12,6 +13,7 @@ from typing import Any, Literal
 from noosphere.llm import Budget, Message, Settings
 from noosphere.llm.allowance import Allowance
 from noosphere.redact import Redactor
+from noosphere.runs import Run
 from noosphere.serve.protocol import ChatRequest, Conversation, Refused
 from noosphere.serve.systems import ModelPool, ServedSystem
 
@@ -39,6 +41,8 @@ class ServeSettings:
     """The largest request body read at all."""
     on_disconnect: DisconnectAction = "cancel"
     """What the run of a client that goes away does: stop where it is, or finish and keep its answer."""
+    on_run: Callable[[Run], None] | None = None
+    """Called with each request's run as soon as it exists (the command line's `--otel` attaches its exporter)."""
     keepalive_s: float = 15.0
     """Seconds of silence after which a stream sends a comment line, so proxies keep it open and a client that
     has gone is noticed."""

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from noosphere.society.events import MemberSpoke
 from noosphere.society.member import Member
-from noosphere.society.phases import briefing, catch_up
+from noosphere.society.phases import briefing, catch_up, put_question
 from noosphere.society.session import Session
 from noosphere.society.society import Society
 
@@ -118,13 +118,9 @@ class InterviewRounds:
         for round_ in session.round_numbers():
             session.phase(self.name, round_)
             heard = news(session, self.interviewer)
-            asked = await session.each([self.interviewer], self.name, round_, lambda m, heard=heard: m.ask(
-                f"{heard}\n\n{self.instruction}", Question))
-            question = asked[self.interviewer.name].question if asked else STANDING_QUESTION
-            session.questions.append(question)
-            session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=self.interviewer.name,
-                                           to=", ".join(m.name for m in session.members),
-                                           text=question if asked else f"(standing question) {question}"))
+            question = await put_question(session, self.interviewer, self.name, round_, lambda m, heard=heard: m.ask(
+                f"{heard}\n\n{self.instruction}", Question), STANDING_QUESTION,
+                to=", ".join(m.name for m in session.members))
 
             async def turn(member: Member, question: str = question) -> Account:
                 brief, media = catch_up(session, member)

@@ -7,6 +7,7 @@ a small class over `Session`; a user replaces one by passing any object with `na
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -96,6 +97,25 @@ def briefing(session: Session, member: Member) -> tuple[str, tuple[MediaPart, ..
             else prompts.TASK.format(task=session.task)), media
 
 
+class Asked(Protocol):
+    """A turn's output that holds a question (`SubQuestion`, the interviewer's `Question`)."""
+
+    @property
+    def question(self) -> str: ...
+
+
+async def put_question(session: Session, asker: Member, phase: str, round_: int,
+                       ask: Callable[[Member], Awaitable[Asked]], standing: str, to: str = "all") -> str:
+    """A round's question: what `asker` asks, or `standing` when its turn is forfeited; kept in the session's
+    questions and told in the trace."""
+    asked = await session.each([asker], phase, round_, ask)
+    question = asked[asker.name].question if asked else standing
+    session.questions.append(question)
+    session.trace.emit(MemberSpoke(phase=phase, round=round_, member=asker.name, to=to,
+                                   text=question if asked else f"(standing question) {question}"))
+    return question
+
+
 def catch_up(session: Session, member: Member) -> tuple[str, tuple[MediaPart, ...]]:
     """A member whose mission turn was forfeited has no history: a later turn briefs it first, or it would
     answer a sub-question about a task it never saw."""
@@ -146,12 +166,8 @@ class OrganizerRounds:
             # round 2 what it had asked in round 1 in 27, and its questions often gave away a value it believed
             earlier = "".join(prompts.ASKED_ITEM.format(question=asked) for asked in session.questions)
             again = prompts.ASKED_BEFORE.format(earlier=earlier) if earlier else ""
-            asked = await session.each([self.organizer], self.name, round_, lambda m, again=again: follow(
-                session, m, prompts.ASK_SUB_QUESTION.format(again=again), SubQuestion))
-            question = asked[self.organizer.name].question if asked else prompts.STANDING_QUESTION
-            session.questions.append(question)
-            session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=self.organizer.name,
-                                           text=question if asked else f"(standing question) {question}"))
+            question = await put_question(session, self.organizer, self.name, round_, lambda m, again=again: follow(
+                session, m, prompts.ASK_SUB_QUESTION.format(again=again), SubQuestion), prompts.STANDING_QUESTION)
             previous = [r for r in session.records if r.round == round_ - 1]
 
             async def turn(member: Member, question: str = question, previous: list = previous) -> Reply:
