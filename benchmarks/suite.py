@@ -37,11 +37,13 @@ newest. "vs <first configuration>" compares a run item by item with the first co
 same items.
 
 Measuring again on items a change was not tuned on: a prompt, role or setting changed after looking at results
-on dev items has seen those items, so its figure there is optimistic. `--offset N` (MUStARD, GSM8K; `noosphere
-bench mustard|gsm8k --offset N`) starts each configuration's item selection after the first N, in a run folder of
-its own beside the earlier ones: `python benchmarks/suite.py gsm8k --offset 50` measures every configuration on
-problems 51-100 when the prompts were tuned on 1-50. The summary marks those rows "from item 51" and compares them
-with the first configuration's run on the same items; report both, the tuned-on figure as such.
+on dev items has seen those items, so its figure there is optimistic. `--offset N` (MUStARD, GSM8K, BFCL;
+`noosphere bench mustard|gsm8k|bfcl --offset N`) starts each configuration's item selection after the first N
+(BFCL: each category's), in a run folder of its own beside the earlier ones: `python benchmarks/suite.py gsm8k
+--offset 50` measures every configuration on problems 51-100 when the prompts were tuned on 1-50, and `python
+benchmarks/suite.py bfcl --offset 10` on items 11-20 of each category. The summary marks those rows "from item
+51" (BFCL: "from item 11" of each category) and compares them with the first configuration's run on the same
+items; report both, the tuned-on figure as such.
 """
 
 from __future__ import annotations
@@ -166,7 +168,7 @@ random one about a third, so the curves separate there; more actions would cost 
 EMBODIED_METRICS = ("coverage", "coverage_ci95", "eqa_captain", "eqa_single", "eqa_seen-text",
                     "eqa_seen-text_not_seen", "invented_actions", "calls_per_action", "tokens_per_action")
 GAME_SUITES = ("alfworld", "textworld")
-OFFSET_SUITES = ("mustard", "gsm8k")
+OFFSET_SUITES = ("mustard", "gsm8k", "bfcl")
 """The benchmarks whose commands take `--offset` (an item selection that starts later)."""
 GAME_METRICS = ("success_rate", "success_ci95", "actions_per_success", "calls_per_action", "tokens_per_action",
                 "transitions_per_game", "focus_loops", "focus_recoveries")

@@ -57,12 +57,19 @@ class RunFinished(Event):
     error: str | None = None
 
 
-class ModelCall(Event):
+class ModelEvent(Event):
+    """Fields shared by the events of a model's work: which model, and for which agent (None outside one).
+
+    Not an event kind of its own (its `kind` stays "event", so it is not registered); subclasses name theirs."""
+
+    model: str
+    agent: str | None = None
+
+
+class ModelCall(ModelEvent):
     """One request to a backend and its reply (one per attempt; cached replies included)."""
 
     kind: str = "model_call"
-    model: str
-    agent: str | None = None
     attempt: int = 1
     messages: list[dict[str, Any]]
     response: str
@@ -77,12 +84,10 @@ class ModelCall(Event):
     finish_reason: str = "stop"
 
 
-class OptionsScored(Event):
+class OptionsScored(ModelEvent):
     """One scoring of options: each option's probability as the continuation of the prompt."""
 
     kind: str = "options_scored"
-    model: str
-    agent: str | None = None
     messages: list[dict[str, Any]]
     prefix: str = ""
     options: list[str]
@@ -100,33 +105,27 @@ class OptionsScored(Event):
     """Why the scores are not exact log-probabilities (a first-token approximation, a sampling fallback)."""
 
 
-class OutputRepaired(Event):
+class OutputRepaired(ModelEvent):
     """A reply needed fixing: repaired JSON, a validation error sent back, an empty reply."""
 
     kind: str = "output_repaired"
-    model: str
-    agent: str | None = None
     attempt: int
     repair: str
     detail: str
 
 
-class OutputFailed(Event):
+class OutputFailed(ModelEvent):
     """No attempt produced a valid object; the caller receives `OutputParseError`."""
 
     kind: str = "output_failed"
-    model: str
-    agent: str | None = None
     attempts: int
     errors: list[str]
 
 
-class ModelRetried(Event):
+class ModelRetried(ModelEvent):
     """A provider fault that will be retried after `delay_s`."""
 
     kind: str = "model_retried"
-    model: str
-    agent: str | None = None
     error: str
     delay_s: float
 

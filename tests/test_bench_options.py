@@ -11,7 +11,7 @@ import pytest
 import typer.main
 
 from noosphere.cli import make_app
-from noosphere.cli.bench_run import RunOptions
+from noosphere.cli.bench_run import RunOptions, member_models
 from noosphere.errors import UsageError
 from noosphere.llm import Model, open_model
 from noosphere.llm.local import LocalBackend
@@ -104,3 +104,23 @@ def test_deterministic_decoding_keeps_its_own_cache_entries() -> None:
     batched = LocalBackend("local:x", Path("x.gguf"), fingerprint="gguf:abc")
     alone = LocalBackend("local:x", Path("x.gguf"), fingerprint="gguf:abc", deterministic=True)
     assert batched.fingerprint == "gguf:abc" and alone.fingerprint != batched.fingerprint
+
+
+def test_a_society_member_of_another_model_is_opened_beside_the_run_s_with_its_options() -> None:
+    """`member_models`: the run's own model for its id; another id into the same trace, ledger, cache and settings,
+    and deterministic when the run is (an embodied or GSM8K society's second model decodes as the first does)."""
+    asked: list[tuple[str, dict[str, Any]]] = []
+    llm = open_model("scripted", script=["7"])
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        asked.append((model_id, kwargs))
+        return open_model("scripted", script=["7"], **kwargs)
+
+    members = member_models(opener, {"model": "scripted", "deterministic": True}, llm)
+    assert members("scripted") is llm and asked == []
+    other = members("local:another")
+    assert other is not llm and other.backend.deterministic  # type: ignore[attr-defined]
+    assert asked == [("local:another", {"trace": llm.trace, "ledger": llm.ledger, "cache": llm.cache,
+                                        "settings": llm.settings, "deterministic": True})]
+    member_models(opener, {"model": "scripted"}, llm)("local:another")
+    assert "deterministic" not in asked[-1][1]

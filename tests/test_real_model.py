@@ -156,7 +156,10 @@ def test_small_society_end_to_end_on_a_real_model() -> None:
         return
     assert result.decided_by == "vote"  # not "standing": that is what the society falls back on when no ballot parses
     ballots = [b for b in trace.of_kind("soc_ballot") if not b.standing]
-    assert sorted(b.voter for b in ballots) == ["adder", "checker"] and not trace.of_kind("soc_forfeit")
+    # every member's ballot came back well formed: none forfeited in the vote (a member may still forfeit a
+    # discussion turn whose free text outruns max_tokens; that is the forfeit policy, not a ballot failure)
+    assert sorted(b.voter for b in ballots) == ["adder", "checker"]
+    assert not [f for f in trace.of_kind("soc_forfeit") if f.phase == "execution"]
     firsts = [answer_key(b.ranking[0]) for b in ballots]
     assert set(firsts) <= options
     tally = trace.of_kind("soc_tally")[-1]

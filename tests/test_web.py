@@ -280,28 +280,66 @@ def test_the_browser_has_no_network(browser: Browser, pages: Path) -> None:
 
 # bad input ------------------------------------------------------------------------------------------
 def test_lost_steps_are_recorded_and_the_episode_goes_on(browser: Browser) -> None:
-    replies = iter(['{"action": "the blue one"}', '{"action": "click(\\"999\\")"}', "not json", "still not json",
-                    "nor this"])
+    # the agent's form names only the page's actions and bids: a placeholder or a made-up bid is sent back to the
+    # model (and its call lost when it never gets it right); an action of the form can still fail on the page
+    replies = iter([{"action": "click(bid, button='next')"}, {"action": {"name": "click", "bid": "999"}},
+                    "not json"])
+    fills = iter([True])
 
     def script(request: Any) -> Any:
-        return next(replies, None) or {"action": right_action(request.messages[-1].content)}
+        wrong = next(replies, None)
+        if wrong is not None:
+            return wrong
+        right = right_action(request.messages[1].content)  # the page's prompt (later messages would be corrections)
+        return {"action": {"name": "fill", "bid": right.split('"')[1], "text": "x"}} if next(fills, False) else {
+            "action": right}
 
-    model, _, trace = scripted(script)
+    model, backend, trace = scripted(script)
     episode = asyncio.run(play(MiniWob(browser, "click-button", 4, settings=FAST), base(model), system="base",
                                trace=trace, max_steps=5))
     steps = kinds(trace, "web_step")
-    assert [s.error is not None for s in steps] == [True, True, True, False] and episode.won
-    assert "not an action call" in steps[0].error and "no element with bid '999'" in steps[1].error
-    assert steps[2].error.startswith("no action: OutputParseError") and episode.lost_steps == 3
+    assert [s.error is not None for s in steps] == [True, True, False] and episode.won and episode.lost_steps == 2
+    assert steps[0].error.startswith("no action: OutputParseError") and steps[0].action == ""
+    assert [r.detail.split(":")[0] for r in kinds(trace, "output_repaired")] == [
+        "action.listed", "action.parts.bid", "no JSON object found (Expecting value)"]
+    assert re.fullmatch(r'fill\("\d+", "x"\)', steps[1].action) and "not an <input>" in steps[1].error
+    assert len(backend.history) == 5
 
 
 def test_a_task_that_never_ends_fails_at_the_step_budget(browser: Browser) -> None:
-    model, _, trace = scripted(lambda request: {"action": "noop(0)"})
+    def hover(request: Any) -> Any:  # an action that is carried out and changes nothing
+        return {"action": {"name": "hover", "bid": right_action(request.messages[1].content).split('"')[1]}}
+
+    model, _, trace = scripted(hover)
     episode = asyncio.run(play(MiniWob(browser, "click-button", 0, settings=FAST), base(model), system="base",
                                trace=trace, max_steps=2))
     assert (episode.won, episode.reason, episode.steps, episode.reward) == (False, "max_steps", 2, 0.0)
+    assert episode.lost_steps == 0 and episode.actions[0].startswith('hover("')
     [ended] = kinds(trace, "web_episode_ended")
     assert ended.reason == "max_steps" and not ended.won
+
+
+
+@pytest.mark.parametrize(("task", "role", "parts", "effects"), [
+    ("enter-text", "textbox", {"name": "fill", "text": "Livia"},
+     ['field {bid} now holds "Livia"', "no visible change on the page"]),
+    ("click-checkboxes", "checkbox", {"name": "click"}, ["box {bid} is now checked", "box {bid} is now unchecked"])])
+def test_each_step_s_effect_is_measured_on_the_page_and_shown_in_the_history(
+        browser: Browser, task: str, role: str, parts: dict[str, str], effects: list[str]) -> None:
+    # the 1.5B model filled the same field on all ten steps of enter-text and clicked a box on and off: the
+    # history now says what each step did, and that a repeat changed nothing
+    def again(request: Any) -> Any:
+        bid = re.search(rf"\[(\d+)\] {role} ", request.messages[1].content)
+        return {"action": {**parts, "bid": bid.group(1) if bid else "0"}}
+
+    model, backend, trace = scripted(again)
+    asyncio.run(play(MiniWob(browser, task, 1, settings=FAST), base(model), system="base", trace=trace, max_steps=3))
+    steps = kinds(trace, "web_step")
+    bid = steps[0].bid
+    assert [s.effect for s in steps[:2]] == [e.format(bid=bid) for e in effects]
+    repeat = " (repeated; nothing changed)" if task == "enter-text" else ""
+    history = "".join(f"{i}. {s.action}  -> {s.effect}{repeat if i == 2 else ''}\n" for i, s in enumerate(steps[:2], 1))
+    assert history in backend.history[2].messages[1].content + "\n"
 
 
 @pytest.mark.parametrize(("page", "reason", "timeout"), [("never-loads", "timeout", 1.0),

@@ -23,6 +23,7 @@ from noosphere.bench.runner import Scored
 from noosphere.concurrent import Forfeit, attempt
 from noosphere.llm import Message, Model, ToolCall
 from noosphere.workspace import ShortTermMemory, Workspace, WorkspaceSettings
+from noosphere.workspace.chunk import Chunk
 from noosphere.workspace.proposer import FunctionProposer
 
 BASE_SYSTEM = "You are a precise assistant that calls functions to fulfil requests."
@@ -52,15 +53,29 @@ async def solve_ctm(model: Model, settings: WorkspaceSettings, item: BfclItem) -
     workspace = Workspace(list(proposers), ShortTermMemory(model, scores=settings.scores), settings)
     query = f"Request: {request}\nWhich function calls, with which arguments, does this request need?"
     result = await workspace.run(query)
+    proposals = {proposer.name: found for proposer in proposers if (found := proposer.proposal_for(query)) is not None}
     proposed: list[ToolCall] = []
-    for proposer in proposers:
-        proposal = proposer.proposal_for(query)
-        if proposal is not None and proposal[0].relevance >= MIN_RELEVANCE:
-            proposed += [call for call in proposal[1] if call not in proposed]
+    for chunk, proposal_calls in proposals.values():
+        if chunk.relevance >= MIN_RELEVANCE:
+            proposed += [call for call in proposal_calls if call not in proposed]
     calls = await _select(model, request, result.answer, proposed) if proposed else ()
     scored = _scored(item, calls, result.confidence)  # the STM's confidence in the workspace's conclusion
-    scored.detail["proposed"] = len(proposed)
+    scored.detail.update({"proposed": len(proposed), **competition_detail(item, result.winners, proposals)})
     return scored
+
+
+def competition_detail(item: BfclItem, winners: Sequence[str],
+                       proposals: dict[str, tuple[Chunk, tuple[ToolCall, ...]]]) -> dict[str, Any]:
+    """What the workspace's competition decided, kept with the item so that a run can be analysed without running
+    it again: `winner`, the processor whose chunk won the last competition (None if none was held); `relevance`,
+    each proposer's relevance for the request in its latest proposal (processor name -> relevance); and
+    `winner_only`, whether the winner's own proposed calls alone would have been scored correct (None without a
+    winner's proposal)."""
+    winner = winners[-1] if winners else None
+    won = proposals.get(winner) if winner is not None else None
+    return {"winner": winner,
+            "relevance": {name: round(chunk.relevance, 4) for name, (chunk, _) in proposals.items()},
+            "winner_only": score(item, won[1])[0] if won is not None else None}
 
 
 def selection_form(letters: Sequence[str]) -> type[BaseModel]:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from noosphere.bench.data import shared_data
 from noosphere.datafiles import read_json_lines
-from noosphere.errors import DataError, UnknownNameError
+from noosphere.errors import DataError, UnknownNameError, UsageError
 from noosphere.llm import Message, ToolSpec
 
 R = TypeVar("R", bound="BfclIdentified")
@@ -125,17 +125,24 @@ def _read_rows(path: Path, row: type[R], expected: str) -> list[tuple[int, R, di
     return rows
 
 
-def load_bfcl(category: str, folder: Path | None = None, *, limit: int | None = None) -> list[BfclItem]:
-    """A category's questions (and, where the folder has them, their possible answers), validated whole first."""
+def load_bfcl(category: str, folder: Path | None = None, *, limit: int | None = None,
+              offset: int = 0) -> list[BfclItem]:
+    """A category's questions (and, where the folder has them, their possible answers), validated whole first:
+    after its first `offset` (items a prompt was tuned on), its first `limit`. An offset that leaves none of the
+    category's items is a usage error."""
     if category not in CATEGORIES:
         raise UnknownNameError("BFCL category", category, CATEGORIES)
+    if offset < 0:
+        raise UsageError(f"offset must be 0 or more, got {offset}")
     source = shared_data("bfcl", f"BFCL_v4_{category}.json", folder / f"BFCL_v4_{category}.json" if folder else None)
     answers_path = source.parent / "possible_answer" / source.name
     answers = ({answer.id: answer.ground_truth for _, answer, _ in _read_rows(answers_path, BfclAnswer, ANSWERS)}
                if answers_path.exists() else {})
     rows = [(row, raw) for _, row, raw in _read_rows(source, BfclRow, QUESTIONS)]
+    if offset and offset >= len(rows):
+        raise UsageError(f"offset {offset} leaves none of the {len(rows)} items of BFCL category {category}")
     items = []
-    for row, raw in rows[:limit] if limit else rows:
+    for row, raw in rows[offset:offset + limit] if limit else rows[offset:]:
         messages = tuple(Message(m.role, m.content) for m in row.question[0])
         # the functions as written (validated above): their order of keys is the order of the schema shown
         items.append(BfclItem(row.id, category, messages, tuple(raw["function"]), tuple(answers.get(row.id, ()))))

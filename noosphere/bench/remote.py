@@ -25,7 +25,7 @@ from typing import Any
 
 from rich.progress import Progress
 
-from noosphere.bench.runner import Solve, run_items, score_one
+from noosphere.bench.runner import ItemEvent, Solve, run_items, score_one
 from noosphere.cluster.carried import Carried
 from noosphere.cluster.connect import Cluster
 from noosphere.cluster.pool import Placement, Work, WorkerPool
@@ -40,11 +40,10 @@ OpenSolve = Callable[[Trace, UsageLedger], Solve]
 worker's trace and ledger."""
 
 
-class ItemPlaced(Event):
+class ItemPlaced(ItemEvent):
     """Where a benchmark item was scored on the cluster: the node and worker process that returned its row."""
 
     kind: str = "cluster_item"
-    item_id: str
     node: str
     pid: int
     restarted: bool

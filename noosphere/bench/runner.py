@@ -39,14 +39,18 @@ class BenchLineSkipped(Event):
     reason: str
 
 
-class BenchItemStarted(Event):
+class ItemEvent(Event):
+    """Fields shared by the events of one benchmark item (not a kind of its own: subclasses name theirs)."""
+
+    item_id: str
+
+
+class BenchItemStarted(ItemEvent):
     kind: str = "bench_item_started"
-    item_id: str
 
 
-class BenchItemFinished(Event):
+class BenchItemFinished(ItemEvent):
     kind: str = "bench_item_finished"
-    item_id: str
     prediction: Any = None
     gold: Any = None
     correct: bool

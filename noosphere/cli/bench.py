@@ -130,6 +130,9 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
     def bfcl_command(
         category: Annotated[list[str] | None, typer.Option(help=f"one or more of {', '.join(CATEGORIES)}")] = None,
         limit: Annotated[int | None, typer.Option(min=1, help="first N items of each category")] = None,
+        offset: Annotated[int, typer.Option(
+            min=0, help="leave out each category's first N items (those a prompt was tuned on: the first 10); "
+                        "--limit counts from there")] = 0,
         data: Annotated[Path | None, typer.Option(help="folder with BFCL_v4_*.json and possible_answer/")] = None,
         *,
         workspace: WorkspaceOptions,
@@ -141,11 +144,12 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             if name not in CATEGORIES:
                 raise UnknownNameError("BFCL category", name, CATEGORIES)
         config = {"benchmark": "bfcl", **checked, **options.config(), "categories": category or list(CATEGORIES),
-                  "limit": limit, "data": str(data) if data else None}
+                  "limit": limit, "offset": offset, "data": str(data) if data else None}
 
         def load(saved: dict[str, Any]) -> list[BfclItem]:
             folder = Path(saved["data"]) if saved.get("data") else None
-            return [item for name in saved["categories"] for item in load_bfcl(name, folder, limit=saved.get("limit"))]
+            return [item for name in saved["categories"]
+                    for item in load_bfcl(name, folder, limit=saved.get("limit"), offset=saved.get("offset") or 0)]
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             items = load(saved)

@@ -13,7 +13,7 @@ from noosphere.bench import embodied as embodied_bench
 from noosphere.bench.embodied_figures import write_run_figures
 from noosphere.bench.runner import Solve
 from noosphere.cli.ask import ModelOpener
-from noosphere.cli.bench_run import Items, RunOptions, select_items, with_run_options
+from noosphere.cli.bench_run import Items, RunOptions, member_models, select_items, with_run_options
 from noosphere.envs.gridworld import check_world, require_minigrid
 from noosphere.errors import UsageError
 from noosphere.llm import Model
@@ -62,8 +62,7 @@ def _society_builder(saved: dict[str, Any], llm: Model, opener: ModelOpener) -> 
     spec = SocietySpec.model_validate(saved["society"])
 
     def build() -> tuple[Society, Member]:
-        society = build_society(spec, lambda model_id: llm if model_id == saved["model"] else opener(
-            model_id, trace=llm.trace, ledger=llm.ledger, cache=llm.cache, settings=llm.settings), saved["model"])
+        society = build_society(spec, member_models(opener, saved, llm), saved["model"])
         assert spec.leader is not None  # an interview has one (checked when the file was read)
         captain = next(m for m in society.staff if m.name == spec.leader.name)
         return society, captain

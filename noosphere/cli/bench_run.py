@@ -210,6 +210,19 @@ def model_options(saved: dict[str, Any]) -> dict[str, Any]:
     return {"deterministic": True} if saved.get("deterministic") else {}
 
 
+def member_models(opener: ModelOpener, saved: dict[str, Any], llm: Model) -> Callable[[str], Model]:
+    """The model of each member of a run's society, by id: the run's own model `llm` where a member names the run's
+    model, another opened beside it, reporting into the same trace, ledger and cache, with the same settings and
+    the run's backend options (`--deterministic` reaches every member)."""
+    def open_member(model_id: str) -> Model:
+        if model_id == saved["model"]:
+            return llm
+        return opener(model_id, trace=llm.trace, ledger=llm.ledger, cache=llm.cache, settings=llm.settings,
+                      **model_options(saved))
+
+    return open_member
+
+
 def solve_on_worker(opener: ModelOpener, prepare: Prepare, saved: dict[str, Any], max_tokens: int, no_cache: bool,
                     options: dict[str, Any], trace: Trace, ledger: UsageLedger) -> Solve:
     """A benchmark's `solve` on a cluster's worker: its model opened there (or over the replica of its node),

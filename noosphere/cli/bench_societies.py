@@ -17,7 +17,7 @@ from noosphere.bench.answer_spread import answer_spread
 from noosphere.bench.roleplay_tasks import TASKS as CODING_TASKS
 from noosphere.bench.runner import Solve, load_done
 from noosphere.cli.ask import ModelOpener
-from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, model_options, select_items, with_run_options
+from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, member_models, select_items, with_run_options
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.runs import Run
@@ -167,9 +167,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                 spec = SocietySpec.model_validate(saved["society"])
 
                 def build() -> Society:
-                    return build_society(spec, lambda model_id: llm if model_id == saved["model"] else opener(
-                        model_id, trace=llm.trace, ledger=llm.ledger, cache=llm.cache, settings=llm.settings,
-                        **model_options(saved)), saved["model"])
+                    return build_society(spec, member_models(opener, saved, llm), saved["model"])
 
                 # Members keep a history while they work, so problems scored at once need a society each;
                 # an economy is one society throughout, because its ledger carries over.

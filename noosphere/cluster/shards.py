@@ -36,11 +36,12 @@ from noosphere.cluster.reduction import Block, Tree, argmax_of, draw_all, finish
 from noosphere.concurrent import Forfeit, forfeits, gather_turns
 from noosphere.errors import RuntimeFault, UsageError
 from noosphere.observation import Observation
-from noosphere.trace import Event, Trace
+from noosphere.trace import Trace
 from noosphere.workspace.chunk import Chunk
 from noosphere.workspace.engine import WorkspaceResult, WorkspaceSettings
 from noosphere.workspace.events import (
     CompetitionHeld,
+    IterationEvent,
     IterationStarted,
     ProcessorForfeited,
     StmAnswered,
@@ -55,11 +56,10 @@ Build = Callable[[range], list[Processor]]
 """Makes the processors of the given global indices (on the shard: it is shipped there, so it must pickle)."""
 
 
-class ShardsBid(Event):
+class ShardsBid(IterationEvent):
     """One round of bids over every shard: how many chunks came back, how many processors forfeited, how long."""
 
     kind: str = "ws_shards_bid"
-    iteration: int
     tick: int
     shards: int
     chunks: int
@@ -67,11 +67,10 @@ class ShardsBid(Event):
     seconds: float
 
 
-class ShardsBroadcast(Event):
+class ShardsBroadcast(IterationEvent):
     """The winner written into the memory of every processor of every shard."""
 
     kind: str = "ws_shards_broadcast"
-    iteration: int
     winner: str
     gist: str
     recipients: int

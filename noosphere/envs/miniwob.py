@@ -27,6 +27,7 @@ from noosphere.envs.base import Reset, Step
 from noosphere.envs.web_actions import Effect, WebAction, WebActionError, parse_action, perform
 from noosphere.envs.web_admissible import admissible
 from noosphere.envs.web_browser import Browser, WebPageError, from_playwright
+from noosphere.envs.web_effect import PageEffect, page_effect
 from noosphere.envs.web_guard import Guard, Refusal, open_page
 from noosphere.envs.web_page import PageState, observe
 from noosphere.errors import MissingDependencyError, RuntimeFault, UnknownNameError
@@ -107,6 +108,11 @@ class LastStep:
     error: str | None = None
     effect: Effect = field(default_factory=Effect)
     refusals: tuple[Refusal, ...] = ()
+    change: PageEffect | None = None
+    """What the step visibly did to the page (`web_effect`); None when the page was not read after it."""
+
+
+LEFT_PAGE = PageEffect("the browser left the task's page", True)
 
 
 class MiniWob:
@@ -211,7 +217,9 @@ class MiniWob:
         if not self.done and last.effect.infeasible:
             self.done, self.reason = True, "infeasible"
         if not self.done or self.reason == "done":
-            await self._observe()
+            last.change = page_effect(state, await self._observe())
+        elif self.reason == "left_page":
+            last.change = LEFT_PAGE
 
     async def _read_status(self) -> None:
         page = self._page
@@ -229,9 +237,10 @@ class MiniWob:
             self.done, self.reward, self.reason = True, float(raw or 0.0), "done"
             self.won = self.reward > 0
 
-    async def _observe(self) -> None:
+    async def _observe(self) -> PageState:
         self.state = await observe(self._page, screenshot=self.settings.screenshot)
         self.admissible = admissible(self.state, self.goal)
+        return self.state
 
 
 def _run(work: Coroutine[Any, Any, T]) -> T:

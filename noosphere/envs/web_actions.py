@@ -186,11 +186,6 @@ def _signature(name: str) -> str:
     return f"{name}({', '.join(parts)})"
 
 
-def describe_actions() -> str:
-    """The action space, one signature a line, for prompts."""
-    return "\n".join(_signature(name) for name in ACTIONS)
-
-
 @dataclass(frozen=True)
 class Effect:
     """What carrying out an action did besides the page: a message to the user, or giving up."""

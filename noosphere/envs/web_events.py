@@ -38,6 +38,9 @@ class WebStepTaken(Event):
     """The page before the action, a PNG relative to the run folder."""
     thought: str | None = None
     message: str | None = None
+    effect: str | None = None
+    """What the step visibly did to the page, as the agent is told it (`noosphere.envs.web_effect`); None when
+    nothing was carried out or the page was not read after it (and in traces written before it was recorded)."""
     reward: float = 0.0
     done: bool = False
     won: bool = False

@@ -9,11 +9,16 @@ from pydantic import Field
 from noosphere.trace import Event
 
 
-class HumanAsked(Event):
-    kind: str = "human_asked"
+class HumanTurnEvent(Event):
+    """Fields shared by the events of one question to a person (not a kind of its own: subclasses name theirs)."""
+
     question: str
     """The question's id: the same turn has the same id in every session of the run (a resume asks it again)."""
     member: str
+
+
+class HumanAsked(HumanTurnEvent):
+    kind: str = "human_asked"
     prompt: str
     fields: list[dict[str, Any]] = Field(default_factory=list)
     channel: str
@@ -21,17 +26,13 @@ class HumanAsked(Event):
     timeout_s: float | None = None
 
 
-class HumanAnswered(Event):
+class HumanAnswered(HumanTurnEvent):
     kind: str = "human_answered"
-    question: str
-    member: str
     seconds: float
     by: str = ""
     """Where the answer came from (`terminal`, `viewer`, or `saved`: given while the run was stopped)."""
 
 
-class HumanForfeited(Event):
+class HumanForfeited(HumanTurnEvent):
     kind: str = "human_forfeited"
-    question: str
-    member: str
     reason: str

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from noosphere.errors import ContextOverflowError, ModelError, UsageError
 from noosphere.llm.batching import BatchEngine, GenerationJob
+from noosphere.llm.gbnf import schema_grammar
 from noosphere.llm.llama_loader import LoadedModel, load_gguf
 from noosphere.llm.messages import Message
 from noosphere.llm.types import Capabilities, Reply, Request, ScoreReply, ScoreRequest, Usage
@@ -78,14 +79,10 @@ class LocalBackend:
                    for m in messages) + 3
 
     def _grammar(self, schema: dict[str, Any]) -> str:
-        from llama_cpp.llama_grammar import json_schema_to_gbnf
-
         key = json.dumps(schema, sort_keys=True)
         cache = self.loaded.grammars
         if key not in cache:
-            # The grammar follows the schema's property order (fields meant to be written first, like a
-            # reason before a verdict, stay first), so it is built from the unsorted JSON.
-            cache[key] = json_schema_to_gbnf(json.dumps(schema))
+            cache[key] = schema_grammar(schema)
         return cache[key]
 
     def run_on_model_thread(self, function: Callable[[], T]) -> T:

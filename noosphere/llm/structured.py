@@ -26,12 +26,22 @@ def schema_of(output: type[BaseModel]) -> dict[str, Any]:
 
 
 def _shown(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema as the prompt shows it: a choice whose options the prompt lists loses its enum."""
-    properties = {name: ({k: v for k, v in field.items() if k not in ("enum", LISTED)}
-                         | {"description": f"{field.get('description', 'one option')}, exactly as listed above"}
+    """The schema as the prompt shows it: a choice whose options the prompt lists loses its enum (also where the
+    choice is one alternative of an `anyOf` or `oneOf`)."""
+    properties = {name: (_unlisted(field) | {"description": f"{field.get('description', 'one option')}, exactly "
+                                                             "as listed above"}
                          if field.get(LISTED) else field)
                   for name, field in schema.get("properties", {}).items()}
     return schema | {"properties": properties} if properties else schema
+
+
+def _unlisted(field: dict[str, Any]) -> dict[str, Any]:
+    kept = {k: v for k, v in field.items() if k not in ("enum", LISTED)}
+    for union in ("anyOf", "oneOf"):
+        if isinstance(kept.get(union), list):
+            kept[union] = [{k: v for k, v in option.items() if k != "enum"} if isinstance(option, dict) else option
+                           for option in kept[union]]
+    return kept
 
 
 def schema_instruction(output: type[BaseModel]) -> str:

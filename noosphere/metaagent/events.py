@@ -15,9 +15,14 @@ class EpisodeStarted(Event):
     system: str
 
 
-class AgentSpoke(Event):
-    kind: str = "ma_step"
+class StepEvent(Event):
+    """Fields shared by the events of one step of an episode (not a kind of its own: subclasses name theirs)."""
+
     step: int
+
+
+class AgentSpoke(StepEvent):
+    kind: str = "ma_step"
     agent: str
     output: str
     call: str = ""
@@ -25,9 +30,8 @@ class AgentSpoke(Event):
     action came from the call it shares with the planning agent); empty when the agent is code."""
 
 
-class Transition(Event):
+class Transition(StepEvent):
     kind: str = "ma_transition"
-    step: int
     source: str
     target: str
     valid: bool = True
@@ -38,9 +42,8 @@ class Transition(Event):
     focus loop) or `orchestrator` (the model's pick, or the default successor in its place)."""
 
 
-class ActionTaken(Event):
+class ActionTaken(StepEvent):
     kind: str = "ma_action"
-    step: int
     action: str
     observation: str
     reward: float
@@ -48,34 +51,30 @@ class ActionTaken(Event):
     won: bool
 
 
-class BeliefWritten(Event):
+class BeliefWritten(StepEvent):
     kind: str = "ma_belief"
-    step: int
     belief: str
 
 
-class MemoryRetrieved(Event):
+class MemoryRetrieved(StepEvent):
     kind: str = "ma_retrieval"
-    step: int
     memory: str  # episodic or conceptual
     method: str
     items: list[str] = Field(default_factory=list)
 
 
-class FocusTriggered(Event):
+class FocusTriggered(StepEvent):
     """A hallucination sent the conscious agent into the focus loop (the `loop`-th of the episode)."""
 
     kind: str = "ma_focus"
-    step: int
     reason: str
     loop: int
 
 
-class FocusOutcome(Event):
+class FocusOutcome(StepEvent):
     """The first action after focus loop `loop`: it recovered if that action did something."""
 
     kind: str = "ma_focus_outcome"
-    step: int
     loop: int
     action: str
     recovered: bool

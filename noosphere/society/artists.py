@@ -82,8 +82,7 @@ class CriticsVote:
     name: str = "execution"
 
     async def run(self, session: Session) -> None:
-        round_ = session.rounds + 2
-        session.phase(self.name, round_)
+        round_ = session.phase(self.name, session.rounds + 2)
         proposals = session.latest()
         artists = list(proposals)
         if not artists:
@@ -114,8 +113,7 @@ class Collect:
     name: str = "collect"
 
     async def run(self, session: Session) -> None:
-        round_ = session.rounds + 3
-        session.phase(self.name, round_)
+        round_ = session.phase(self.name, session.rounds + 3)
         if session.answer is None:
             return
         restated = await session.each([self.collector], self.name, round_, lambda m: m.ask(

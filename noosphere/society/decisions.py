@@ -41,8 +41,7 @@ class GatherOpinions:
     name: str = "opinion"
 
     async def run(self, session: Session) -> None:
-        round_ = session.rounds + 1
-        session.phase(self.name, round_)
+        round_ = session.phase(self.name, session.rounds + 1)
         options = session.options()
         if self.right_to_change and len(options) > 1:
             choice = choice_model(len(options))
@@ -79,8 +78,7 @@ class LeaderDecides:
     name: str = "execution"
 
     async def run(self, session: Session) -> None:
-        round_ = session.rounds + 2
-        session.phase(self.name, round_)
+        round_ = session.phase(self.name, session.rounds + 2)
         latest = session.latest()
         options = session.options(also=session.summary_answer)  # the organizer's correction is a candidate
         reasoning = "\n".join(said_line(r) for r in latest.values())
@@ -131,8 +129,7 @@ class MembersVote:
     discussion, which is what makes a plurality of independent voters more often right than any one of them."""
 
     async def run(self, session: Session) -> None:
-        round_ = session.rounds + 2
-        session.phase(self.name, round_)
+        round_ = session.phase(self.name, session.rounds + 2)
         options = session.options()
         if self.by_standing and self.weighted and len(options) > 1:
             await count_weighted(session, self.name, round_)

@@ -28,21 +28,23 @@ class PhaseStarted(Event):
     opinions and R + 2 for the execution, so that messages sort and join to their phase by it."""
 
 
-class MemberSpoke(Event):
-    kind: str = "soc_message"
+class MemberTurnEvent(Event):
+    """Fields shared by the events of one member's turn in a phase (not a kind of its own: subclasses name theirs)."""
+
     phase: str
     round: int
     member: str
+
+
+class MemberSpoke(MemberTurnEvent):
+    kind: str = "soc_message"
     to: str = "all"
     text: str
     answer: str = ""
 
 
-class MemberForfeited(Event):
+class MemberForfeited(MemberTurnEvent):
     kind: str = "soc_forfeit"
-    phase: str
-    round: int
-    member: str
     error: str
 
 

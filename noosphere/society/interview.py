@@ -115,8 +115,7 @@ class InterviewRounds:
     name: str = "mindstorm"
 
     async def run(self, session: Session) -> None:
-        for round_ in session.round_numbers():
-            session.phase(self.name, round_)
+        for round_ in session.phase_rounds(self.name):
             heard = news(session, self.interviewer)
             question = await put_question(session, self.interviewer, self.name, round_, lambda m, heard=heard: m.ask(
                 f"{heard}\n\n{self.instruction}", Question), STANDING_QUESTION,
@@ -140,8 +139,7 @@ class Debrief:
     name: str = "opinion"
 
     async def run(self, session: Session) -> None:
-        round_ = session.rounds + 1
-        session.phase(self.name, round_)
+        round_ = session.phase(self.name, session.rounds + 1)
         heard = news(session, self.interviewer)
         done = await session.each([self.interviewer], self.name, round_, lambda m: m.ask(
             f"{heard}\n\n{self.instruction}", Debriefing))
@@ -163,8 +161,7 @@ class DecideOnReport:
     name: str = "execution"
 
     async def run(self, session: Session) -> None:
-        round_ = session.rounds + 2
-        session.phase(self.name, round_)
+        round_ = session.phase(self.name, session.rounds + 2)
         prompt, media = briefing(session, self.decider)
         prompt = f"{prompt}\n\nReport: {session.summary or '(no report)'}\n\n{self.instruction}"
         decided = await session.each([self.decider], self.name, round_, lambda m: m.ask(

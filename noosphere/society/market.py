@@ -49,8 +49,7 @@ class MarketRounds:
     async def run(self, session: Session) -> None:
         self.economy.report(0)
         open_contracts: list[Contract] = []
-        for round_ in session.round_numbers():
-            session.phase(self.name, round_)
+        for round_ in session.phase_rounds(self.name):
             open_contracts += await self._hire(session, round_)
             delivered, open_contracts = await self._deliver(session, round_, open_contracts)
             await self._answer_again(session, round_, delivered)

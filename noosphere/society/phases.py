@@ -160,8 +160,7 @@ class OrganizerRounds:
     name: str = "mindstorm"
 
     async def run(self, session: Session) -> None:
-        for round_ in session.round_numbers():
-            session.phase(self.name, round_)
+        for round_ in session.phase_rounds(self.name):
             # measured on GSM8K (29 problems): told only not to repeat the task's question, the organizer asked
             # round 2 what it had asked in round 1 in 27, and its questions often gave away a value it believed
             earlier = "".join(prompts.ASKED_ITEM.format(question=asked) for asked in session.questions)
@@ -199,8 +198,7 @@ class DebateRounds:
     async def run(self, session: Session) -> None:
         split = session.observation is not None and any(m.sees is not None for m in session.members)
         lead = prompts.DEBATE_SPLIT if split else prompts.DEBATE_SAME
-        for round_ in session.round_numbers():
-            session.phase(self.name, round_)
+        for round_ in session.phase_rounds(self.name):
             latest = session.latest()
 
             async def turn(member: Member, latest: dict[str, Contribution] = latest) -> Statement:

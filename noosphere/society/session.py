@@ -80,15 +80,19 @@ class Session:
     def __post_init__(self) -> None:
         self._gate = asyncio.Semaphore(self.max_concurrency)
 
-    def round_numbers(self) -> Iterator[int]:
-        """1 to `rounds`, ending early once a budget has run out."""
+    def phase_rounds(self, name: str) -> Iterator[int]:
+        """The rounds 1 to `rounds` of phase `name`, each begun (`phase`) as it is reached; ending early once a
+        budget has run out."""
         for round_ in range(1, self.rounds + 1):
             if self.spent:
                 return
+            self.phase(name, round_)
             yield round_
 
-    def phase(self, name: str, round: int = 0) -> None:
+    def phase(self, name: str, round: int = 0) -> int:
+        """Begin phase `name` at step `round` (see `PhaseStarted.round`) and return the step."""
         self.trace.emit(PhaseStarted(phase=name, round=round))
+        return round
 
     def say(self, member: str, phase: str, round: int, statement: Statement) -> Contribution:
         return self.record(member, phase, round, statement.reasoning, statement.answer)

@@ -8,6 +8,9 @@ the observations, the step budget and what is recorded are the same for all of t
 - a reset or step that overruns its time (a page that never loads, a script that never returns) ends the
   episode as failed (`reason="timeout"`), as does a page the browser cannot load or read (`reason="error"`);
   the benchmark goes on with the next one;
+- each past step is shown to the system with what it visibly did to the page, as the environment measured it
+  (`noosphere.envs.web_effect`: a field's new value, a box ticked or unticked, text that appeared, or no visible
+  change), and a step that repeats the one before it and changed nothing says so;
 - each step's screenshot (the page before the action) is written to `<run>/web/<episode>/step-N.png`, and
   its `web_step` event names it with the box of the element acted on, for the viewer.
 """
@@ -26,14 +29,23 @@ from noosphere.envs.web_page import PageState
 from noosphere.errors import RuntimeFault
 from noosphere.trace import Trace
 
+REPEATED = "(repeated; nothing changed)"
+
 
 @dataclass(frozen=True)
 class PastStep:
     action: str
     error: str | None = None
+    effect: str = ""
+    """What the action visibly did to the page, measured by the environment; "" when not known."""
+    repeated: bool = False
+    """The same action as the step before, and this time the page did not change."""
 
     def line(self) -> str:
-        return f"{self.action or '(no action)'}" + (f"  -> lost: {self.error}" if self.error else "")
+        """The step as every system sees it in its history: the action, then why it was lost or what it did."""
+        outcome = f"lost: {self.error}" if self.error else self.effect
+        return (f"{self.action or '(no action)'}" + (f"  -> {outcome}" if outcome else "")
+                + (f" {REPEATED}" if self.repeated else ""))
 
 
 @dataclass(frozen=True)
@@ -102,7 +114,10 @@ async def play(env: MiniWob, decide: Decide, *, system: str, trace: Trace, max_s
                 except RuntimeFault as fault:  # overran its time, or the page failed: the episode ends
                     step_error, failed = str(fault), "timeout" if isinstance(fault, WebTimeout) else "error"
             lost += step_error is not None
-            history.append(PastStep(action, step_error))
+            change = env.last.change if ran and env.last is not None else None
+            repeated = bool(action) and bool(history) and history[-1].action == action and \
+                (change is None or not change.changed)
+            history.append(PastStep(action, step_error, change.text if change is not None else "", repeated))
             _record(env, trace, step, state, action, thought, step_error, media, ran)
             if failed:
                 reason, error = failed, step_error
@@ -126,6 +141,7 @@ def _record(env: MiniWob, trace: Trace, step: int, state: PageState, action: str
         error=error, bid=bid, box=element.box.to_json() if element is not None and element.box is not None else None,
         screenshot=_save(media, env.name, step, state.screenshot), thought=thought or None,
         message=(last.effect.message or None) if last is not None else None,
+        effect=last.change.text if last is not None and last.change is not None else None,
         reward=env.reward if env.done else 0.0, done=env.done, won=env.won))
     for refusal in last.refusals if last is not None else ():
         trace.emit(WebRefused(env=env.name, step=step, what=refusal.what, url=refusal.url))

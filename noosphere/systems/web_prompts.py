@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from noosphere.envs.web_actions import describe_actions
 from noosphere.systems.web_episode import Turn
 
-AGENT_ROLE = """You operate a web browser to complete a task on one web page. Each step you issue exactly one
-action, written as a function call. Elements are named by their bid: the number in square brackets in the
-accessibility tree, or the bid attribute in the HTML (for example click("12"), never click(12) or a class name).
-Fill a text field with fill(bid, text), choose from a list with select_option(bid, option), tick a box or press a
-button with click(bid). The task ends by itself once it is done; submit forms when the goal says so."""
+AGENT_ROLE = """You operate a web browser to complete a task on one web page. Each step you take exactly one
+action on one element of the page, named by its bid: the number in square brackets in the accessibility tree, or
+the bid attribute in the HTML. Take the action from the list of actions that fit this page, copied exactly as
+listed. Only when none of them is right, write the action in parts: its name, the bid of its element, and for
+fill, select_option and press the text to type, the option to choose or the key to press. The task ends by itself
+once it is done; submit forms when the goal says so."""
 
 REACT_ROLE = AGENT_ROLE + """
 First think in one or two sentences about what the page shows and what remains to do, then give the action."""
+
+ACTION_SPACE = """What each action does, shown on made-up elements (these bids are only an example: 12 a button,
+14 a text field, 7 a list, 9 a check box; the page's own bids are in its view):
+click("12") presses the button; dblclick("12") double-clicks it; hover("12") moves the mouse over it;
+fill("14", "Kasie") types Kasie into the field; clear("14") empties it; focus("14") puts the cursor in it;
+press("14", "Enter") presses a key in it; select_option("7", "Lesotho") chooses Lesotho in the list;
+check("9") and uncheck("9") tick and untick the box."""
 
 PROCESSOR_ROLE = ("You perceive the page through its {view}. Say which one action, of those that fit this page, "
                   "moves the task forward now, and name its element by bid; give the evidence from your view.")
@@ -23,9 +30,9 @@ VIEW_NAMES = {"html": "HTML", "axtree": "accessibility tree", "screenshot": "scr
 def brief(turn: Turn) -> str:
     """What every system is told each step, whatever it sees of the page: the goal, the action space, the
     actions that fit the page, and the steps taken so far."""
-    fitting = "\n".join(f"- {action}" for action in turn.admissible) or "- (none found; any action may be tried)"
+    fitting = "\n".join(f"- {action}" for action in turn.admissible) or "- (none found)"
     done = "\n".join(f"{i}. {step.line()}" for i, step in enumerate(turn.history, 1)) or "(none yet)"
-    return (f"Goal: {turn.goal}\n\nAction space:\n{describe_actions()}\n\nActions that fit this page:\n{fitting}\n\n"
+    return (f"Goal: {turn.goal}\n\n{ACTION_SPACE}\n\nActions that fit this page:\n{fitting}\n\n"
             f"Steps so far (step {turn.step} of at most {turn.max_steps} now):\n{done}")
 
 
@@ -33,5 +40,5 @@ def page_view(name: str, text: str) -> str:
     return f"The page's {VIEW_NAMES.get(name, name)}:\n{text}"
 
 
-NEXT_ACTION = "What is the next action? Give exactly one action call."
+NEXT_ACTION = "What is the next action? Copy one of the actions that fit this page, or write one in parts."
 WORKSPACE_QUERY = "Which single action should be taken next? Answer with the action call and the reason for it."

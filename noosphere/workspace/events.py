@@ -7,15 +7,19 @@ from pydantic import Field
 from noosphere.trace import Event
 
 
-class IterationStarted(Event):
-    kind: str = "ws_iteration"
+class IterationEvent(Event):
+    """Fields shared by the events of one iteration of the loop (not a kind of its own: subclasses name theirs)."""
+
     iteration: int
+
+
+class IterationStarted(IterationEvent):
+    kind: str = "ws_iteration"
     tick: int
 
 
-class ChunkProduced(Event):
+class ChunkProduced(IterationEvent):
     kind: str = "ws_chunk"
-    iteration: int
     phase: str  # "chunk" (the query), "link" (the winner's question) or "fusion" (a neighbour's question)
     processor: str
     tick: int
@@ -27,26 +31,23 @@ class ChunkProduced(Event):
     weight: float
 
 
-class ProcessorForfeited(Event):
+class ProcessorForfeited(IterationEvent):
     kind: str = "ws_forfeit"
-    iteration: int
     phase: str
     processor: str
     error: str
 
 
-class CompetitionHeld(Event):
+class CompetitionHeld(IterationEvent):
     kind: str = "ws_competition"
-    iteration: int
     method: str
     weights: dict[str, float]
     winner: str
     matches: list[dict[str, object]] = Field(default_factory=list)
 
 
-class StmAnswered(Event):
+class StmAnswered(IterationEvent):
     kind: str = "ws_stm"
-    iteration: int
     winner: str
     answer: str
     label: str | None = None
@@ -55,17 +56,15 @@ class StmAnswered(Event):
     stop: bool
 
 
-class Broadcast(Event):
+class Broadcast(IterationEvent):
     kind: str = "ws_broadcast"
-    iteration: int
     winner: str
     gist: str
     recipients: list[str]
 
 
-class LinkChanged(Event):
+class LinkChanged(IterationEvent):
     kind: str = "ws_link"
-    iteration: int
     a: str
     b: str
     change: str  # created, removed, strengthened, weakened, decayed
@@ -73,9 +72,8 @@ class LinkChanged(Event):
     weight: float
 
 
-class FusionExchanged(Event):
+class FusionExchanged(IterationEvent):
     kind: str = "ws_fusion"
-    iteration: int
     asker: str
     answerer: str
     question: str

@@ -3,8 +3,9 @@
 // what the guard refused, and for a workspace the chunks that competed for that step and what the STM chose.
 //
 // Events: web_episode_started {env, task, seed, goal, system}; web_step {env, step, action, performed, error, bid,
-// box: [x, y, width, height], screenshot: a path the bundle's `media` maps to a data URL, thought, reward, done,
-// won}; web_refused {env, step, what, url}; web_episode_ended {env, won, reward, steps, lost_steps, reason, error}.
+// box: [x, y, width, height], screenshot: a path the bundle's `media` maps to a data URL, thought, message, effect
+// (what the step visibly did to the page; absent from older traces), reward, done, won}; web_refused {env, step,
+// what, url}; web_episode_ended {env, won, reward, steps, lost_steps, reason, error}.
 // A workspace's ws_chunk, ws_competition and ws_stm events between two web_step events of an episode are the
 // competition of the later step. Events of a benchmark carry `item_id` (the episode), which keeps episodes scored
 // in parallel apart.
@@ -72,6 +73,7 @@ function webStep(run, step, refused) {
     el("div", {class: "split"}, webShot(run, step),
       el("div", null,
         el("p", null, "action: ", el("code", null, step.action || "(none)")), el("p", null, outcome),
+        step.effect ? el("p", null, `effect on the page: ${step.effect}`) : null,
         step.thought ? el("p", {class: "sub"}, step.thought) : null,
         step.message ? el("p", null, `message to the user: ${step.message}`) : null,
         refused.length ? el("ul", {class: "refused"}, refused.map((r) => el("li", null, `refused ${r.what}: ${r.url}`)))

@@ -1,0 +1,172 @@
+"""The base and react web agents' replies are forms made for the page: no browser, a made-up page, the scripted model.
+
+What reaches the model must name only the page's own actions and bids (constrained decoding then cannot write
+`click(bid, button='next')`, as the 0.5B model did at every step), and what comes back must become the right
+BrowserGym action, or be sent back for another try. The browser path is in tests/test_web.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from noosphere.envs.web_actions import parse_action, perform
+from noosphere.envs.web_page import Element, PageState
+from noosphere.errors import OutputParseError
+from noosphere.llm import Model, ScriptedBackend
+from noosphere.llm.gbnf import schema_grammar
+from noosphere.systems.web_agents import ELEMENT_ACTIONS, base, react
+from noosphere.systems.web_episode import Decision, Turn
+from noosphere.systems.web_prompts import ACTION_SPACE
+from noosphere.trace import Trace
+from tests.test_web_perform import FakePage
+
+ADMISSIBLE = ('click("12")', 'fill("14", "Kasie")', 'select_option("7", "Lesotho")')
+PAGE = PageState("file:///miniwob/form.html", "Form", "<body>...</body>", "[12] button 'Submit'", elements=(
+    Element("2", "body", "", "", None, True, False), Element("12", "button", "button", "Submit", None, True, True),
+    Element("14", "input", "textbox", "", None, True, False), Element("7", "select", "combobox", "", None, True, True),
+    Element("8", "option", "option", "Lesotho", None, False, False),
+    Element("30", "div", "", "", None, False, False)), screenshot=b"")
+VISIBLE = ["12", "14", "7"]  # <body>, the hidden <option> and the hidden <div> are no target
+
+
+def turn(admissible: tuple[str, ...] = ADMISSIBLE, page: PageState = PAGE) -> Turn:
+    return Turn('Enter "Kasie" and submit.', page, admissible, (), 1, 10)
+
+
+def decide(agent: Any, script: Any, on: Turn | None = None) -> tuple[Decision, ScriptedBackend, Trace]:
+    backend = ScriptedBackend(script)
+    trace = Trace(None)
+    decision = asyncio.run(agent(Model(backend, trace=trace))(on or turn()))
+    return decision, backend, trace
+
+
+def action_schema(schema: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """The listed actions of a step's schema, and the action in parts' properties."""
+    listed, in_parts = schema["properties"]["action"]["oneOf"]
+    return listed["enum"], schema["$defs"][in_parts["$ref"].rsplit("/", 1)[1]]["properties"]
+
+
+@pytest.mark.parametrize("agent", [base, react])
+def test_the_schema_names_exactly_the_page_s_actions_and_bids(agent: Any) -> None:
+    _, backend, _ = decide(agent, [{"thought": "submit next", "action": 'click("12")'}])
+    [request] = backend.history
+    assert request.json_schema is not None
+    listed, in_parts = action_schema(request.json_schema)
+    assert listed == list(ADMISSIBLE)
+    assert in_parts["bid"]["enum"] == VISIBLE and in_parts["name"]["enum"] == list(ELEMENT_ACTIONS)
+    assert list(request.json_schema["properties"]) == (["thought", "action"] if agent is react else ["action"])
+    # the prompt lists the actions once (not again in the format instruction) and shows no placeholder to copy
+    system, user = (m.content for m in request.messages)
+    assert all(f"- {action}\n" in user + "\n" for action in ADMISSIBLE) and '"click(\\"12\\")"' not in system
+    assert "(bid" not in system + user and "bid)" not in system + user
+    assert all(f'{name}("' in ACTION_SPACE for name in ELEMENT_ACTIONS) and "only an example" in ACTION_SPACE
+
+
+def test_the_schema_follows_the_page_from_step_to_step() -> None:
+    other = PageState("u", "t", "", "", (Element("40", "a", "link", "next", None, True, True),
+                                         Element("41", "p", "", "", None, True, False)), b"")
+    _, backend, _ = decide(base, [{"action": 'click("40")'}], turn(('click("40")',), other))
+    schema = backend.history[0].json_schema
+    assert schema is not None and schema["$defs"]["ActionInParts"]["properties"]["bid"]["enum"] == ["40", "41"]
+    assert schema["properties"]["action"]["oneOf"][0]["const"] == 'click("40")'
+
+
+def test_a_listed_action_is_carried_out_as_written() -> None:
+    decision, _, _ = decide(react, [{"thought": "the name goes in first", "action": 'fill("14", "Kasie")'}])
+    assert decision == Decision('fill("14", "Kasie")', "the name goes in first")
+    page = FakePage(*VISIBLE)
+    asyncio.run(perform(page, parse_action(decision.action), PAGE.bids))
+    assert [(bid, method) for bid, method, _, _ in page.calls] == [("14", "fill"), ("14", "press_sequentially")]
+
+
+@pytest.mark.parametrize(("parts", "action"), [
+    ({"name": "click", "bid": "12"}, 'click("12")'),
+    ({"name": "click", "bid": "12", "text": "ignored: click takes no text"}, 'click("12")'),
+    ({"name": "fill", "bid": "14", "text": 'Kasie "K"'}, 'fill("14", "Kasie \\"K\\"")'),
+    ({"name": "select_option", "bid": "7", "text": "Lesotho"}, 'select_option("7", "Lesotho")'),
+    ({"name": "press", "bid": "14", "text": "Enter"}, 'press("14", "Enter")'),
+    ({"name": "uncheck", "bid": "7"}, 'uncheck("7")')])
+def test_an_action_in_parts_renders_to_its_action_string(parts: dict[str, str], action: str) -> None:
+    decision, _, _ = decide(base, [{"action": parts}])
+    assert decision.action == action and parse_action(decision.action).render() == action
+
+
+ON_THE_PAGE = "action.parts.bid: Input should be '12', '14' or '7'"
+
+
+@pytest.mark.parametrize(("wrong", "complaint"), [
+    ({"name": "click", "bid": "999"}, ON_THE_PAGE),  # no such element
+    ({"name": "click", "bid": "30"}, ON_THE_PAGE),  # on the page, but hidden
+    ("click(bid, button='next')", """action.listed: Input should be 'click("12")', 'fill("14", "Kasie")' or"""),
+    ('click("999")', "action.listed: Input should be"),  # well formed, but not listed
+    ({"name": "goto", "bid": "12"}, "action.parts.name: Input should be 'click', 'fill'"),
+    ({"name": "fill", "bid": "14"}, "action.parts: Value error, fill needs its text (value)")])
+def test_an_action_off_the_page_fails_validation_and_is_asked_again(wrong: Any, complaint: str) -> None:
+    decision, backend, trace = decide(base, [{"action": wrong}, {"action": {"name": "click", "bid": "12"}}])
+    assert decision.action == 'click("12")' and len(backend.history) == 2
+    [repaired] = trace.of_kind("output_repaired")
+    assert repaired.repair == "invalid" and repaired.detail.startswith(complaint)
+    assert complaint in backend.history[1].messages[-1].content  # what the model is told before its second try
+
+
+def test_a_model_that_never_names_a_page_action_loses_the_call() -> None:
+    with pytest.raises(OutputParseError):
+        decide(base, lambda request: {"action": {"name": "click", "bid": "999"}})
+
+
+def test_a_page_with_nothing_to_act_on_can_only_wait() -> None:
+    empty = PageState("u", "t", "", "", (Element("2", "body", "", "", None, True, False),), b"")
+    decision, backend, _ = decide(base, [{"action": "click(\"2\")"}, {"action": "noop()"}], turn((), empty))
+    schema = backend.history[0].json_schema
+    assert schema is not None and schema["properties"]["action"]["const"] == "noop()"
+    assert decision.action == "noop()" and len(backend.history) == 2
+
+
+def test_a_page_without_listed_actions_still_takes_actions_in_parts() -> None:
+    decision, backend, _ = decide(base, [{"action": {"name": "hover", "bid": "7"}}], turn(()))
+    schema = backend.history[0].json_schema
+    assert schema is not None and schema["properties"]["action"] == {
+        "$ref": "#/$defs/ActionInParts", "description": "an action in parts, or one of the actions that fit this page"}
+    assert decision.action == 'hover("7")'
+
+
+def gbnf_literals(rule: str) -> list[str]:
+    """The string literals of a rule of alternatives, read as llama.cpp's grammar parser reads them."""
+    literals, i = [], 0
+    while i < len(rule):
+        assert rule[i] == '"', rule[i:]
+        i, text = i + 1, ""
+        while rule[i] != '"':
+            if rule[i] == "\\":
+                i += 1
+                text += {"n": "\n", "r": "\r", "t": "\t"}.get(rule[i], rule[i])
+            else:
+                text += rule[i]
+            i += 1
+        literals.append(text)
+        i += 1
+        if rule.startswith(" | ", i):
+            i += 3
+        else:
+            assert i == len(rule), rule[i:]
+    return literals
+
+
+def test_the_step_schema_compiles_to_a_llama_cpp_grammar_of_the_page() -> None:
+    llama_cpp = pytest.importorskip("llama_cpp", reason="needs the local extra: pip install -e '.[local]'")
+    _, backend, _ = decide(react, [{"thought": "t", "action": 'click("12")'}])
+    schema = backend.history[0].json_schema
+    gbnf = schema_grammar(schema)
+    llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False)
+    rules = dict(line.split(" ::= ", 1) for line in gbnf.splitlines())
+    # each listed action is one GBNF literal that reads back as its JSON string (quotes and backslashes escaped:
+    # llama-cpp-python's own converter leaves backslashes bare, and llama.cpp then refuses the whole grammar)
+    assert gbnf_literals(rules["action-0"]) == [json.dumps(action) for action in ADMISSIBLE]
+    assert rules["ActionInParts-bid"] == ' | '.join(f'"\\"{bid}\\""' for bid in VISIBLE)
+    assert rules["action"] == "action-0 | action-1" and rules["action-1"] == "ActionInParts"
+    assert rules["action-0"].count(" | ") == len(ADMISSIBLE) - 1
+    assert rules["root"].index("thought-kv") < rules["root"].index("action-kv")  # the thought is written first
