@@ -40,7 +40,7 @@ from noosphere.society import Statement
 OUT = Path(__file__).parent / "results" / "signal"
 MUSTARD_SYSTEM = "You are an expert in pragmatics and humour."
 CORRECT_QUESTION = "Is the final answer above correct? Answer Yes or No."
-CALLS_QUESTION = "Do these function calls do exactly what the request asks, with the right arguments? Answer Yes or No."
+CALLS_QUESTION = bfcl_bench.CALLS_QUESTION  # the call motor's gate asks the same (`bfcl_bench.calls_judged`)
 
 
 def mustard_prompts(item: mustard_bench.MustardItem) -> dict[str, str]:
@@ -72,10 +72,7 @@ async def gsm8k_row(model: Model, item: gsm_bench.GsmItem) -> dict[str, Any]:
 
 async def bfcl_row(model: Model, item: Any) -> dict[str, Any]:
     scored = await bfcl_bench.solve_base(model, item)
-    calls = json.dumps(scored.prediction)
-    messages = [Message.system(bfcl_bench.BASE_SYSTEM), *item.messages,
-                Message.assistant(f"Function calls: {calls}"), Message.user(CALLS_QUESTION)]
-    p = await model.p_true(messages, agent="judge")
+    p = await model.p_true(bfcl_bench.calls_judged(item, scored.prediction), agent="judge")
     return {"id": item.id, "truth": bool(scored.correct), "category": item.category, "calls": scored.prediction,
             "p_true": round(p, 6)}
 

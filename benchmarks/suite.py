@@ -191,6 +191,12 @@ SUITES: dict[str, Suite] = {
         Config("base", ("--system", "base"), 10),
         Config("ctm", ("--system", "ctm"), 10),
         Config("ctm-logprob", ("--system", "ctm", "--scores", "logprob"), 10),
+        # the call motor, its calls gated by P(True) "do these calls do exactly what the request asks?". The gate
+        # 0.8 was chosen on the dev items' base calls (benchmarks/results/signal/bfcl.jsonl: 38/50 at 0.8), so it is
+        # measured on held-out items (`--offset 10`)
+        Config("ctm-logprob-call", ("--system", "ctm", "--scores", "logprob", "--motor", "call", "--gate", "0.8"), 10),
+        # the ablation of ctm-logprob-call: the same gate on the base's calls, no workspace
+        Config("base-gate", ("--system", "base", "--scores", "logprob", "--gate", "0.8"), 10),
     ), ("simple_python_accuracy", "multiple_accuracy", "parallel_accuracy", "parallel_multiple_accuracy",
         "irrelevance_accuracy", "overall_accuracy"), parallel=4),
     "gsm8k": Suite("gsm8k", (

@@ -289,3 +289,283 @@ def test_ctm_detail_records_the_last_winner_each_relevance_and_the_winner_alone(
     assert irrelevance["winner"] == "f0:area_circle.calculate" and irrelevance["relevance"] == {
         "f0:area_circle.calculate": 0.7}
     assert irrelevance["winner_only"] is False  # the winner alone would have called on an irrelevant request
+
+
+def logprob_opener(reply: Any, gate_p: dict[str, float]) -> Any:
+    """A scripted model that can score options: the gate's P(Yes) by the request's first word (`gate_p`), every
+    other P(Yes) 0.9 (the STM stops after the first iteration, the proposers stay relevant)."""
+    from noosphere.llm import Model, ScriptedBackend
+
+    def scorer(request: Any) -> dict[str, float]:
+        if request.agent == "gate":
+            asked = next(m.content for m in request.messages if m.role == "user")
+            p = gate_p[asked.split(":")[0]]
+            return {"Yes": p, "No": 1 - p}
+        return {"Yes": 0.9, "No": 0.1}
+
+    backend = ScriptedBackend(reply, scorer=scorer)
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    opener.backend = backend  # type: ignore[attr-defined]
+    return opener
+
+
+def call_motor_reply(request: Request) -> Any:
+    """Every proposer proposes its own function; the STM concludes; the motor calls the circle's area, even on the
+    irrelevant request."""
+    if request.agent == "stm":
+        return {"answer": "the circle's area is asked for"}
+    if request.agent == "motor":
+        return {"tool_calls": [{"name": "area_circle.calculate", "arguments": {"radius": 5}}]}
+    if request.agent and request.agent.endswith("area_circle.calculate"):
+        return {"calls": [{"radius": 5}], "response": "r", "additional_question": ""}
+    return {"calls": [{"length": 7, "breadth": 3}], "response": "r", "additional_question": ""}
+
+
+@pytest.fixture
+def gated(tmp_path: Path) -> Path:
+    """One simple item (the circle's area, right when called) and one irrelevance item (any call is wrong)."""
+    folder = tmp_path / "gated"
+    write_category(folder, "simple_python", ["simple: area of a circle of radius 5"], [AREA, RECT],
+                   [{"area_circle.calculate": {"radius": [5.0], "unit": [""]}}])
+    write_category(folder, "irrelevance", ["irrelevant: who wrote Hamlet?"], [AREA, RECT])
+    return folder
+
+
+def test_the_call_motor_is_one_request_with_every_function_and_the_conclusion(gated: Path, tmp_path: Path) -> None:
+    opener = logprob_opener(call_motor_reply, {})
+    code, out, err = invoke(["bench", "bfcl", "--system", "ctm", "--scores", "logprob", "--motor", "call", "--data",
+                             str(gated), "--category", "simple_python", "--out", str(tmp_path / "runs"), "--quiet",
+                             "--no-cache"], opener)
+    assert code == 0, err
+    assert '"simple_python_accuracy": 100.0' in out
+    from noosphere.llm.tools import tool_calls_schema
+
+    [motor] = [r for r in opener.backend.history if r.agent == "motor"]
+    [simple] = load_bfcl("simple_python", gated)
+    # a function-calling request with every function (the scripted backend emulates tools as JSON constrained to
+    # their schemas), not the select motor's form
+    assert [tool.name for tool in simple.tools] == ["area_circle.calculate", "area_rectangle.calculate"]
+    assert motor.json_schema == tool_calls_schema(simple.tools)
+    prompt = motor.messages[-1].content
+    assert "simple: area of a circle of radius 5" in prompt
+    assert "The workspace concluded: the circle's area is asked for" in prompt
+    assert '- area_circle.calculate({"radius": 5})' in prompt
+    assert '- area_rectangle.calculate({"length": 7, "breadth": 3})' in prompt
+    assert not [r for r in opener.backend.score_history if r.agent == "gate"]  # no gate given: none asked
+    [row] = [json.loads(line) for line in next((tmp_path / "runs").iterdir()).joinpath("items.jsonl").read_text()
+             .splitlines()]
+    assert row["motor"] == "call" and row["gate_p_true"] is None and row["gated"] is False
+    assert row["motor_calls"] == [{"area_circle.calculate": {"radius": 5}}]
+
+
+@pytest.mark.parametrize(("simple_p", "irrelevant_p"), [(0.9, 0.3), (0.3, 0.9)])
+def test_the_gate_drops_the_motors_calls_below_it_and_keeps_them_above(gated: Path, tmp_path: Path,
+                                                                       simple_p: float, irrelevant_p: float) -> None:
+    from noosphere.bench.bfcl import CALLS_QUESTION
+
+    opener = logprob_opener(call_motor_reply, {"simple": simple_p, "irrelevant": irrelevant_p})
+    code, _, err = invoke(["bench", "bfcl", "--system", "ctm", "--scores", "logprob", "--motor", "call", "--gate",
+                           "0.8", "--data", str(gated), "--category", "simple_python", "--category", "irrelevance",
+                           "--out", str(tmp_path / "runs"), "--quiet", "--no-cache"], opener)
+    assert code == 0, err
+    run_dir = next((tmp_path / "runs").iterdir())
+    rows = {r["category"]: r for r in map(json.loads, (run_dir / "items.jsonl").read_text().splitlines())}
+    gates = [r for r in opener.backend.score_history if r.agent == "gate"]
+    assert len(gates) == 2 and all(r.messages[-1].content == CALLS_QUESTION for r in gates)
+    assert all(r.messages[-2].content == 'Function calls: [{"area_circle.calculate": {"radius": 5}}]' for r in gates)
+    for category, p in (("simple_python", simple_p), ("irrelevance", irrelevant_p)):
+        row = rows[category]
+        assert row["motor"] == "call" and row["motor_calls"] == [{"area_circle.calculate": {"radius": 5}}]
+        assert row["gate_p_true"] == pytest.approx(p) and row["confidence"] == pytest.approx(p)
+        assert row["gated"] is (p < 0.8)
+        assert row["prediction"] == ([] if p < 0.8 else [{"area_circle.calculate": {"radius": 5}}])
+    # kept above the gate, the right call scores on the simple item; dropped below it, no call scores on irrelevance
+    assert rows["simple_python"]["correct"] is (simple_p >= 0.8)
+    assert rows["irrelevance"]["correct"] is (irrelevant_p < 0.8)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("--motor", "call", "--gate", "0.8"), "--gate takes P(True) from probabilities"),
+    (("--scores", "logprob", "--gate", "0.8"), "--gate gates the call motor's calls"),
+    (("--scores", "logprob", "--motor", "call", "--gate", "1.0"), "--gate must be in (0, 1), not 1.0"),
+    (("--scores", "logprob", "--motor", "call", "--gate", "0"), "--gate must be in (0, 1), not 0.0"),
+    (("--motor", "pick"), "pick"),
+])
+def test_a_gate_without_probabilities_with_select_or_out_of_range_is_a_usage_error(
+        gated: Path, tmp_path: Path, extra: tuple[str, ...], message: str) -> None:
+    opener = logprob_opener(call_motor_reply, {"simple": 0.9, "irrelevant": 0.3})
+    code, _, err = invoke(["bench", "bfcl", "--system", "ctm", *extra, "--data", str(gated), "--out",
+                           str(tmp_path / "runs"), "--quiet", "--no-cache"], opener)
+    assert code == 2 and message in err
+    assert not (tmp_path / "runs").exists() and not opener.backend.history and not opener.backend.score_history
+
+
+def test_resume_keeps_the_motor_and_the_gate(gated: Path, tmp_path: Path) -> None:
+    from tests.test_bench_mustard import SimulatedKill
+
+    def first(request: Request) -> Any:  # the first item is scored, then the process is "killed"
+        if any("Hamlet" in m.content for m in request.messages):
+            raise SimulatedKill
+        return call_motor_reply(request)
+
+    args = ["--data", str(gated), "--category", "simple_python", "--category", "irrelevance", "--quiet", "--no-cache"]
+    with pytest.raises((SimulatedKill, ExceptionGroup)):
+        invoke(["bench", "bfcl", "--system", "ctm", "--scores", "logprob", "--motor", "call", "--gate", "0.8",
+                "--out", str(tmp_path / "runs"), "--parallel", "1", *args],
+               logprob_opener(first, {"simple": 0.9, "irrelevant": 0.3}))
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["motor"] == "call" and config["gate"] == 0.8
+    resumed = logprob_opener(call_motor_reply, {"simple": 0.9, "irrelevant": 0.3})
+    code, _, err = invoke(["bench", "bfcl", "--resume", str(run_dir), *args], resumed)
+    assert code == 0, err
+    [motor] = [r for r in resumed.backend.history if r.agent == "motor"]
+    assert "Hints: the workspace's processors" in motor.messages[-1].content  # the call motor, not select
+    [gate] = [r for r in resumed.backend.score_history if r.agent == "gate"]
+    assert gate.messages[1].content == "irrelevant: who wrote Hamlet?"
+    rows = {r["category"]: r for r in map(json.loads, (run_dir / "items.jsonl").read_text().splitlines())}
+    assert rows["irrelevance"]["gated"] is True and rows["irrelevance"]["correct"] is True
+
+
+def test_a_run_saved_before_the_motor_option_resumes_with_the_select_motor(data: Path, tmp_path: Path) -> None:
+    from noosphere.bench.bfcl import solve_ctm
+
+    captured: dict[str, Any] = {}
+
+    def reply(request: Request) -> Any:
+        captured.setdefault("first", request.agent)
+        raise RuntimeError("stop")  # nothing needs to be scored: the solver's arguments are what is checked
+
+    with pytest.raises((RuntimeError, ExceptionGroup)):
+        invoke(["bench", "bfcl", "--system", "ctm", "--data", str(data), "--category", "irrelevance", "--out",
+                str(tmp_path / "runs"), "--quiet", "--no-cache"], opener_for(reply))
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["motor"] == "select" and config["gate"] is None
+    del config["motor"], config["gate"]  # as an older run saved it
+    (run_dir / "config.json").write_text(json.dumps(config))
+    import noosphere.bench.bfcl as bfcl_module
+
+    seen: list[tuple[str, float | None]] = []
+
+    async def spy(model: Any, settings: Any, item: Any, *, motor: str = "?", gate: float | None = -1.0) -> Any:
+        seen.append((motor, gate))
+        return await solve_ctm(model, settings, item, motor="select", gate=None)
+
+    original = bfcl_module.solve_ctm
+    bfcl_module.solve_ctm = spy  # type: ignore[assignment]
+    try:
+        code, _, err = invoke(["bench", "bfcl", "--resume", str(run_dir), "--quiet", "--no-cache"],
+                              opener_for(lambda request: {"answer": "no", "confidence": 0.9}
+                                         if request.agent == "stm" else
+                                         {"calls": [], "relevance": 0.1, "response": "r", "additional_question": "",
+                                          "confidence": 0.9, "surprise": 0.0}))
+    finally:
+        bfcl_module.solve_ctm = original  # type: ignore[assignment]
+    assert code == 0, err
+    assert seen == [("select", None)]
+
+
+def base_reply(request: Request) -> Any:
+    """The base calls the circle's area, even on the irrelevant request."""
+    return {"tool_calls": [{"name": "area_circle.calculate", "arguments": {"radius": 5}}]}
+
+
+@pytest.mark.parametrize(("simple_p", "irrelevant_p"), [(0.9, 0.3), (0.3, 0.9)])
+def test_the_base_gate_drops_the_base_calls_below_it_and_keeps_them_above(gated: Path, tmp_path: Path,
+                                                                          simple_p: float, irrelevant_p: float) -> None:
+    from noosphere.bench.bfcl import CALLS_QUESTION
+
+    opener = logprob_opener(base_reply, {"simple": simple_p, "irrelevant": irrelevant_p})
+    code, _, err = invoke(["bench", "bfcl", "--system", "base", "--scores", "logprob", "--gate", "0.8", "--data",
+                           str(gated), "--category", "simple_python", "--category", "irrelevance", "--out",
+                           str(tmp_path / "runs"), "--quiet", "--no-cache"], opener)
+    assert code == 0, err
+    assert {r.agent for r in opener.backend.history} == {"base"}  # no workspace, no motor
+    gates = [r for r in opener.backend.score_history if r.agent == "gate"]
+    assert len(gates) == 2 and all(r.messages[-1].content == CALLS_QUESTION for r in gates)
+    assert all(r.messages[-2].content == 'Function calls: [{"area_circle.calculate": {"radius": 5}}]' for r in gates)
+    run_dir = next((tmp_path / "runs").iterdir())
+    rows = {r["category"]: r for r in map(json.loads, (run_dir / "items.jsonl").read_text().splitlines())}
+    for category, p in (("simple_python", simple_p), ("irrelevance", irrelevant_p)):
+        row = rows[category]
+        assert row["base_calls"] == [{"area_circle.calculate": {"radius": 5}}] and "motor" not in row
+        assert row["gate_p_true"] == pytest.approx(p) and row["confidence"] == pytest.approx(p)
+        assert row["gated"] is (p < 0.8)
+        assert row["prediction"] == ([] if p < 0.8 else [{"area_circle.calculate": {"radius": 5}}])
+    assert rows["simple_python"]["correct"] is (simple_p >= 0.8)
+    assert rows["irrelevance"]["correct"] is (irrelevant_p < 0.8)
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["system"] == "base" and config["scores"] == "logprob" and config["gate"] == 0.8
+
+
+def test_the_base_without_a_gate_asks_no_gate_and_records_none(gated: Path, tmp_path: Path) -> None:
+    opener = logprob_opener(base_reply, {"simple": 0.3, "irrelevant": 0.3})
+    code, _, err = invoke(["bench", "bfcl", "--system", "base", "--data", str(gated), "--category", "irrelevance",
+                           "--out", str(tmp_path / "runs"), "--quiet", "--no-cache"], opener)
+    assert code == 0, err
+    assert not opener.backend.score_history
+    [row] = [json.loads(line) for line in next((tmp_path / "runs").iterdir()).joinpath("items.jsonl").read_text()
+             .splitlines()]
+    assert row["prediction"] == [{"area_circle.calculate": {"radius": 5}}] and row["correct"] is False
+    assert row["confidence"] is None and not {"base_calls", "gate_p_true", "gated"} & set(row)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("--gate", "0.8"), "--gate takes P(True) from probabilities"),
+    (("--scores", "logprob"), "this benchmark's base system has no scores to take from probabilities"),
+    (("--scores", "samples"), "this benchmark's base system has no scores to take from probabilities"),
+    (("--scores", "logprob", "--gate", "1.5"), "--gate must be in (0, 1), not 1.5"),
+    (("--scores", "logprob", "--motor", "call", "--gate", "0.8"), "--motor is the ctm's last step"),
+])
+def test_the_base_gate_needs_probability_scores_and_base_scores_need_the_gate(
+        gated: Path, tmp_path: Path, extra: tuple[str, ...], message: str) -> None:
+    opener = logprob_opener(base_reply, {"simple": 0.9, "irrelevant": 0.3})
+    code, _, err = invoke(["bench", "bfcl", "--system", "base", *extra, "--data", str(gated), "--out",
+                           str(tmp_path / "runs"), "--quiet", "--no-cache"], opener)
+    assert code == 2 and message in err
+    assert not (tmp_path / "runs").exists() and not opener.backend.history and not opener.backend.score_history
+
+
+def test_solve_base_refuses_a_gate_without_probability_scores(gated: Path) -> None:
+    import asyncio
+
+    from noosphere.bench.bfcl import solve_base
+    from noosphere.errors import UsageError
+    from tests.helpers import scripted
+
+    model, backend, _ = scripted([])
+    [simple] = load_bfcl("simple_python", gated)
+    with pytest.raises(UsageError, match="needs probability scores"):
+        asyncio.run(solve_base(model, simple, scores="verbal", gate=0.8))
+    assert not backend.history
+
+
+def test_resume_keeps_the_base_gate(gated: Path, tmp_path: Path) -> None:
+    from tests.test_bench_mustard import SimulatedKill
+
+    def first(request: Request) -> Any:  # the first item is scored, then the process is "killed"
+        if any("Hamlet" in m.content for m in request.messages):
+            raise SimulatedKill
+        return base_reply(request)
+
+    args = ["--data", str(gated), "--category", "simple_python", "--category", "irrelevance", "--quiet", "--no-cache"]
+    with pytest.raises((SimulatedKill, ExceptionGroup)):
+        invoke(["bench", "bfcl", "--system", "base", "--scores", "logprob", "--gate", "0.8", "--out",
+                str(tmp_path / "runs"), "--parallel", "1", *args],
+               logprob_opener(first, {"simple": 0.9, "irrelevant": 0.3}))
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["system"] == "base" and config["gate"] == 0.8 and config["scores"] == "logprob"
+    resumed = logprob_opener(base_reply, {"simple": 0.9, "irrelevant": 0.3})
+    code, _, err = invoke(["bench", "bfcl", "--resume", str(run_dir), *args], resumed)
+    assert code == 0, err
+    assert [r.agent for r in resumed.backend.history] == ["base"]
+    [gate] = [r for r in resumed.backend.score_history if r.agent == "gate"]
+    assert gate.messages[1].content == "irrelevant: who wrote Hamlet?"
+    rows = {r["category"]: r for r in map(json.loads, (run_dir / "items.jsonl").read_text().splitlines())}
+    assert rows["irrelevance"]["gated"] is True and rows["irrelevance"]["correct"] is True
+    assert rows["irrelevance"]["base_calls"] == [{"area_circle.calculate": {"radius": 5}}]

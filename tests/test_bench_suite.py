@@ -191,3 +191,17 @@ def test_best_of_n_matches_the_calls_of_the_society_run_once_there_is_one(suite:
     (monarchy / "config.json").write_text("{}")
     suite.run(suite.SUITES["gsm8k"], best_of_n, tmp_path, args)
     assert ran[0][-2:] == ["--match-run", str(monarchy)]
+
+
+def test_bfcl_base_gate_is_the_call_motors_gate_without_the_workspace(suite: Any, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    base_gate = commands(suite, monkeypatch, "bfcl", "base-gate", tmp_path)
+    call = commands(suite, monkeypatch, "bfcl", "ctm-logprob-call", tmp_path)
+
+    def value(command: list[str], option: str) -> str:
+        return command[command.index(option) + 1]
+
+    assert value(base_gate, "--system") == "base" and "--motor" not in base_gate
+    assert value(base_gate, "--gate") == value(call, "--gate") == "0.8"
+    assert value(base_gate, "--scores") == value(call, "--scores") == "logprob"
+    assert value(base_gate, "--limit") == "10"

@@ -1,11 +1,16 @@
 """BFCL function calling: one request of the base model against a workspace of function processors.
 
-base: one function-calling request of the model with every candidate function offered.
+base: one function-calling request of the model with every candidate function offered; with a gate G
+(probability scores only), its calls are made only if P(True) of `CALLS_QUESTION` after them reaches G (the
+ablation of the ctm's gated call motor: the same gate, no workspace).
 ctm: every candidate function becomes a `FunctionProposer`; they bid on the request; the STM
 judges from the winner whether the request is handled; broadcast and fusion let the proposers
 revise. The calls proposed for the request itself, in the last iteration, by the processors that
 still find their function relevant (relevance >= `MIN_RELEVANCE`) go to a motor step that makes
-those the request needs.
+those the request needs. Two motors: `select` lists the request's asks and picks one proposed call per
+ask; `call` is one function-calling request with every function offered (as `base`), given the
+workspace's conclusion and the proposed calls as hints. With a gate G (probability scores only), the
+call motor's calls are then made only if P(True) of `CALLS_QUESTION` after them reaches G.
 """
 
 from __future__ import annotations
@@ -21,14 +26,21 @@ from noosphere.bench.bfcl_data import BfclItem
 from noosphere.bench.bfcl_match import score
 from noosphere.bench.runner import Scored
 from noosphere.concurrent import Forfeit, attempt
+from noosphere.errors import UsageError
 from noosphere.llm import Message, Model, ToolCall
 from noosphere.workspace import ShortTermMemory, Workspace, WorkspaceSettings
 from noosphere.workspace.chunk import Chunk
 from noosphere.workspace.proposer import FunctionProposer
+from noosphere.workspace.scores import ScoreSource, probability
 
 BASE_SYSTEM = "You are a precise assistant that calls functions to fulfil requests."
 SELECT_SYSTEM = "You decide which function calls to make for a request, precisely: no more and no fewer than it asks."
 MIN_RELEVANCE = 0.5
+CALLS_QUESTION = "Do these function calls do exactly what the request asks, with the right arguments? Answer Yes or No."
+"""The question whose P(True), asked after calls (`calls_judged`), the signal table measured on BFCL (AUROC 0.84 on
+the dev items' base calls) and the gate (`_gated`, of the base's or the call motor's calls) asks."""
+Motor = Literal["select", "call"]
+MOTORS: tuple[str, ...] = ("select", "call")
 
 
 def _scored(item: BfclItem, calls: tuple[ToolCall, ...], confidence: float | None = None) -> Scored:
@@ -37,16 +49,57 @@ def _scored(item: BfclItem, calls: tuple[ToolCall, ...], confidence: float | Non
     return Scored(predicted, correct, {"reason": reason, "category": item.category}, confidence)
 
 
-async def solve_base(model: Model, item: BfclItem) -> Scored:
+def calls_judged(item: BfclItem, prediction: Sequence[dict[str, Any]]) -> list[Message]:
+    """The request, the calls made for it (as a `Scored` prediction: `{name: arguments}` each), then
+    `CALLS_QUESTION`: the messages whose P(True) says whether the calls are right."""
+    return [Message.system(BASE_SYSTEM), *item.messages, Message.assistant(f"Function calls: {json.dumps(prediction)}"),
+            Message.user(CALLS_QUESTION)]
+
+
+async def _gated(model: Model, item: BfclItem, made: tuple[ToolCall, ...], scores: ScoreSource, gate: float | None,
+                 confidence: float | None, made_key: str) -> Scored:
+    """`made` scored after the gate: with a `gate`, P(True) of `CALLS_QUESTION` after the calls decides (below the
+    gate no call is made) and is the item's confidence; without one, the calls stand with `confidence`. Detail:
+    `made_key` (the calls before the gate), `gate_p_true`, `gated` (whether the gate dropped calls)."""
+    prediction = [{call.name: call.arguments} for call in made]
+    p_true: float | None = None
+    calls = made
+    if gate is not None:
+        p_true = await probability(model, calls_judged(item, prediction), scores, agent="gate")
+        calls = made if p_true >= gate else ()
+    scored = _scored(item, calls, p_true if gate is not None else confidence)
+    scored.detail.update({made_key: prediction, "gate_p_true": round(p_true, 6) if p_true is not None else None,
+                          "gated": bool(made) and not calls})
+    return scored
+
+
+def _check_gate(gate: float | None, scores: ScoreSource) -> None:
+    if gate is not None and (scores == "verbal" or not 0.0 < gate < 1.0):
+        raise UsageError("a gate in (0, 1) needs probability scores")
+
+
+async def solve_base(model: Model, item: BfclItem, *, scores: ScoreSource = "verbal",
+                     gate: float | None = None) -> Scored:
+    """One function-calling request with every function offered. `gate` (probability `scores`): the P(True)
+    below which its calls are dropped (detail `base_calls`, `gate_p_true`, `gated`; see `_gated`)."""
+    _check_gate(gate, scores)
     completion = await model.complete([Message.system(BASE_SYSTEM), *item.messages], tools=item.tools, agent="base")
-    return _scored(item, completion.tool_calls)
+    if gate is None:
+        return _scored(item, completion.tool_calls)
+    return await _gated(model, item, completion.tool_calls, scores, gate, None, "base_calls")
 
 
 def _processor_name(index: int, function_name: str) -> str:
     return f"f{index}:{function_name}"
 
 
-async def solve_ctm(model: Model, settings: WorkspaceSettings, item: BfclItem) -> Scored:
+async def solve_ctm(model: Model, settings: WorkspaceSettings, item: BfclItem, *, motor: Motor = "select",
+                    gate: float | None = None) -> Scored:
+    """`motor`: `select` or `call` (see the module); `gate` (call motor, probability scores): the P(True) below
+    which the call motor's calls are dropped (no call is made)."""
+    if gate is not None and motor != "call":
+        raise UsageError("a gate needs the call motor")
+    _check_gate(gate, settings.scores)
     request = "\n".join(message.content for message in item.messages if message.role == "user")
     proposers = [FunctionProposer(_processor_name(i, spec.name), model, spec, scores=settings.scores)
                  for i, spec in enumerate(item.tools)]
@@ -58,9 +111,34 @@ async def solve_ctm(model: Model, settings: WorkspaceSettings, item: BfclItem) -
     for chunk, proposal_calls in proposals.values():
         if chunk.relevance >= MIN_RELEVANCE:
             proposed += [call for call in proposal_calls if call not in proposed]
-    calls = await _select(model, request, result.answer, proposed) if proposed else ()
-    scored = _scored(item, calls, result.confidence)  # the STM's confidence in the workspace's conclusion
+    if motor == "call":
+        scored = await _call_motor(model, settings, item, request, result.answer, proposed, gate,
+                                   result.confidence)
+    else:
+        calls = await _select(model, request, result.answer, proposed) if proposed else ()
+        scored = _scored(item, calls, result.confidence)  # the STM's confidence in the workspace's conclusion
     scored.detail.update({"proposed": len(proposed), **competition_detail(item, result.winners, proposals)})
+    return scored
+
+
+def _listed(calls: Sequence[ToolCall]) -> str:
+    return "\n".join(f"- {call.name}({json.dumps(call.arguments)})" for call in calls) or "(none)"
+
+
+async def _call_motor(model: Model, settings: WorkspaceSettings, item: BfclItem, request: str, conclusion: str,
+                      proposed: list[ToolCall], gate: float | None, confidence: float | None) -> Scored:
+    """The call motor: one function-calling request with every function offered, the workspace's conclusion and
+    proposals as hints (asked even when nothing was proposed: the hints are not the choice), its calls then through
+    the `gate` if given (see `_gated`: P(True) of `CALLS_QUESTION`, the signal table's question). Detail: `motor`,
+    `motor_calls` (before the gate), `gate_p_true`, `gated`."""
+    prompt = (f"Request: {request}\n\nThe workspace concluded: {conclusion}\n\nHints: the workspace's processors, "
+              f"one per function, proposed these calls:\n{_listed(proposed)}\n\nMake the calls the request needs: "
+              "no more and no fewer than it asks, none if it asks for nothing a function does.")
+    completion = await attempt(model.complete([Message.system(BASE_SYSTEM), Message.user(prompt)], tools=item.tools,
+                                              agent="motor"))
+    made = tuple(proposed) if isinstance(completion, Forfeit) else completion.tool_calls  # a forfeit: proposals stand
+    scored = await _gated(model, item, made, settings.scores, gate, confidence, "motor_calls")
+    scored.detail["motor"] = "call"
     return scored
 
 

@@ -71,6 +71,23 @@ class WorkspaceOptions:
                 "scores": self.scores}
 
 
+def _check_motor(workspace: WorkspaceOptions, motor: str, gate: float | None) -> None:
+    """BFCL's `--motor` and `--gate`, before anything runs (a resumed run keeps its saved ones): the gate gates
+    the base's calls or the ctm's call motor's."""
+    if motor not in bfcl_bench.MOTORS:
+        raise UnknownNameError("motor", motor, bfcl_bench.MOTORS)
+    if motor != "select" and workspace.system != "ctm":
+        raise UsageError("--motor is the ctm's last step: give --system ctm")
+    if gate is None:
+        return
+    if workspace.system == "ctm" and motor != "call":
+        raise UsageError("--gate gates the call motor's calls: give --motor call")
+    if workspace.scores == "verbal":
+        raise UsageError("--gate takes P(True) from probabilities: give --scores logprob or samples")
+    if not 0.0 < gate < 1.0:
+        raise UsageError(f"--gate must be in (0, 1), not {gate}")
+
+
 def iterations_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """How often the workspace went past its first iteration (the threshold acting), where rows say."""
     counts = [r["iterations"] for r in rows if isinstance(r.get("iterations"), int)]
@@ -134,17 +151,25 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             min=0, help="leave out each category's first N items (those a prompt was tuned on: the first 10); "
                         "--limit counts from there")] = 0,
         data: Annotated[Path | None, typer.Option(help="folder with BFCL_v4_*.json and possible_answer/")] = None,
+        motor: Annotated[str, typer.Option(
+            help="ctm: select (pick one proposed call per ask) or call (one function-calling request with every "
+                 "function, the proposals as hints)")] = "select",
+        gate: Annotated[float | None, typer.Option(
+            help="base, or ctm --motor call, with --scores logprob|samples: make the calls only if P(True) that "
+                 "they do exactly what the request asks is at least this (in (0, 1))")] = None,
         *,
         workspace: WorkspaceOptions,
         options: RunOptions,
     ) -> None:
         """Function calling on BFCL, scored by our AST matcher; accuracy per category."""
-        checked = workspace.config(base_scores=False)
+        checked = workspace.config(base_scores=gate is not None)  # the base's only scores: its gate's P(True)
         for name in category or ():
             if name not in CATEGORIES:
                 raise UnknownNameError("BFCL category", name, CATEGORIES)
+        _check_motor(workspace, motor, gate)
         config = {"benchmark": "bfcl", **checked, **options.config(), "categories": category or list(CATEGORIES),
-                  "limit": limit, "offset": offset, "data": str(data) if data else None}
+                  "limit": limit, "offset": offset, "data": str(data) if data else None, "motor": motor,
+                  "gate": gate}
 
         def load(saved: dict[str, Any]) -> list[BfclItem]:
             folder = Path(saved["data"]) if saved.get("data") else None
@@ -153,8 +178,10 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             items = load(saved)
-            solve = (partial(bfcl_bench.solve_base, llm) if saved["system"] == "base"
-                     else partial(bfcl_bench.solve_ctm, llm, _workspace_settings(saved, options.parallel)))
+            solve = (partial(bfcl_bench.solve_base, llm, scores=saved.get("scores", "verbal"), gate=saved.get("gate"))
+                     if saved["system"] == "base"
+                     else partial(bfcl_bench.solve_ctm, llm, _workspace_settings(saved, options.parallel),
+                                  motor=saved.get("motor") or "select", gate=saved.get("gate")))
             return [(i.id, i, None) for i in items], solve
 
         def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
