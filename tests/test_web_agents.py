@@ -170,3 +170,18 @@ def test_the_step_schema_compiles_to_a_llama_cpp_grammar_of_the_page() -> None:
     assert rules["action"] == "action-0 | action-1" and rules["action-1"] == "ActionInParts"
     assert rules["action-0"].count(" | ") == len(ADMISSIBLE) - 1
     assert rules["root"].index("thought-kv") < rules["root"].index("action-kv")  # the thought is written first
+
+
+def test_actions_already_taken_are_listed_last_with_their_step() -> None:
+    from noosphere.systems.web_episode import PastStep
+
+    taken = Turn('Enter "Kasie" and submit.', PAGE, ADMISSIBLE,
+                 (PastStep('fill("14", "Kasie")', effect='field 14 now holds "Kasie"'),
+                  PastStep('fill("14", "Kasie")', effect="no visible change on the page", repeated=True)), 3, 10)
+    _, backend, _ = decide(base, [{"action": 'click("12")'}], taken)
+    prompt = backend.history[0].messages[-1].content
+    listed = prompt.split("Actions that fit this page:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert listed == ['- click("12")', '- select_option("7", "Lesotho")',
+                      '- fill("14", "Kasie")  (already taken at step 2)']
+    listed_enum, _ = action_schema(backend.history[0].json_schema)
+    assert listed_enum == list(ADMISSIBLE)  # the choice itself is unchanged: only the listing's order and marks

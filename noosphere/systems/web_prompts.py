@@ -30,10 +30,20 @@ VIEW_NAMES = {"html": "HTML", "axtree": "accessibility tree", "screenshot": "scr
 def brief(turn: Turn) -> str:
     """What every system is told each step, whatever it sees of the page: the goal, the action space, the
     actions that fit the page, and the steps taken so far."""
-    fitting = "\n".join(f"- {action}" for action in turn.admissible) or "- (none found)"
+    fitting = "\n".join(f"- {line}" for line in fitting_lines(turn)) or "- (none found)"
     done = "\n".join(f"{i}. {step.line()}" for i, step in enumerate(turn.history, 1)) or "(none yet)"
     return (f"Goal: {turn.goal}\n\n{ACTION_SPACE}\n\nActions that fit this page:\n{fitting}\n\n"
             f"Steps so far (step {turn.step} of at most {turn.max_steps} now):\n{done}")
+
+
+def fitting_lines(turn: Turn) -> list[str]:
+    """The page's admissible actions as listed to a system: those not taken yet first, in the page's order, then
+    those already taken, each marked with the last step that took it (small models take the first listed action;
+    on enter-text the 1.5B model filled the field it had filled on all ten steps)."""
+    taken = {step.action: number for number, step in enumerate(turn.history, 1) if step.action}
+    fresh = [action for action in turn.admissible if action not in taken]
+    again = [f"{action}  (already taken at step {taken[action]})" for action in turn.admissible if action in taken]
+    return fresh + again
 
 
 def page_view(name: str, text: str) -> str:
