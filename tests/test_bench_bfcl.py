@@ -387,47 +387,64 @@ def test_the_gate_drops_the_motors_calls_below_it_and_keeps_them_above(gated: Pa
     assert rows["irrelevance"]["correct"] is (irrelevant_p < 0.8)
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (("--motor", "call", "--gate", "0.8"), "--gate takes P(True) from probabilities"),
-    (("--scores", "logprob", "--gate", "0.8"), "--gate gates the call motor's calls"),
-    (("--scores", "logprob", "--motor", "call", "--gate", "1.0"), "--gate must be in (0, 1), not 1.0"),
-    (("--scores", "logprob", "--motor", "call", "--gate", "0"), "--gate must be in (0, 1), not 0.0"),
-    (("--motor", "pick"), "pick"),
+@pytest.mark.parametrize(("system", "extra", "message"), [
+    ("ctm", ("--motor", "call", "--gate", "0.8"), "--gate takes P(True) from probabilities"),
+    ("ctm", ("--scores", "logprob", "--gate", "0.8"), "--gate gates the call motor's calls"),
+    ("ctm", ("--scores", "logprob", "--motor", "call", "--gate", "1.0"), "--gate must be in (0, 1), not 1.0"),
+    ("ctm", ("--scores", "logprob", "--motor", "call", "--gate", "0"), "--gate must be in (0, 1), not 0.0"),
+    ("ctm", ("--motor", "pick"), "pick"),
+    ("base", ("--gate", "0.8"), "--gate takes P(True) from probabilities"),
+    ("base", ("--scores", "logprob"), "this benchmark's base system has no scores to take from probabilities"),
+    ("base", ("--scores", "samples"), "this benchmark's base system has no scores to take from probabilities"),
+    ("base", ("--scores", "logprob", "--gate", "1.5"), "--gate must be in (0, 1), not 1.5"),
+    ("base", ("--scores", "logprob", "--motor", "call", "--gate", "0.8"), "--motor is the ctm's last step"),
 ])
-def test_a_gate_without_probabilities_with_select_or_out_of_range_is_a_usage_error(
-        gated: Path, tmp_path: Path, extra: tuple[str, ...], message: str) -> None:
-    opener = logprob_opener(call_motor_reply, {"simple": 0.9, "irrelevant": 0.3})
-    code, _, err = invoke(["bench", "bfcl", "--system", "ctm", *extra, "--data", str(gated), "--out",
+def test_motor_and_gate_usage_errors_come_before_any_call(
+        gated: Path, tmp_path: Path, system: str, extra: tuple[str, ...], message: str) -> None:
+    """A gate needs probability scores and (ctm) the call motor, in (0, 1); base takes scores only for its gate."""
+    opener = logprob_opener(call_motor_reply if system == "ctm" else base_reply, {"simple": 0.9, "irrelevant": 0.3})
+    code, _, err = invoke(["bench", "bfcl", "--system", system, *extra, "--data", str(gated), "--out",
                            str(tmp_path / "runs"), "--quiet", "--no-cache"], opener)
     assert code == 2 and message in err
     assert not (tmp_path / "runs").exists() and not opener.backend.history and not opener.backend.score_history
 
 
-def test_resume_keeps_the_motor_and_the_gate(gated: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("system", ["ctm", "base"])
+def test_resume_keeps_the_system_s_gate(gated: Path, tmp_path: Path, system: str) -> None:
+    """A run killed after its first item resumes with the gate (and, for ctm, the call motor) it was started with."""
     from tests.test_bench_mustard import SimulatedKill
+
+    reply = call_motor_reply if system == "ctm" else base_reply
+    started = ["--system", system, "--scores", "logprob", *(["--motor", "call"] if system == "ctm" else []),
+               "--gate", "0.8"]
 
     def first(request: Request) -> Any:  # the first item is scored, then the process is "killed"
         if any("Hamlet" in m.content for m in request.messages):
             raise SimulatedKill
-        return call_motor_reply(request)
+        return reply(request)
 
     args = ["--data", str(gated), "--category", "simple_python", "--category", "irrelevance", "--quiet", "--no-cache"]
     with pytest.raises((SimulatedKill, ExceptionGroup)):
-        invoke(["bench", "bfcl", "--system", "ctm", "--scores", "logprob", "--motor", "call", "--gate", "0.8",
-                "--out", str(tmp_path / "runs"), "--parallel", "1", *args],
+        invoke(["bench", "bfcl", *started, "--out", str(tmp_path / "runs"), "--parallel", "1", *args],
                logprob_opener(first, {"simple": 0.9, "irrelevant": 0.3}))
     [run_dir] = list((tmp_path / "runs").iterdir())
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["motor"] == "call" and config["gate"] == 0.8
-    resumed = logprob_opener(call_motor_reply, {"simple": 0.9, "irrelevant": 0.3})
+    assert config["system"] == system and config["gate"] == 0.8 and config["scores"] == "logprob"
+    assert config.get("motor", "select") == ("call" if system == "ctm" else "select")
+    resumed = logprob_opener(reply, {"simple": 0.9, "irrelevant": 0.3})
     code, _, err = invoke(["bench", "bfcl", "--resume", str(run_dir), *args], resumed)
     assert code == 0, err
-    [motor] = [r for r in resumed.backend.history if r.agent == "motor"]
-    assert "Hints: the workspace's processors" in motor.messages[-1].content  # the call motor, not select
+    if system == "ctm":
+        [motor] = [r for r in resumed.backend.history if r.agent == "motor"]
+        assert "Hints: the workspace's processors" in motor.messages[-1].content  # the call motor, not select
+    else:
+        assert [r.agent for r in resumed.backend.history] == ["base"]
     [gate] = [r for r in resumed.backend.score_history if r.agent == "gate"]
     assert gate.messages[1].content == "irrelevant: who wrote Hamlet?"
     rows = {r["category"]: r for r in map(json.loads, (run_dir / "items.jsonl").read_text().splitlines())}
     assert rows["irrelevance"]["gated"] is True and rows["irrelevance"]["correct"] is True
+    if system == "base":
+        assert rows["irrelevance"]["base_calls"] == [{"area_circle.calculate": {"radius": 5}}]
 
 
 def test_a_run_saved_before_the_motor_option_resumes_with_the_select_motor(data: Path, tmp_path: Path) -> None:
@@ -514,22 +531,6 @@ def test_the_base_without_a_gate_asks_no_gate_and_records_none(gated: Path, tmp_
     assert row["confidence"] is None and not {"base_calls", "gate_p_true", "gated"} & set(row)
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (("--gate", "0.8"), "--gate takes P(True) from probabilities"),
-    (("--scores", "logprob"), "this benchmark's base system has no scores to take from probabilities"),
-    (("--scores", "samples"), "this benchmark's base system has no scores to take from probabilities"),
-    (("--scores", "logprob", "--gate", "1.5"), "--gate must be in (0, 1), not 1.5"),
-    (("--scores", "logprob", "--motor", "call", "--gate", "0.8"), "--motor is the ctm's last step"),
-])
-def test_the_base_gate_needs_probability_scores_and_base_scores_need_the_gate(
-        gated: Path, tmp_path: Path, extra: tuple[str, ...], message: str) -> None:
-    opener = logprob_opener(base_reply, {"simple": 0.9, "irrelevant": 0.3})
-    code, _, err = invoke(["bench", "bfcl", "--system", "base", *extra, "--data", str(gated), "--out",
-                           str(tmp_path / "runs"), "--quiet", "--no-cache"], opener)
-    assert code == 2 and message in err
-    assert not (tmp_path / "runs").exists() and not opener.backend.history and not opener.backend.score_history
-
-
 def test_solve_base_refuses_a_gate_without_probability_scores(gated: Path) -> None:
     import asyncio
 
@@ -544,28 +545,3 @@ def test_solve_base_refuses_a_gate_without_probability_scores(gated: Path) -> No
     assert not backend.history
 
 
-def test_resume_keeps_the_base_gate(gated: Path, tmp_path: Path) -> None:
-    from tests.test_bench_mustard import SimulatedKill
-
-    def first(request: Request) -> Any:  # the first item is scored, then the process is "killed"
-        if any("Hamlet" in m.content for m in request.messages):
-            raise SimulatedKill
-        return base_reply(request)
-
-    args = ["--data", str(gated), "--category", "simple_python", "--category", "irrelevance", "--quiet", "--no-cache"]
-    with pytest.raises((SimulatedKill, ExceptionGroup)):
-        invoke(["bench", "bfcl", "--system", "base", "--scores", "logprob", "--gate", "0.8", "--out",
-                str(tmp_path / "runs"), "--parallel", "1", *args],
-               logprob_opener(first, {"simple": 0.9, "irrelevant": 0.3}))
-    [run_dir] = list((tmp_path / "runs").iterdir())
-    config = json.loads((run_dir / "config.json").read_text())
-    assert config["system"] == "base" and config["gate"] == 0.8 and config["scores"] == "logprob"
-    resumed = logprob_opener(base_reply, {"simple": 0.9, "irrelevant": 0.3})
-    code, _, err = invoke(["bench", "bfcl", "--resume", str(run_dir), *args], resumed)
-    assert code == 0, err
-    assert [r.agent for r in resumed.backend.history] == ["base"]
-    [gate] = [r for r in resumed.backend.score_history if r.agent == "gate"]
-    assert gate.messages[1].content == "irrelevant: who wrote Hamlet?"
-    rows = {r["category"]: r for r in map(json.loads, (run_dir / "items.jsonl").read_text().splitlines())}
-    assert rows["irrelevance"]["gated"] is True and rows["irrelevance"]["correct"] is True
-    assert rows["irrelevance"]["base_calls"] == [{"area_circle.calculate": {"radius": 5}}]
