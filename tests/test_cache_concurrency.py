@@ -85,3 +85,24 @@ def test_a_cache_file_that_is_not_a_database_is_one_usage_error(tmp_path: Path) 
     with pytest.raises(UsageError, match="--no-cache") as caught:
         CallCache(path)
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+
+
+OPENER = """
+import sys
+from pathlib import Path
+from noosphere.llm.cache import CallCache
+CallCache(Path(sys.argv[1])).close()
+print("opened")
+"""
+
+
+def test_many_processes_creating_one_cache_at_once_all_open_it(tmp_path: Path) -> None:
+    """Switching a new file to WAL takes a lock SQLite may refuse at once, not wait for: before the open retried
+    it, 1 of 180 such opens failed with "database is locked" (6 processes at a time, 30 rounds, on 2 cores)."""
+    for round_ in range(5):
+        path = tmp_path / f"round-{round_}" / "calls.sqlite"
+        openers = [subprocess.Popen([sys.executable, "-c", OPENER, str(path)], text=True, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE) for _ in range(8)]
+        for opener in openers:
+            out, err = opener.communicate(timeout=120)
+            assert opener.returncode == 0 and out.strip() == "opened", err

@@ -62,14 +62,26 @@ class CallCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
-        try:
-            self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, reply TEXT, created REAL)")
-        except sqlite3.DatabaseError as exc:
-            self._db.close()
-            raise UsageError(f"the call cache at {path} cannot be used ({exc}); delete it, or pass --no-cache"
-                             ) from None
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, reply TEXT, created REAL)")
+                break
+            except sqlite3.OperationalError as exc:
+                # two processes creating the file at once: switching to WAL takes a lock that SQLite may refuse
+                # at once ("database is locked") instead of waiting for it, so the setup is retried until the
+                # same deadline a write has
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    self._db.close()
+                    raise UsageError(f"the call cache at {path} cannot be used ({exc}); delete it, or pass "
+                                     "--no-cache") from None
+                time.sleep(0.05)
+            except sqlite3.DatabaseError as exc:
+                self._db.close()
+                raise UsageError(f"the call cache at {path} cannot be used ({exc}); delete it, or pass --no-cache"
+                                 ) from None
 
     def get(self, key: str) -> Reply | None:
         row = self._db.execute("SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
