@@ -146,6 +146,24 @@ def test_a_seed_makes_the_episode_and_every_view_is_there(browser: Browser) -> N
             env.close()
 
 
+def test_links_made_of_spans_are_in_the_tree_with_their_bid_and_text(browser: Browser) -> None:
+    """MiniWoB's links are <span>s with a click handler (no role, no name): without the `clickable` mark their bids
+    were nowhere in the tree and the admissible clicks were bare numbers."""
+    env = MiniWob(browser, "click-link", 0, settings=FAST)
+    try:
+        start = env.reset()
+        assert env.state is not None
+        word = re.search(r'link "([^"]+)"', start.task)
+        assert word is not None
+        marked = re.search(rf"\[(\d+)\] generic '{re.escape(word.group(1))}', clickable", env.state.axtree)
+        assert marked is not None, env.state.axtree
+        element = env.state.element(marked.group(1))
+        assert element is not None and element.label() == f"span '{word.group(1)}'"
+        assert f'click("{marked.group(1)}")' in start.admissible
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize("system", ["base", "react", "ctm"])
 def test_each_system_wins_click_button(browser: Browser, system: str, tmp_path: Path) -> None:
     model, backend, trace = scripted(player)

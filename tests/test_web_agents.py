@@ -61,7 +61,10 @@ def test_the_schema_names_exactly_the_page_s_actions_and_bids(agent: Any) -> Non
     assert list(request.json_schema["properties"]) == (["thought", "action"] if agent is react else ["action"])
     # the prompt lists the actions once (not again in the format instruction) and shows no placeholder to copy
     system, user = (m.content for m in request.messages)
-    assert all(f"- {action}\n" in user + "\n" for action in ADMISSIBLE) and '"click(\\"12\\")"' not in system
+    # each listed with what its element is, so that a bid can be told from another
+    listed = ['- click("12")  on button \'Submit\'', '- fill("14", "Kasie")  on textbox',
+              '- select_option("7", "Lesotho")  on combobox']
+    assert all(f"{line}\n" in user for line in listed) and '"click(\\"12\\")"' not in system
     assert "(bid" not in system + user and "bid)" not in system + user
     assert all(f'{name}("' in ACTION_SPACE for name in ELEMENT_ACTIONS) and "only an example" in ACTION_SPACE
 
@@ -181,7 +184,7 @@ def test_actions_already_taken_are_listed_last_with_their_step() -> None:
     _, backend, _ = decide(base, [{"action": 'click("12")'}], taken)
     prompt = backend.history[0].messages[-1].content
     listed = prompt.split("Actions that fit this page:\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert listed == ['- click("12")', '- select_option("7", "Lesotho")',
-                      '- fill("14", "Kasie")  (already taken at step 2)']
+    assert listed == ['- click("12")  on button \'Submit\'', '- select_option("7", "Lesotho")  on combobox',
+                      '- fill("14", "Kasie")  on textbox  (already taken at step 2)']
     listed_enum, _ = action_schema(backend.history[0].json_schema)
     assert listed_enum == list(ADMISSIBLE)  # the choice itself is unchanged: only the listing's order and marks

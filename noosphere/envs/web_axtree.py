@@ -6,11 +6,16 @@
       StaticText 'Lorem ipsum'
 
 Ignored nodes and nameless containers (generic, none, presentation) are left out and their children moved up;
-a text node that repeats its parent's name is left out too.
+a text node that repeats its parent's name is left out too. A nameless container the page makes clickable (a
+`<span>` with a click handler or a hand pointer, as MiniWoB's links are) is kept, named by its own text and marked
+`clickable` (BrowserGym marks such nodes the same way), since otherwise its bid would be nowhere in the tree:
+
+      [14] generic 'cursus', clickable
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 SKIPPED_ROLES = frozenset({"generic", "none", "presentation", "LineBreak"})
@@ -20,12 +25,13 @@ SHOWN_PROPERTIES = ("focused", "checked", "selected", "expanded", "pressed", "di
                     "multiselectable")
 
 
-def axtree_text(tree: dict[str, Any], by_backend: dict[int, str]) -> str:
+def axtree_text(tree: dict[str, Any], by_backend: dict[int, str], clickable: Mapping[str, str] | None = None) -> str:
+    """The tree as text; `clickable` maps the bids of the page's clickable elements to their own text."""
     nodes = {node["nodeId"]: node for node in tree["nodes"]}
     roots = [node for node in tree["nodes"] if not node.get("parentId") or node["parentId"] not in nodes]
     lines: list[str] = []
     for root in roots:
-        _walk(root, nodes, by_backend, 0, "", lines)
+        _walk(root, nodes, by_backend, clickable or {}, 0, "", lines)
     return "\n".join(lines)
 
 
@@ -33,24 +39,27 @@ def _value(field: dict[str, Any] | None) -> Any:
     return (field or {}).get("value")
 
 
-def _walk(node: dict[str, Any], nodes: dict[str, dict[str, Any]], by_backend: dict[int, str], depth: int,
-          parent_name: str, lines: list[str]) -> None:
+def _walk(node: dict[str, Any], nodes: dict[str, dict[str, Any]], by_backend: dict[int, str],
+          clickable: Mapping[str, str], depth: int, parent_name: str, lines: list[str]) -> None:
     role = str(_value(node.get("role")) or "")
     name = " ".join(str(_value(node.get("name")) or "").split())
     if role in HIDDEN_ROLES:
         return
+    bid = by_backend.get(node.get("backendDOMNodeId", -1))
+    marked = bool(bid) and role in SKIPPED_ROLES and not name and bid in clickable and not node.get("ignored")
+    if marked:
+        name = clickable[bid or ""]
     shown = not node.get("ignored") and not (role in SKIPPED_ROLES and not name)
     if role == "StaticText" and (not name or name == parent_name):
         shown = False
     if shown:
-        bid = by_backend.get(node.get("backendDOMNodeId", -1))
         line = f"{'  ' * depth}{f'[{bid}] ' if bid and role != 'StaticText' else ''}{role} {_quoted(name)}"
-        extras = _properties(node)
+        extras = _properties(node) + (["clickable"] if marked else [])
         lines.append(line + (", " + ", ".join(extras) if extras else ""))
     for child in node.get("childIds", []):
         if child in nodes:
-            _walk(nodes[child], nodes, by_backend, depth + 1 if shown else depth, name if shown else parent_name,
-                  lines)
+            _walk(nodes[child], nodes, by_backend, clickable, depth + 1 if shown else depth,
+                  name if shown else parent_name, lines)
 
 
 def _quoted(text: str) -> str:

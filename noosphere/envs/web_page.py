@@ -76,6 +76,8 @@ PRUNED_HTML = """(keep) => {
   return out.join("\\n");
 }"""
 
+MAX_TEXT = 80
+"""The most of an element's own text kept on it (`Element.text`)."""
 KEPT_ATTRIBUTES = ("bid", "id", "type", "name", "placeholder", "href", "role", "title", "alt", "for", "disabled",
                    "readonly")
 
@@ -113,6 +115,14 @@ class Element:
     """The bid of the nearest ancestor with one."""
     pointer: bool = False
     """The mouse pointer over it is a hand (cursor: pointer): a page's own sign that it can be clicked."""
+    text: str = ""
+    """Its own text (its text nodes, not its children's elements'), at most `MAX_TEXT` characters."""
+
+    def label(self) -> str:
+        """What the element is, in a few words, e.g. `link 'Tab #2'` or `span 'cursus'`."""
+        kind = self.role if self.role not in ("", "generic", "none") else self.tag
+        shown = self.name or self.text or self.value
+        return f"{kind} '{shown}'" if shown else kind
 
 
 @dataclass(frozen=True)
@@ -149,11 +159,13 @@ async def observe(page: Any, *, screenshot: bool = True) -> PageState:
     elements, by_backend = _elements(snapshot)
     ax_roles = _ax_roles(tree, by_backend)
     elements = tuple(_with_role(e, ax_roles.get(e.bid)) for e in elements)
+    clickable = {e.bid: e.text for e in elements if e.visible and e.text and (e.clickable or e.pointer)}
     html = await page.evaluate(PRUNED_HTML, list(KEPT_ATTRIBUTES))
     focused = await page.evaluate("() => (document.activeElement && document.activeElement.getAttribute('bid')) "
                                   "|| ''")
     image = await page.screenshot(type="png") if screenshot else b""
-    return PageState(page.url, await page.title(), html, axtree_text(tree, by_backend), elements, image, focused)
+    return PageState(page.url, await page.title(), html, axtree_text(tree, by_backend, clickable), elements, image,
+                     focused)
 
 
 def _elements(snapshot: dict[str, Any]) -> tuple[list[Element], dict[int, str]]:
@@ -180,10 +192,18 @@ def _elements(snapshot: dict[str, Any]) -> tuple[list[Element], dict[int, str]]:
         boxes.setdefault(node, (Box(x, y, width, height), visibility == "visible", cursor == "pointer"))
     parents: list[int] = nodes["parentIndex"]
     bid_of = {i: attributes[i].get("bid", "") for i in range(count)}
+    own_text: dict[int, list[str]] = {}
+    for i in range(count):
+        if nodes["nodeType"][i] == 3 and parents[i] >= 0:
+            own_text.setdefault(parents[i], []).append(text(nodes["nodeValue"][i]))
+
+    def text_of(index: int) -> str:
+        return " ".join(" ".join(own_text.get(index, ())).split())
+
     option_texts: dict[int, list[str]] = {}
     for i in range(count):
         if text(nodes["nodeName"][i]) == "OPTION" and parents[i] >= 0:
-            option_texts.setdefault(parents[i], []).append(_node_text(i, nodes, parents, text))
+            option_texts.setdefault(parents[i], []).append(text_of(i))
     elements: list[Element] = []
     by_backend: dict[int, str] = {}
     for i in range(count):
@@ -202,15 +222,8 @@ def _elements(snapshot: dict[str, Any]) -> tuple[list[Element], dict[int, str]]:
             visible=has_area and shown, clickable=i in clickable, input_type=attributes[i].get("type", "").lower(),
             value=text(values[i]) if i in values else "", checked=i in checked,
             options=tuple(option_texts.get(i, ())), parent=bid_of[parent] if parent >= 0 else "",
-            pointer=pointer and not parent_pointer))
+            pointer=pointer and not parent_pointer, text=text_of(i)[:MAX_TEXT]))
     return elements, by_backend
-
-
-def _node_text(index: int, nodes: dict[str, Any], parents: list[int], text: Any) -> str:
-    """The text under a node (an <option>'s label), from the snapshot's text nodes."""
-    parts = [text(nodes["nodeValue"][i]) for i in range(index + 1, len(parents))
-             if parents[i] == index and nodes["nodeType"][i] == 3]
-    return " ".join(" ".join(parts).split())
 
 
 def _ax_roles(tree: dict[str, Any], by_backend: dict[int, str]) -> dict[str, tuple[str, str]]:

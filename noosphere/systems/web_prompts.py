@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from noosphere.envs.web_actions import WebActionError, parse_action
 from noosphere.systems.web_episode import Turn
 
 AGENT_ROLE = """You operate a web browser to complete a task on one web page. Each step you take exactly one
@@ -37,13 +38,25 @@ def brief(turn: Turn) -> str:
 
 
 def fitting_lines(turn: Turn) -> list[str]:
-    """The page's admissible actions as listed to a system: those not taken yet first, in the page's order, then
-    those already taken, each marked with the last step that took it (small models take the first listed action;
-    on enter-text the 1.5B model filled the field it had filled on all ten steps)."""
+    """The page's admissible actions as listed to a system, each with what its element is (`click("14")  on span
+    'cursus'`: a list of bare bids left the 1.5B model guessing which bid was the link the goal named): those not
+    taken yet first, in the page's order, then those already taken, each marked with the last step that took it
+    (small models take the first listed action; on enter-text the 1.5B model filled the field it had filled on all
+    ten steps)."""
     taken = {step.action: number for number, step in enumerate(turn.history, 1) if step.action}
-    fresh = [action for action in turn.admissible if action not in taken]
-    again = [f"{action}  (already taken at step {taken[action]})" for action in turn.admissible if action in taken]
+    fresh = [_labelled(action, turn) for action in turn.admissible if action not in taken]
+    again = [f"{_labelled(action, turn)}  (already taken at step {taken[action]})"
+             for action in turn.admissible if action in taken]
     return fresh + again
+
+
+def _labelled(action: str, turn: Turn) -> str:
+    try:
+        bids = parse_action(action).bids
+    except WebActionError:
+        bids = ()
+    element = turn.state.element(bids[0]) if bids else None
+    return f"{action}  on {element.label()}" if element is not None else action
 
 
 def page_view(name: str, text: str) -> str:
