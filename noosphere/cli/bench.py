@@ -20,7 +20,7 @@ from noosphere.bench.runner import Solve
 from noosphere.cli.ask import ModelOpener
 from noosphere.cli.bench_embodied import add_embodied_benchmark
 from noosphere.cli.bench_games import add_game_benchmarks
-from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, select_items, with_option_group, with_run_options
+from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, benchmark_command, select_items, with_option_group
 from noosphere.cli.bench_societies import add_society_benchmarks
 from noosphere.cli.bench_web import add_web_benchmarks
 from noosphere.errors import UnknownNameError, UsageError
@@ -102,8 +102,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
                             no_args_is_help=True)
     app.add_typer(bench_app, name="bench")
 
-    @bench_app.command("mustard")
-    @with_run_options
+    @benchmark_command(bench_app, "mustard")
     @with_option_group(WorkspaceOptions, "workspace")
     def mustard(
         ablation: Annotated[list[str] | None, typer.Option(help=f"ctm ablation: {', '.join(ABLATIONS)}")] = None,
@@ -141,8 +140,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         options.run_benchmark(opener, "MUStARD (text)", config, max_tokens=400, prepare=prepare, summarise=summarise,
                               check=load)
 
-    @bench_app.command("bfcl")
-    @with_run_options
+    @benchmark_command(bench_app, "bfcl")
     @with_option_group(WorkspaceOptions, "workspace", iterations=2)
     def bfcl_command(
         category: Annotated[list[str] | None, typer.Option(help=f"one or more of {', '.join(CATEGORIES)}")] = None,

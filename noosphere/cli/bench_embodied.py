@@ -13,7 +13,7 @@ from noosphere.bench import embodied as embodied_bench
 from noosphere.bench.embodied_figures import write_run_figures
 from noosphere.bench.runner import Solve
 from noosphere.cli.ask import ModelOpener
-from noosphere.cli.bench_run import Items, RunOptions, member_models, select_items, with_run_options
+from noosphere.cli.bench_run import Items, RunOptions, benchmark_command, member_models, select_items
 from noosphere.envs.gridworld import check_world, require_minigrid
 from noosphere.errors import UsageError
 from noosphere.llm import Model
@@ -71,8 +71,7 @@ def _society_builder(saved: dict[str, Any], llm: Model, opener: ModelOpener) -> 
 
 
 def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
-    @bench_app.command("embodied")
-    @with_run_options
+    @benchmark_command(bench_app, "embodied")
     def embodied(
         system: Annotated[str, typer.Option(help="random, single, society or frontier")] = "society",
         env: Annotated[list[str] | None, typer.Option(

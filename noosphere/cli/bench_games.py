@@ -19,11 +19,11 @@ from noosphere.cli.bench_run import (
     Items,
     QuietOption,
     RunOptions,
+    benchmark_command,
     checked_config,
     run_together,
     with_budget,
     with_option_group,
-    with_run_options,
 )
 from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
 from noosphere.envs.textworld_games import CHALLENGES
@@ -164,8 +164,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         options.run_benchmark(opener, benchmark.title, config, max_tokens=benchmark.max_tokens, prepare=prepare,
                               summarise=benchmark.summarise, artefacts=benchmark.artefacts, check=check_all)
 
-    @bench_app.command("alfworld")
-    @with_run_options
+    @benchmark_command(bench_app, "alfworld")
     @with_option_group(GameOptions, "game")
     def alfworld(
         per_type: Annotated[int | None, typer.Option(min=1, help="games of each of the six task types")] = 4,
@@ -183,8 +182,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             **game.config(limit, options)}
         run_games(config, GAME_BENCHMARKS["alfworld"], options, create_only=game.create_only, check=check_alfworld)
 
-    @bench_app.command("textworld")
-    @with_run_options
+    @benchmark_command(bench_app, "textworld")
     @with_option_group(GameOptions, "game")
     def textworld(
         tier: Annotated[int, typer.Option(min=1, max=3, help="difficulty tier")] = 1,

@@ -163,14 +163,22 @@ def with_run_options(command: Command) -> Command:
     """A benchmark command with the shared run options: `command` takes its own options and `options: RunOptions`;
     the command typer sees takes its own options followed by every run option (`--model`, `--seed`, `--out`,
     `--resume`, `--no-cache`, `--budget`, `--quiet`, `--parallel`, `--deterministic`, `--cluster`, `--workers`,
-    `--replicas`), gathered into `options`.
+    `--replicas`), gathered into `options`. `benchmark_command` registers a command with them."""
+    return with_option_group(RunOptions, "options", RUN_OPTION_TYPES)(command)
 
-        @bench_app.command("mine")
-        @with_run_options
+
+def benchmark_command(bench_app: typer.Typer, name: str) -> Callable[[Command], Command]:
+    """Registers a benchmark command as `bench_app`'s `name`, with the shared run options (`with_run_options`):
+
+        @benchmark_command(bench_app, "mine")
         def mine(limit: LimitOption = None, *, options: RunOptions) -> None:
             options.run_benchmark(opener, "Mine", {"benchmark": "mine", **options.config()}, ...)
-    """
-    return with_option_group(RunOptions, "options", RUN_OPTION_TYPES)(command)
+
+    Further option groups (`with_option_group`) go below it."""
+    def register(command: Command) -> Command:
+        return bench_app.command(name)(with_run_options(command))
+
+    return register
 
 
 def with_option_group(group: type, parameter: str, types: dict[str, Any] | None = None,

@@ -17,7 +17,7 @@ from noosphere.bench.answer_spread import answer_spread
 from noosphere.bench.roleplay_tasks import TASKS as CODING_TASKS
 from noosphere.bench.runner import Solve, load_done
 from noosphere.cli.ask import ModelOpener
-from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, member_models, select_items, with_run_options
+from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, benchmark_command, member_models, select_items
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.runs import Run
@@ -117,8 +117,7 @@ def _economy_as_left(society: Society, resume: Path | None) -> Society:
 
 
 def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
-    @bench_app.command("gsm8k")
-    @with_run_options
+    @benchmark_command(bench_app, "gsm8k")
     def gsm8k(
         system: Annotated[str, typer.Option(help="base, best-of-n or society")] = "society",
         society: Annotated[Path | None, typer.Option(
@@ -185,8 +184,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         options.run_benchmark(opener, "GSM8K (exact match)", config, max_tokens=800, prepare=prepare,
                               summarise=summarise, check=load)
 
-    @bench_app.command("roleplay")
-    @with_run_options
+    @benchmark_command(bench_app, "roleplay")
     def roleplay(
         max_messages: Annotated[int, typer.Option(
             min=2, help="message cap of each conversation (a role-play society's own default is 50; these tasks "

@@ -18,7 +18,7 @@ import typer
 from noosphere.bench import miniwob as miniwob_bench
 from noosphere.bench.runner import Scored, Solve
 from noosphere.cli.ask import ModelOpener
-from noosphere.cli.bench_run import Items, RunOptions, checked_config, with_run_options
+from noosphere.cli.bench_run import Items, RunOptions, benchmark_command, checked_config
 from noosphere.errors import CapabilityError, UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.runs import write_atomically
@@ -98,8 +98,7 @@ def _task_list(tasks: str | None) -> list[str]:
 
 
 def add_web_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
-    @bench_app.command("miniwob")
-    @with_run_options
+    @benchmark_command(bench_app, "miniwob")
     def miniwob(
         system: Annotated[str, typer.Option(help="base, react or ctm")] = "ctm",
         tasks: Annotated[str | None, typer.Option(
