@@ -324,6 +324,25 @@ def test_lost_steps_are_recorded_and_the_episode_goes_on(browser: Browser) -> No
     assert len(backend.history) == 5
 
 
+@pytest.mark.parametrize(("task", "chosen"), [("enter-text", r'fill\("\d+", "([^"]+)"\)'),
+                                            ("choose-list", r'select_option\("\d+", "([^"]+)"\)')])
+def test_a_field_s_own_text_and_a_list_s_shown_option_are_not_offered(browser: Browser, task: str,
+                                                                        chosen: str) -> None:
+    env = MiniWob(browser, task, 1, settings=FAST)
+    try:
+        start = env.reset()
+        action = next(a for a in start.admissible if re.fullmatch(chosen, a) and re.search(
+            re.escape(re.fullmatch(chosen, a).group(1)), start.task))  # the text or option the goal names
+        env.step(action)
+        assert env.state is not None and not env.done
+        bid = parse_action(action).bids[0]
+        element = env.state.element(bid)
+        assert element is not None and element.value and element.value in start.task  # held, or shown
+        assert action not in env.admissible and any(a.startswith(action.split("(")[0]) for a in start.admissible)
+    finally:
+        env.close()
+
+
 def test_a_task_that_never_ends_fails_at_the_step_budget(browser: Browser) -> None:
     def hover(request: Any) -> Any:  # an action that is carried out and changes nothing
         return {"action": {"name": "hover", "bid": right_action(request.messages[1].content).split('"')[1]}}

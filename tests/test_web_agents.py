@@ -188,3 +188,18 @@ def test_actions_already_taken_are_listed_last_with_their_step() -> None:
                       '- fill("14", "Kasie")  on textbox  (already taken at step 2)']
     listed_enum, _ = action_schema(backend.history[0].json_schema)
     assert listed_enum == list(ADMISSIBLE)  # the choice itself is unchanged: only the listing's order and marks
+
+
+def test_an_action_that_changed_nothing_is_not_offered_again() -> None:
+    from noosphere.envs.web_effect import NO_CHANGE
+    from noosphere.systems.web_episode import PastStep, worth_trying
+
+    futile = PastStep('click("12")', effect=NO_CHANGE)
+    assert worth_trying(ADMISSIBLE, [futile]) == ADMISSIBLE[1:]
+    # what changed something, or failed, or changed nothing only before it last changed something, stays
+    assert worth_trying(ADMISSIBLE, [PastStep('click("12")', effect="the page now shows \"x\"")]) == ADMISSIBLE
+    assert worth_trying(ADMISSIBLE, [PastStep('click("12")', error="not visible")]) == ADMISSIBLE
+    assert worth_trying(ADMISSIBLE, [futile, PastStep('click("12")', effect="box 12 is now checked")]) == ADMISSIBLE
+    # never an empty list: with every action futile, all are offered
+    every = [PastStep(action, effect=NO_CHANGE) for action in ADMISSIBLE]
+    assert worth_trying(ADMISSIBLE, every) == ADMISSIBLE

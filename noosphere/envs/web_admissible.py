@@ -2,9 +2,12 @@
 
 A web page's action space is not finite (`fill` takes any text), so the list is made from the page and the
 goal: a click on every visible element that can be clicked (the browser says so, or it is a control, or the
-page gives it a hand pointer), `select_option` for every option of a list, and `fill` on every text field
-with each quoted phrase of the goal, as written, in lower and in upper case. An agent may still write any
-action; a workspace's short-term memory chooses among these (`noosphere.systems.web_ctm`).
+page gives it a hand pointer), `select_option` for every option of a list but the one it shows, and `fill` on
+every text field with each quoted phrase of the goal, as written, in lower and in upper case, but the text it
+holds (an action that can change nothing is not worth trying: the 1.5B model chose the option a list already
+showed, and filled a field with the text it already held, on every step of choose-list and enter-text). An
+agent may still write any action; a workspace's short-term memory chooses among these
+(`noosphere.systems.web_ctm`).
 """
 
 from __future__ import annotations
@@ -51,12 +54,13 @@ def admissible(state: PageState, goal: str) -> tuple[str, ...]:
         if not element.visible or element.tag in ("body", "html"):
             continue
         if element.tag == "select":
-            found += [_render("select_option", element.bid, option) for option in element.options]
+            found += [_render("select_option", element.bid, option) for option in element.options
+                      if option != element.value]
             continue
         if element.tag == "option":
             continue  # chosen through its <select>
         if is_text_field(element):
-            found += [_render("fill", element.bid, phrase) for phrase in phrases]
+            found += [_render("fill", element.bid, phrase) for phrase in phrases if phrase != element.value]
         if is_clickable(element):
             found.append(_render("click", element.bid))
     return tuple(dict.fromkeys(found))[:MAX_ADMISSIBLE]

@@ -108,6 +108,7 @@ class Element:
     clickable: bool
     input_type: str = ""
     value: str = ""
+    """A field's text, or a <select>'s chosen option."""
     checked: bool = False
     options: tuple[str, ...] = ()
     """A <select>'s options, by their text."""
@@ -192,6 +193,7 @@ def _elements(snapshot: dict[str, Any]) -> tuple[list[Element], dict[int, str]]:
         boxes.setdefault(node, (Box(x, y, width, height), visibility == "visible", cursor == "pointer"))
     parents: list[int] = nodes["parentIndex"]
     bid_of = {i: attributes[i].get("bid", "") for i in range(count)}
+    chosen: dict[int, str] = {}  # a <select>'s chosen option, by its text
     own_text: dict[int, list[str]] = {}
     for i in range(count):
         if nodes["nodeType"][i] == 3 and parents[i] >= 0:
@@ -201,9 +203,12 @@ def _elements(snapshot: dict[str, Any]) -> tuple[list[Element], dict[int, str]]:
         return " ".join(" ".join(own_text.get(index, ())).split())
 
     option_texts: dict[int, list[str]] = {}
+    selected = set(nodes.get("optionSelected", {}).get("index", []))
     for i in range(count):
         if text(nodes["nodeName"][i]) == "OPTION" and parents[i] >= 0:
             option_texts.setdefault(parents[i], []).append(text_of(i))
+            if i in selected:
+                chosen[parents[i]] = text_of(i)
     elements: list[Element] = []
     by_backend: dict[int, str] = {}
     for i in range(count):
@@ -220,7 +225,7 @@ def _elements(snapshot: dict[str, Any]) -> tuple[list[Element], dict[int, str]]:
         elements.append(Element(
             bid=bid, tag=text(nodes["nodeName"][i]).lower(), role="", name="", box=box if has_area else None,
             visible=has_area and shown, clickable=i in clickable, input_type=attributes[i].get("type", "").lower(),
-            value=text(values[i]) if i in values else "", checked=i in checked,
+            value=chosen.get(i, text(values[i]) if i in values else ""), checked=i in checked,
             options=tuple(option_texts.get(i, ())), parent=bid_of[parent] if parent >= 0 else "",
             pointer=pointer and not parent_pointer, text=text_of(i)[:MAX_TEXT]))
     return elements, by_backend

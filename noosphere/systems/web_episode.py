@@ -11,6 +11,8 @@ the observations, the step budget and what is recorded are the same for all of t
 - each past step is shown to the system with what it visibly did to the page, as the environment measured it
   (`noosphere.envs.web_effect`: a field's new value, a box ticked or unticked, text that appeared, or no visible
   change), and a step that repeats the one before it and changed nothing says so;
+- an action that changed nothing visible the last time it was taken is not offered again (`worth_trying`), so
+  a model that repeats itself must try something else;
 - each step's screenshot (the page before the action) is written to `<run>/web/<episode>/step-N.png`, and
   its `web_step` event names it with the box of the element acted on, for the viewer.
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 from noosphere.concurrent import Forfeit, attempt
 from noosphere.envs.miniwob import MiniWob
 from noosphere.envs.web_browser import WebTimeout
+from noosphere.envs.web_effect import NO_CHANGE
 from noosphere.envs.web_events import WebEpisodeEnded, WebEpisodeStarted, WebRefused, WebStepTaken
 from noosphere.envs.web_page import PageState
 from noosphere.errors import RuntimeFault
@@ -58,6 +61,16 @@ class Turn:
     history: tuple[PastStep, ...]
     step: int
     max_steps: int
+
+
+def worth_trying(admissible: tuple[str, ...], history: list[PastStep] | tuple[PastStep, ...]) -> tuple[str, ...]:
+    """The admissible actions but those that changed nothing visible the last time they were taken (unless that
+    would leave none): on click-option, login-user and use-autocomplete the 1.5B model took the same futile action
+    until the step budget ran out, whatever the history said of it."""
+    last: dict[str, PastStep] = {step.action: step for step in history if step.action}
+    kept = tuple(action for action in admissible
+                 if action not in last or last[action].error or last[action].effect != NO_CHANGE)
+    return kept or admissible
 
 
 @dataclass(frozen=True)
@@ -100,7 +113,7 @@ async def play(env: MiniWob, decide: Decide, *, system: str, trace: Trace, max_s
                                      url=env.url))
         for step in range(1, max_steps + 1):
             state = env.state
-            turn = Turn(env.goal, state, env.admissible, tuple(history), step, max_steps)
+            turn = Turn(env.goal, state, worth_trying(env.admissible, history), tuple(history), step, max_steps)
             decided = await attempt(decide(turn))
             action, thought = ("", "") if isinstance(decided, Forfeit) else (decided.action, decided.thought)
             ran, failed = False, ""
