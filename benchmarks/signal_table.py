@@ -11,12 +11,18 @@ model's probability against the truth, with a 95 % interval (DeLong):
   its probability of "Yes" to "is the final answer correct?", against whether it was.
 - `bfcl`: the model answers with function calls (as `bench bfcl --system base`); then P(True) to
   "do these calls do exactly what the request asks?", against the AST matcher's verdict.
+- `miniwob`: no browser; reads a finished `noosphere bench miniwob` run folder (`--miniwob-run`, a base or
+  react run). For each episode, its first step's call as the trace holds it (the prompt, without the model
+  layer's format instruction, and the agent's reply, the chosen action) and then P(True) to "does the action
+  above move the task toward its goal?", against whether the episode was won. An episode whose first call
+  the trace lacks is skipped, and counted.
 
 Rows are appended per item to `OUT/TASK.jsonl` (a rerun resumes); the table goes to `OUT/signal.md`
 and `OUT/signal.json`.
 
-    python benchmarks/signal_table.py [--tasks mustard,gsm8k,bfcl] [--limit-mustard 200] [--limit-gsm8k 50]
-                                [--bfcl-per-category 10] [--model ID] [--parallel 4] [--out DIR]
+    python benchmarks/signal_table.py [--tasks mustard,gsm8k,bfcl,miniwob] [--limit-mustard 200] [--limit-gsm8k 50]
+                                [--bfcl-per-category 10] [--miniwob-run RUN_DIR] [--model ID] [--parallel 4]
+                                [--out DIR]
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +41,21 @@ from noosphere.bench import gsm8k as gsm_bench
 from noosphere.bench import mustard as mustard_bench
 from noosphere.bench.bfcl_data import CATEGORIES, load_bfcl
 from noosphere.bench.calibration import auroc, auroc_interval
+from noosphere.errors import UsageError
 from noosphere.llm import Message, Model, open_model
+from noosphere.runs import load_done
 from noosphere.society import Statement
+from noosphere.trace import read_trace
 
 OUT = Path(__file__).parent / "results" / "signal"
 MUSTARD_SYSTEM = "You are an expert in pragmatics and humour."
 CORRECT_QUESTION = "Is the final answer above correct? Answer Yes or No."
 CALLS_QUESTION = bfcl_bench.CALLS_QUESTION  # the call motor's gate asks the same (`bfcl_bench.calls_judged`)
+MINIWOB_QUESTION = "Does the action above move the task toward its goal? Answer Yes or No."
+MINIWOB_AGENTS = ("base", "react")
+FORMAT_INSTRUCTION = "\n\nReply with one JSON object only"
+"""Where the format instruction the model layer adds to a system message (`schema_instruction`) starts: the probe
+shows the prompt as the agent wrote it, as GSM8K's and BFCL's do."""
 
 
 def mustard_prompts(item: mustard_bench.MustardItem) -> dict[str, str]:
@@ -75,6 +90,107 @@ async def bfcl_row(model: Model, item: Any) -> dict[str, Any]:
     p = await model.p_true(bfcl_bench.calls_judged(item, scored.prediction), agent="judge")
     return {"id": item.id, "truth": bool(scored.correct), "category": item.category, "calls": scored.prediction,
             "p_true": round(p, 6)}
+
+
+@dataclass(frozen=True)
+class MiniwobEpisode:
+    """One episode of a finished MiniWoB run, as its first step: the prompt the agent was given (format instruction
+    left out), the reply it wrote (the JSON of the chosen action), the action taken, and whether it was won."""
+
+    id: str
+    run: str
+    task: str | None
+    seed: int | None
+    won: bool
+    reward: float | None
+    steps: int | None
+    agent: str
+    prompt: tuple[Message, ...]
+    reply: str
+    action: str
+
+
+@dataclass(frozen=True)
+class _FirstStep:
+    prompt: tuple[Message, ...]
+    reply: str
+    agent: str
+    action: str
+
+
+def miniwob_episodes(run: Path) -> tuple[list[MiniwobEpisode], int]:
+    """The episodes of a finished `bench miniwob` run folder (rows of `items.jsonl`) whose first step's call is in
+    `trace.jsonl`, and how many episodes were skipped for lack of it. The first step's call is the first `model_call`
+    of a base or react agent tagged with the episode after its (last) start; its reply is the last attempt's
+    before the episode's first `web_step` (a reply sent back for repair is not the action). Cached calls are traced
+    like the others. Raises `UsageError` if the folder lacks either file."""
+    items, trace = run / "items.jsonl", run / "trace.jsonl"
+    for path, what in ((run, "folder"), (items, "items.jsonl"), (trace, "trace.jsonl")):
+        if not path.exists():
+            raise UsageError(f"--miniwob-run {run}: no {what} there; give the folder of a finished "
+                             "`noosphere bench miniwob --system base` (or react) run")
+    calls: dict[str, list[Any]] = {}
+    first: dict[str, _FirstStep] = {}
+    for event in read_trace(trace):
+        item = getattr(event, "item_id", None)
+        if not isinstance(item, str):
+            continue
+        if event.kind in ("bench_item_started", "web_episode_started"):  # a resumed run may play an episode again
+            calls[item] = []
+            first.pop(item, None)
+        elif event.kind == "model_call" and getattr(event, "agent", None) in MINIWOB_AGENTS and item not in first:
+            calls.setdefault(item, []).append(event)
+        elif event.kind == "web_step" and item not in first and calls.get(item):
+            made = calls[item]
+            first[item] = _FirstStep(_prompt(made[0].messages), made[-1].response, made[0].agent,
+                                     str(getattr(event, "action", "")))
+    episodes: list[MiniwobEpisode] = []
+    skipped = 0
+    for row in load_done(items).values():
+        step = first.get(row["id"])
+        if step is None:
+            skipped += 1
+            continue
+        episodes.append(MiniwobEpisode(row["id"], run.name, row.get("task"), row.get("seed"), bool(row.get("correct")),
+                                       row.get("reward"), row.get("steps"), step.agent, step.prompt, step.reply,
+                                       step.action))
+    return episodes, skipped
+
+
+def _prompt(messages: list[dict[str, Any]]) -> tuple[Message, ...]:
+    """A traced prompt as messages, the format instruction cut from its system message."""
+    out = []
+    for m in messages:
+        content = str(m.get("content", ""))
+        if m.get("role") == "system":
+            content = content.split(FORMAT_INSTRUCTION, 1)[0]
+        out.append(Message(m["role"], content, name=m.get("name")))
+    return tuple(out)
+
+
+def miniwob_judged(episode: MiniwobEpisode) -> list[Message]:
+    """The first step's prompt, the agent's reply as its turn, then `MINIWOB_QUESTION`."""
+    return [*episode.prompt, Message.assistant(episode.reply), Message.user(MINIWOB_QUESTION)]
+
+
+async def miniwob_row(model: Model, episode: MiniwobEpisode) -> dict[str, Any]:
+    p = await model.p_true(miniwob_judged(episode), agent="judge")
+    return {"id": episode.id, "truth": episode.won, "run": episode.run, "task": episode.task, "seed": episode.seed,
+            "reward": episode.reward, "steps": episode.steps, "agent": episode.agent, "action": episode.action,
+            "p_true": round(p, 6)}
+
+
+def _check_same_run(path: Path, run: str) -> None:
+    """Rows are resumed by episode id, which repeats across runs: refuse a rows file of another run."""
+    if not path.exists():
+        return
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            other = json.loads(line).get("run")
+        except (json.JSONDecodeError, AttributeError):
+            continue
+        if other is not None and other != run:
+            raise UsageError(f"{path} holds the rows of run {other}, not {run}; give another --out or move it away")
 
 
 async def run_task(name: str, items: list[Any], solve: Callable[[Any], Awaitable[dict[str, Any]]], out: Path,
@@ -140,11 +256,25 @@ def write_table(table: list[dict[str, Any]], out: Path, model_id: str) -> None:
     print("\n".join(lines))
 
 
+TASKS = ("mustard", "gsm8k", "bfcl", "miniwob")
+
+
 async def main_async(args: argparse.Namespace) -> None:
     out = Path(args.out)
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    unknown = [task for task in tasks if task not in TASKS]
+    if unknown:
+        raise UsageError(f"unknown task {unknown[0]!r}: {', '.join(TASKS)}")
+    episodes: list[MiniwobEpisode] = []
+    if "miniwob" in tasks:  # read and checked before any model call
+        if not getattr(args, "miniwob_run", None):
+            raise UsageError("the miniwob task reads a finished run: give its folder with --miniwob-run")
+        episodes, skipped = miniwob_episodes(Path(args.miniwob_run))
+        _check_same_run(out / "miniwob.jsonl", Path(args.miniwob_run).name)
+        print(f"miniwob: {len(episodes)} episodes with their first call in the trace; {skipped} skipped "
+              "(first call not in the trace)", flush=True)
     out.mkdir(parents=True, exist_ok=True)
     model = open_model(args.model)
-    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     table: list[dict[str, Any]] = []
     for task in tasks:
         if task == "mustard":
@@ -157,7 +287,7 @@ async def main_async(args: argparse.Namespace) -> None:
             items = [item for category in CATEGORIES for item in load_bfcl(category, limit=args.bfcl_per_category)]
             rows = await run_task(task, items, lambda item: bfcl_row(model, item), out, args.parallel)
         else:
-            raise SystemExit(f"unknown task {task!r}: mustard, gsm8k or bfcl")
+            rows = await run_task(task, list(episodes), lambda item: miniwob_row(model, item), out, args.parallel)
         table += signal_rows(task, rows)
         write_table(table, out, model.id)
 
@@ -168,10 +298,14 @@ def main() -> None:
     parser.add_argument("--limit-mustard", type=int, default=200)
     parser.add_argument("--limit-gsm8k", type=int, default=50)
     parser.add_argument("--bfcl-per-category", type=int, default=10)
+    parser.add_argument("--miniwob-run", default=None, help="a finished `bench miniwob` run folder (task miniwob)")
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--out", default=str(OUT))
-    asyncio.run(main_async(parser.parse_args()))
+    try:
+        asyncio.run(main_async(parser.parse_args()))
+    except UsageError as exc:
+        raise SystemExit(f"signal_table: {exc}") from None
 
 
 if __name__ == "__main__":
