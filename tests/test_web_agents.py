@@ -203,3 +203,22 @@ def test_an_action_that_changed_nothing_is_not_offered_again() -> None:
     # never an empty list: with every action futile, all are offered
     every = [PastStep(action, effect=NO_CHANGE) for action in ADMISSIBLE]
     assert worth_trying(ADMISSIBLE, every) == ADMISSIBLE
+
+
+def test_a_field_already_filled_is_not_offered_for_filling_again() -> None:
+    from noosphere.systems.web_episode import PastStep, worth_trying
+
+    offered = ('fill("10", "riley")', 'fill("10", "ONsLN")', 'fill("13", "riley")', 'fill("13", "ONsLN")',
+               'click("14")')
+    filled = PastStep('fill("10", "riley")', effect='field 10 now holds "riley"')
+    assert worth_trying(offered, [filled]) == offered[2:]
+    # a fill that failed, or changed nothing, fills nothing
+    assert worth_trying(offered, [PastStep('fill("10", "riley")', error="not an <input>")]) == offered
+
+
+def test_case_variants_of_a_goal_s_phrase_only_where_the_goal_speaks_of_case() -> None:
+    from noosphere.envs.web_admissible import goal_phrases
+
+    assert goal_phrases('Enter "Livia" into the text field and press Submit.') == ("Livia",)
+    assert goal_phrases('Type "Kasie" in all upper case letters in the text field.') == ("Kasie", "kasie", "KASIE")
+    assert goal_phrases("Enter the username \"riley\" and the password 'ONsLN'.") == ("riley", "ONsLN")

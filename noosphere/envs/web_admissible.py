@@ -3,11 +3,11 @@
 A web page's action space is not finite (`fill` takes any text), so the list is made from the page and the
 goal: a click on every visible element that can be clicked (the browser says so, or it is a control, or the
 page gives it a hand pointer), `select_option` for every option of a list but the one it shows, and `fill` on
-every text field with each quoted phrase of the goal, as written, in lower and in upper case, but the text it
-holds (an action that can change nothing is not worth trying: the 1.5B model chose the option a list already
-showed, and filled a field with the text it already held, on every step of choose-list and enter-text). An
-agent may still write any action; a workspace's short-term memory chooses among these
-(`noosphere.systems.web_ctm`).
+every text field with each quoted phrase of the goal (as written, and lower- and upper-cased where the goal
+speaks of case) but the text it holds. An action that can change nothing is not worth trying: the 1.5B model
+chose the option a list already showed, and filled a field with the text it already held, on every step of
+choose-list and enter-text. An agent may still write any action; a workspace's short-term memory chooses among
+these (`noosphere.systems.web_ctm`).
 """
 
 from __future__ import annotations
@@ -23,15 +23,19 @@ CONTROL_ROLES = frozenset({"button", "link", "checkbox", "radio", "tab", "menuit
                            "menuitemradio", "option", "treeitem", "switch", "combobox", "textbox", "searchbox",
                            "spinbutton", "slider", "listbox", "gridcell", "row"})
 MAX_ADMISSIBLE = 80
+_CASE = re.compile(r"\b(lower|upper)[ -]?case\b|\bcapital", re.IGNORECASE)
 _QUOTED = re.compile(r"\"([^\"]{1,80})\"|“([^”]{1,80})”|'([^']{1,80})'(?![a-z])")
 
 
 def goal_phrases(goal: str) -> tuple[str, ...]:
-    """The quoted phrases of a goal, each as written, lower-cased and upper-cased (no repeats)."""
+    """The quoted phrases of a goal, each as written, and lower-cased and upper-cased where the goal speaks of
+    case (enter-text-2's "in all upper case letters"): offered always, the variants drew the 1.5B model into
+    filling a field with "Livia" and "LIVIA" in turn until its steps ran out."""
+    cased = _CASE.search(goal) is not None
     found: list[str] = []
     for match in _QUOTED.finditer(goal):
         phrase = next(group for group in match.groups() if group is not None)
-        found += [phrase, phrase.lower(), phrase.upper()]
+        found += [phrase, phrase.lower(), phrase.upper()] if cased else [phrase]
     return tuple(dict.fromkeys(found))
 
 

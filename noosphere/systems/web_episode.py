@@ -11,8 +11,8 @@ the observations, the step budget and what is recorded are the same for all of t
 - each past step is shown to the system with what it visibly did to the page, as the environment measured it
   (`noosphere.envs.web_effect`: a field's new value, a box ticked or unticked, text that appeared, or no visible
   change), and a step that repeats the one before it and changed nothing says so;
-- an action that changed nothing visible the last time it was taken is not offered again (`worth_trying`), so
-  a model that repeats itself must try something else;
+- an action that changed nothing visible the last time it was taken, and a fill of a field already filled, are
+  not offered again (`worth_trying`), so a model that repeats itself must try something else;
 - each step's screenshot (the page before the action) is written to `<run>/web/<episode>/step-N.png`, and
   its `web_step` event names it with the box of the element acted on, for the viewer.
 """
@@ -25,6 +25,7 @@ from pathlib import Path
 
 from noosphere.concurrent import Forfeit, attempt
 from noosphere.envs.miniwob import MiniWob
+from noosphere.envs.web_actions import WebActionError, parse_action
 from noosphere.envs.web_browser import WebTimeout
 from noosphere.envs.web_effect import NO_CHANGE
 from noosphere.envs.web_events import WebEpisodeEnded, WebEpisodeStarted, WebRefused, WebStepTaken
@@ -64,13 +65,24 @@ class Turn:
 
 
 def worth_trying(admissible: tuple[str, ...], history: list[PastStep] | tuple[PastStep, ...]) -> tuple[str, ...]:
-    """The admissible actions but those that changed nothing visible the last time they were taken (unless that
-    would leave none): on click-option, login-user and use-autocomplete the 1.5B model took the same futile action
-    until the step budget ran out, whatever the history said of it."""
+    """The admissible actions but those that changed nothing visible the last time they were taken, and but the
+    fills of a field this episode already filled (unless that would leave none). Offered again, the 1.5B model
+    took the same futile click until the step budget ran out (click-option), and filled the username's field with
+    the username and the password in turn (login-user); an action in parts can still refill a field."""
     last: dict[str, PastStep] = {step.action: step for step in history if step.action}
+    filled = {bid for step in history if step.action.startswith("fill(") and not step.error
+              and step.effect != NO_CHANGE for bid in _bids(step.action)}
     kept = tuple(action for action in admissible
-                 if action not in last or last[action].error or last[action].effect != NO_CHANGE)
+                 if (action not in last or last[action].error or last[action].effect != NO_CHANGE)
+                 and not (action.startswith("fill(") and filled.intersection(_bids(action))))
     return kept or admissible
+
+
+def _bids(action: str) -> tuple[str, ...]:
+    try:
+        return parse_action(action).bids
+    except WebActionError:
+        return ()
 
 
 @dataclass(frozen=True)
