@@ -197,6 +197,12 @@ SUITES: dict[str, Suite] = {
         Config("ctm-logprob-call", ("--system", "ctm", "--scores", "logprob", "--motor", "call", "--gate", "0.8"), 10),
         # the ablation of ctm-logprob-call: the same gate on the base's calls, no workspace
         Config("base-gate", ("--system", "base", "--scores", "logprob", "--gate", "0.8"), 10),
+        # beside the function processors, a generalist processor that bids the base's calls with P(True) "do these
+        # calls do exactly what the request asks?" as its relevance and confidence; the motor acts on the winner
+        # (the generalist's calls through the gate, else the call motor, or no call below the relevance bar). The
+        # design was made after looking at the dev results: measure it on held-out items only (`--offset 10`)
+        Config("ctm-logprob-generalist", ("--system", "ctm", "--scores", "logprob", "--processors",
+                                          "functions+generalist", "--motor", "call", "--gate", "0.8"), 10),
     ), ("simple_python_accuracy", "multiple_accuracy", "parallel_accuracy", "parallel_multiple_accuracy",
         "irrelevance_accuracy", "overall_accuracy"), parallel=4),
     "gsm8k": Suite("gsm8k", (

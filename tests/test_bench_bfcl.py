@@ -398,6 +398,10 @@ def test_the_gate_drops_the_motors_calls_below_it_and_keeps_them_above(gated: Pa
     ("base", ("--scores", "samples"), "this benchmark's base system has no scores to take from probabilities"),
     ("base", ("--scores", "logprob", "--gate", "1.5"), "--gate must be in (0, 1), not 1.5"),
     ("base", ("--scores", "logprob", "--motor", "call", "--gate", "0.8"), "--motor is the ctm's last step"),
+    ("base", ("--scores", "logprob", "--gate", "0.8", "--processors", "functions+generalist"),
+     "--processors chooses the ctm's processors: give --system ctm"),
+    ("ctm", ("--processors", "functions+generalist"), "scores the generalist by P(True) of its calls"),
+    ("ctm", ("--scores", "logprob", "--processors", "generalist"), "generalist"),
 ])
 def test_motor_and_gate_usage_errors_come_before_any_call(
         gated: Path, tmp_path: Path, system: str, extra: tuple[str, ...], message: str) -> None:
@@ -461,15 +465,16 @@ def test_a_run_saved_before_the_motor_option_resumes_with_the_select_motor(data:
                 str(tmp_path / "runs"), "--quiet", "--no-cache"], opener_for(reply))
     [run_dir] = list((tmp_path / "runs").iterdir())
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["motor"] == "select" and config["gate"] is None
-    del config["motor"], config["gate"]  # as an older run saved it
+    assert config["motor"] == "select" and config["gate"] is None and config["processors"] == "functions"
+    del config["motor"], config["gate"], config["processors"]  # as an older run saved it
     (run_dir / "config.json").write_text(json.dumps(config))
     import noosphere.bench.bfcl as bfcl_module
 
-    seen: list[tuple[str, float | None]] = []
+    seen: list[tuple[str, float | None, str]] = []
 
-    async def spy(model: Any, settings: Any, item: Any, *, motor: str = "?", gate: float | None = -1.0) -> Any:
-        seen.append((motor, gate))
+    async def spy(model: Any, settings: Any, item: Any, *, motor: str = "?", gate: float | None = -1.0,
+                  processors: str = "?") -> Any:
+        seen.append((motor, gate, processors))
         return await solve_ctm(model, settings, item, motor="select", gate=None)
 
     original = bfcl_module.solve_ctm
@@ -483,7 +488,7 @@ def test_a_run_saved_before_the_motor_option_resumes_with_the_select_motor(data:
     finally:
         bfcl_module.solve_ctm = original  # type: ignore[assignment]
     assert code == 0, err
-    assert seen == [("select", None)]
+    assert seen == [("select", None, "functions")]
 
 
 def base_reply(request: Request) -> Any:
@@ -545,3 +550,180 @@ def test_solve_base_refuses_a_gate_without_probability_scores(gated: Path) -> No
     assert not backend.history
 
 
+
+
+GENERALIST_CIRCLE = [{"name": "area_circle.calculate", "arguments": {"radius": 5}}]
+
+
+def generalist_reply(generalist_calls: list[dict[str, Any]], motor_calls: list[dict[str, Any]]) -> Any:
+    """The generalist's function-calling request makes `generalist_calls` (its answers to other processors'
+    questions are plain text); the circle's proposer proposes radius 7, the rectangle's 7 by 3; the call motor makes
+    `motor_calls`, the select motor picks the first proposal; the STM concludes."""
+    def reply(request: Request) -> Any:
+        properties = (request.json_schema or {}).get("properties", {})
+        if request.agent == "stm":
+            return {"answer": "the workspace's conclusion"}
+        if request.agent == "motor":
+            return ({"asks": ["the area"], "make": ["A"]} if "asks" in properties else {"tool_calls": motor_calls})
+        if request.agent == "generalist":
+            return ({"tool_calls": generalist_calls} if "tool_calls" in properties else
+                    {"response": "an answer", "additional_question": ""})
+        if request.agent and request.agent.endswith("area_circle.calculate"):
+            return {"calls": [{"radius": 7}], "response": "r", "additional_question": ""}
+        return {"calls": [{"length": 7, "breadth": 3}], "response": "r", "additional_question": ""}
+    return reply
+
+
+def generalist_opener(reply: Any, p_yes: Any) -> Any:
+    """A scripted model whose P(Yes) is `p_yes(agent, question)` (the question: the last message's text)."""
+    from noosphere.llm import Model, ScriptedBackend
+
+    def scorer(request: Any) -> dict[str, float]:
+        p = p_yes(request.agent, request.messages[-1].content)
+        return {"Yes": p, "No": 1 - p}
+
+    backend = ScriptedBackend(reply, scorer=scorer)
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    opener.backend = backend  # type: ignore[attr-defined]
+    return opener
+
+
+def by_agent(p: dict[str, float], default: float = 0.9) -> Any:
+    """Every question of an agent answered with its P(Yes) (weight 2.2 p for a processor); the STM's 0.9 stops."""
+    return lambda agent, question: p.get(agent, default)
+
+
+GENERALIST_RUN = ["--system", "ctm", "--scores", "logprob", "--processors", "functions+generalist"]
+CIRCLE, RECTANGLE = "f0:area_circle.calculate", "f1:area_rectangle.calculate"
+
+
+def run_rows(opener: Any, data: Path, out: Path, *args: str) -> list[dict[str, Any]]:
+    code, _, err = invoke(["bench", "bfcl", *args, "--data", str(data), "--out", str(out), "--quiet", "--no-cache"],
+                          opener)
+    assert code == 0, err
+    [run_dir] = list(out.iterdir())
+    return [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("motor", [(), ("--motor", "call", "--gate", "0.8")])
+def test_a_winning_generalist_makes_the_bases_own_calls(gated: Path, tmp_path: Path, motor: tuple[str, ...]) -> None:
+    from noosphere.bench.bfcl import CALLS_QUESTION
+    from noosphere.workspace.scores import SURPRISE_QUESTION
+
+    # the generalist wins (weight 2.2 x 0.95 against 2.2 x 0.6); the motor, were it asked, would call the rectangle
+    opener = generalist_opener(generalist_reply(GENERALIST_CIRCLE, [{"name": "area_rectangle.calculate", "arguments":
+                                                                     {"length": 1, "breadth": 1}}]),
+                               by_agent({"generalist": 0.95, CIRCLE: 0.6, RECTANGLE: 0.6}))
+    [row] = run_rows(opener, gated, tmp_path / "runs", *GENERALIST_RUN, *motor, "--category", "simple_python")
+    assert row["winner"] == "generalist" and row["winner_relevance"] == 0.95 and row["path"] == "generalist"
+    assert row["relevance"] == {CIRCLE: 0.6, RECTANGLE: 0.6, "generalist": 0.95}
+    assert row["generalist_calls"] == row["prediction"] == [{"area_circle.calculate": {"radius": 5}}]
+    assert row["correct"] is True and row["winner_only"] is True
+    history = opener.backend.history
+    assert "motor" not in {r.agent for r in history}
+    gated_run = bool(motor)
+    assert row["gate_p_true"] == (pytest.approx(0.95) if gated_run else None) and row["gated"] is False
+    assert row["confidence"] == pytest.approx(0.95 if gated_run else 0.9)  # the gate's P(True), else the STM's
+    # the gate reads the generalist's relevance, the same question after the same calls: not asked again
+    assert not [r for r in opener.backend.score_history if r.agent == "gate"]
+    judged = [r.messages for r in opener.backend.score_history if r.agent == "generalist"]
+    assert sorted(m[-1].content for m in judged) == sorted([CALLS_QUESTION, SURPRISE_QUESTION])
+    assert all(m[-2].content == 'Function calls: [{"area_circle.calculate": {"radius": 5}}]' for m in judged)
+    # its request is the base's own, to the message and the schema
+    [request] = [r for r in history if r.agent == "generalist"]
+    base = generalist_opener(lambda r: {"tool_calls": GENERALIST_CIRCLE}, by_agent({}))
+    run_rows(base, gated, tmp_path / "base", "--system", "base", "--category", "simple_python")
+    [base_request] = base.backend.history
+    assert request.messages == base_request.messages and request.json_schema == base_request.json_schema
+
+
+@pytest.mark.parametrize("motor", ["call", "select"])
+def test_a_winning_function_processor_takes_the_motor_path(gated: Path, tmp_path: Path, motor: str) -> None:
+    # the circle's proposer wins (0.9) over the rectangle's (0.6) and the generalist (0.55, above the bar); the
+    # generalist's own calls (a 2 by 2 rectangle) would be wrong, the motor's (the circle, radius 5) are right
+    opener = generalist_opener(generalist_reply([{"name": "area_rectangle.calculate",
+                                                  "arguments": {"length": 2, "breadth": 2}}], GENERALIST_CIRCLE),
+                               by_agent({"generalist": 0.55, CIRCLE: 0.9, RECTANGLE: 0.6}))
+    rows = run_rows(opener, gated, tmp_path / "runs", *GENERALIST_RUN, "--motor", motor, "--category",
+                    "simple_python")
+    [row] = rows
+    assert row["winner"] == CIRCLE and row["winner_relevance"] == 0.9 and row["path"] == "motor"
+    assert row["generalist_calls"] == [{"area_rectangle.calculate": {"length": 2, "breadth": 2}}]
+    [request] = [r for r in opener.backend.history if r.agent == "motor"]
+    prompt = request.messages[-1].content
+    assert '"length": 2' not in prompt  # the motor sees the function processors' proposals only
+    assert '{"radius": 7}' in prompt and '{"length": 7, "breadth": 3}' in prompt
+    if motor == "call":
+        assert row["motor"] == "call" and row["prediction"] == [{"area_circle.calculate": {"radius": 5}}]
+        assert row["correct"] is True
+    else:  # the select motor picks the circle's own proposal (radius 7): the motor path ran, not the generalist's
+        assert row["prediction"] == [{"area_circle.calculate": {"radius": 7}}] and "motor" not in row
+
+
+@pytest.mark.parametrize(("case", "p_yes"), [
+    # every processor below the bar (0.5): a function processor wins, but no one's relevance calls for acting
+    ("none clears the bar", by_agent({"generalist": 0.2, CIRCLE: 0.3, RECTANGLE: 0.3})),
+    # the generalist wins (weight 0.45 + 0.45 + 0.2 x 0.45 = 0.99) with a relevance below the bar, while the
+    # function processors' relevance (P(True) of the serves question, 0.6) clears it on a low confidence (0.1):
+    # weight 0.6 + 0.1 + 0.2 x 0.1 = 0.72
+    ("the generalist wins below the bar",
+     lambda agent, question: 0.45 if agent == "generalist" else 0.6 if "exactly these calls" in question else 0.1
+     if agent != "stm" else 0.9),
+])
+def test_no_call_when_the_workspace_has_nothing_above_the_bar_to_act_on(gated: Path, tmp_path: Path, case: str,
+                                                                         p_yes: Any) -> None:
+    # the generalist calls the circle on an irrelevant request, and so would the call motor: either is wrong
+    opener = generalist_opener(generalist_reply(GENERALIST_CIRCLE, GENERALIST_CIRCLE), p_yes)
+    [row] = run_rows(opener, gated, tmp_path / "runs", *GENERALIST_RUN, "--motor", "call", "--category",
+                     "irrelevance")
+    assert row["path"] == "none" and row["prediction"] == [] and row["correct"] is True
+    assert row["generalist_calls"] == [{"area_circle.calculate": {"radius": 5}}]
+    assert (row["winner"] == "generalist") is (case == "the generalist wins below the bar")
+    assert row["winner_relevance"] < 0.5
+    if case == "the generalist wins below the bar":
+        assert row["relevance"][CIRCLE] == 0.6 and row["relevance"][RECTANGLE] == 0.6
+    assert "motor" not in {r.agent for r in opener.backend.history}
+
+
+def test_the_generalist_bids_its_calls_once_and_answers_questions_as_a_processor(gated: Path,
+                                                                                 tmp_path: Path) -> None:
+    """Below the STM's threshold both iterations run: the winner's follow-up question is answered by the generalist
+    like any processor, and its second bid is the first one's calls, not a second function-calling request."""
+    reply = generalist_reply(GENERALIST_CIRCLE, [])
+
+    def asking(request: Request) -> Any:
+        answered = reply(request)
+        if request.agent == CIRCLE:
+            answered["additional_question"] = "Which unit?"
+        return answered
+
+    opener = generalist_opener(asking, lambda agent, question: 0.5 if agent == "stm" else
+                               {"generalist": 0.6, CIRCLE: 0.9}.get(agent or "", 0.3))
+    [row] = run_rows(opener, gated, tmp_path / "runs", *GENERALIST_RUN, "--motor", "call", "--category",
+                     "simple_python", "--parallel", "1")
+    requests = [r for r in opener.backend.history if r.agent == "generalist"]
+    tool_requests = [r for r in requests if "tool_calls" in (r.json_schema or {}).get("properties", {})]
+    assert len(tool_requests) == 1  # the task's calls asked once, bid in both iterations
+    assert any("Which unit?" in r.messages[-1].content for r in requests if r not in tool_requests)
+    assert row["generalist_calls"] == [{"area_circle.calculate": {"radius": 5}}]
+    assert row["winner"] == CIRCLE and row["path"] == "motor"
+
+
+def test_solve_ctm_refuses_the_generalist_without_probability_scores_and_unknown_processors(gated: Path) -> None:
+    import asyncio
+
+    from noosphere.bench.bfcl import solve_ctm
+    from noosphere.errors import UsageError
+    from noosphere.workspace import WorkspaceSettings
+    from tests.helpers import scripted
+
+    model, backend, _ = scripted([])
+    [simple] = load_bfcl("simple_python", gated)
+    with pytest.raises(UsageError, match="needs probability scores"):
+        asyncio.run(solve_ctm(model, WorkspaceSettings(), simple, processors="functions+generalist"))
+    with pytest.raises(UsageError, match="everything"):
+        asyncio.run(solve_ctm(model, WorkspaceSettings(), simple, processors="everything"))  # type: ignore[arg-type]
+    assert not backend.history

@@ -205,3 +205,35 @@ def test_bfcl_base_gate_is_the_call_motors_gate_without_the_workspace(suite: Any
     assert value(base_gate, "--gate") == value(call, "--gate") == "0.8"
     assert value(base_gate, "--scores") == value(call, "--scores") == "logprob"
     assert value(base_gate, "--limit") == "10"
+
+
+def test_bfcl_generalist_configuration_is_a_command_bench_bfcl_runs(suite: Any, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The held-out command of `ctm-logprob-generalist`, as the suite builds it, runs on the scripted model."""
+    from tests.test_bench_bfcl import (
+        AREA,
+        GENERALIST_CIRCLE,
+        RECT,
+        by_agent,
+        generalist_opener,
+        generalist_reply,
+        write_category,
+    )
+    from tests.test_cli import invoke
+
+    command = commands(suite, monkeypatch, "bfcl", "ctm-logprob-generalist", tmp_path / "suite", offset=10)
+    assert command[command.index("--offset") + 1] == "10"
+    assert command[command.index("--processors") + 1] == "functions+generalist"
+    data = tmp_path / "bfcl"
+    write_category(data, "simple_python", [f"item {n}: area of a circle of radius 5" for n in range(11)], [AREA, RECT],
+                   [{"area_circle.calculate": {"radius": [5.0], "unit": [""]}}])
+    out = command.index("--out")
+    opener = generalist_opener(generalist_reply(GENERALIST_CIRCLE, []), by_agent({"generalist": 0.95}, 0.6))
+    code, _, err = invoke([*command[:out], "--out", str(tmp_path / "runs"), "--data", str(data), "--category",
+                           "simple_python", "--no-cache"], opener)
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    [row] = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    assert row["id"] == "simple_python_10" and row["path"] == "generalist" and row["correct"] is True
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["processors"] == "functions+generalist" and config["gate"] == 0.8 and config["offset"] == 10

@@ -88,6 +88,19 @@ def _check_motor(workspace: WorkspaceOptions, motor: str, gate: float | None) ->
         raise UsageError(f"--gate must be in (0, 1), not {gate}")
 
 
+def _check_processors(workspace: WorkspaceOptions, processors: str) -> None:
+    """BFCL's `--processors`, before anything runs: the generalist is a ctm processor scored by P(True)."""
+    if processors not in bfcl_bench.PROCESSORS:
+        raise UnknownNameError("processors", processors, bfcl_bench.PROCESSORS)
+    if processors == "functions":
+        return
+    if workspace.system != "ctm":
+        raise UsageError("--processors chooses the ctm's processors: give --system ctm")
+    if workspace.scores == "verbal":
+        raise UsageError("--processors functions+generalist scores the generalist by P(True) of its calls: give "
+                         "--scores logprob or samples")
+
+
 def iterations_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """How often the workspace went past its first iteration (the threshold acting), where rows say."""
     counts = [r["iterations"] for r in rows if isinstance(r.get("iterations"), int)]
@@ -155,6 +168,10 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         gate: Annotated[float | None, typer.Option(
             help="base, or ctm --motor call, with --scores logprob|samples: make the calls only if P(True) that "
                  "they do exactly what the request asks is at least this (in (0, 1))")] = None,
+        processors: Annotated[str, typer.Option(
+            help="ctm: functions (one processor per function) or functions+generalist (with --scores logprob|"
+                 "samples: also one processor that sees every function and bids the base's calls, scored by "
+                 "P(True) that they do exactly what the request asks; the motor acts on the winner)")] = "functions",
         *,
         workspace: WorkspaceOptions,
         options: RunOptions,
@@ -165,9 +182,10 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             if name not in CATEGORIES:
                 raise UnknownNameError("BFCL category", name, CATEGORIES)
         _check_motor(workspace, motor, gate)
+        _check_processors(workspace, processors)
         config = {"benchmark": "bfcl", **checked, **options.config(), "categories": category or list(CATEGORIES),
                   "limit": limit, "offset": offset, "data": str(data) if data else None, "motor": motor,
-                  "gate": gate}
+                  "gate": gate, "processors": processors}
 
         def load(saved: dict[str, Any]) -> list[BfclItem]:
             folder = Path(saved["data"]) if saved.get("data") else None
@@ -179,7 +197,8 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             solve = (partial(bfcl_bench.solve_base, llm, scores=saved.get("scores", "verbal"), gate=saved.get("gate"))
                      if saved["system"] == "base"
                      else partial(bfcl_bench.solve_ctm, llm, _workspace_settings(saved, options.parallel),
-                                  motor=saved.get("motor") or "select", gate=saved.get("gate")))
+                                  motor=saved.get("motor") or "select", gate=saved.get("gate"),
+                                  processors=saved.get("processors") or "functions"))
             return [(i.id, i, None) for i in items], solve
 
         def summarise(saved: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
