@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from noosphere.llm import Model, ScriptedBackend
@@ -40,3 +44,14 @@ def stm_reply(answer: str, confidence: float, label: str | None = None) -> dict[
     if label is not None:
         out["label"] = label
     return out
+
+
+def load_script(path: Path, name: str | None = None) -> ModuleType:
+    """A script outside the package (benchmarks/, docs/) as a module, registered in `sys.modules` under `name`
+    (default: `<stem>_script`), where its dataclasses look their module up."""
+    spec = importlib.util.spec_from_file_location(name or f"{path.stem}_script", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

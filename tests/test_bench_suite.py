@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.helpers import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "suite.py"
 
 
 @pytest.fixture(scope="module")
 def suite() -> Any:
-    spec = importlib.util.spec_from_file_location("suite_script", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "suite_script")
 
 
 def commands(suite: Any, monkeypatch: pytest.MonkeyPatch, name: str, config: str, out: Path,

@@ -5,7 +5,6 @@ the meta-agent with memory and without, side by side; and the TextWorld and ALFW
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from noosphere.envs import Reset, Step
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.llm.types import Request
 from noosphere.runs import Run
+from tests.helpers import load_script
 from tests.skip_policy import GAME_EXTRAS
 from tests.test_cli import invoke
 
@@ -29,12 +29,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def script(name: str) -> Any:
     """A script of benchmarks/ as a module."""
-    spec = importlib.util.spec_from_file_location(f"{name}_script", BENCHMARKS / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCHMARKS / f"{name}.py")
 
 
 @pytest.fixture(scope="module")

@@ -4,13 +4,13 @@ a sideways one and a cycle in a tiny tree made to have them, from the files and 
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.helpers import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "docs" / "import_graph.py"
@@ -18,12 +18,7 @@ SCRIPT = ROOT / "docs" / "import_graph.py"
 
 @pytest.fixture(scope="module")
 def ig() -> Any:
-    spec = importlib.util.spec_from_file_location("import_graph_script", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "import_graph_script")
 
 
 def test_noosphere_imports_point_down(ig: Any) -> None:

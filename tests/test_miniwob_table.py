@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.helpers import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "miniwob_table.py"
 
 
 @pytest.fixture(scope="module")
 def table() -> Any:
-    spec = importlib.util.spec_from_file_location("miniwob_table_script", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "miniwob_table_script")
 
 
 def run(root: Path, system: str, name: str, episodes: dict[str, tuple[bool, int]]) -> Path:

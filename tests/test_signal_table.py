@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -23,18 +22,14 @@ from noosphere.llm import CallCache, Message, Model, ScriptedBackend
 from noosphere.scope import item_scope
 from noosphere.systems.web_prompts import AGENT_ROLE
 from noosphere.trace import Trace
+from tests.helpers import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "signal_table.py"
 
 
 @pytest.fixture(scope="module")
 def signal() -> Any:
-    spec = importlib.util.spec_from_file_location("signal_table_script", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "signal_table_script")
 
 
 class Step(BaseModel):
