@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 
 from noosphere.envs.web_actions import parse_action, perform
+from noosphere.envs.web_effect import NO_CHANGE
 from noosphere.envs.web_page import Element, PageState
 from noosphere.errors import OutputParseError
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.llm.gbnf import schema_grammar
-from noosphere.systems.web_agents import ELEMENT_ACTIONS, base, react
-from noosphere.systems.web_episode import Decision, Turn
+from noosphere.systems.web_agents import ELEMENT_ACTIONS, base, in_parts_bids, react
+from noosphere.systems.web_episode import Decision, PastStep, Turn, worth_trying
 from noosphere.systems.web_prompts import ACTION_SPACE
 from noosphere.trace import Trace
 from tests.test_web_perform import FakePage
@@ -31,6 +32,9 @@ PAGE = PageState("file:///miniwob/form.html", "Form", "<body>...</body>", "[12] 
     Element("8", "option", "option", "Lesotho", None, False, False),
     Element("30", "div", "", "", None, False, False)), screenshot=b"")
 VISIBLE = ["12", "14", "7"]  # <body>, the hidden <option> and the hidden <div> are no target
+CLICK, TYPE, CHOOSE, TICK = ("click", "hover", "dblclick", "focus"), ("fill", "clear", "press"), ("select_option",), \
+    ("check", "uncheck")
+FORMS = {CLICK: VISIBLE, TYPE: ["14"], CHOOSE: ["7"]}  # each group of actions in parts on what it can act on
 
 
 def turn(admissible: tuple[str, ...] = ADMISSIBLE, page: PageState = PAGE) -> Turn:
@@ -44,10 +48,20 @@ def decide(agent: Any, script: Any, on: Turn | None = None) -> tuple[Decision, S
     return decision, backend, trace
 
 
-def action_schema(schema: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    """The listed actions of a step's schema, and the action in parts' properties."""
+def action_schema(schema: dict[str, Any]) -> tuple[list[str], dict[tuple[str, ...], dict[str, Any]]]:
+    """The listed actions of a step's schema, and its forms of an action in parts' properties, by their names."""
     listed, in_parts = schema["properties"]["action"]["oneOf"]
-    return listed["enum"], schema["$defs"][in_parts["$ref"].rsplit("/", 1)[1]]["properties"]
+    return listed["enum"], in_parts_forms(schema, in_parts)
+
+
+def in_parts_forms(schema: dict[str, Any], union: dict[str, Any]) -> dict[tuple[str, ...], dict[str, Any]]:
+    forms = [schema["$defs"][option["$ref"].rsplit("/", 1)[1]]["properties"] for option in union["oneOf"]]
+    return {tuple(values(form["name"])): form for form in forms}
+
+
+def values(field: dict[str, Any]) -> list[Any]:
+    """An enum's values (pydantic writes an enum of one as a const)."""
+    return field["enum"] if "enum" in field else [field["const"]]
 
 
 @pytest.mark.parametrize("agent", [base, react])
@@ -57,7 +71,10 @@ def test_the_schema_names_exactly_the_page_s_actions_and_bids(agent: Any) -> Non
     assert request.json_schema is not None
     listed, in_parts = action_schema(request.json_schema)
     assert listed == list(ADMISSIBLE)
-    assert in_parts["bid"]["enum"] == VISIBLE and in_parts["name"]["enum"] == list(ELEMENT_ACTIONS)
+    # each group of names with the bids it can act on; no check box here, so no check or uncheck
+    assert {names: values(form["bid"]) for names, form in in_parts.items()} == FORMS
+    assert "text" not in in_parts[CLICK] and in_parts[TYPE]["text"]["type"] == "string"
+    assert set(ELEMENT_ACTIONS) - {name for names in in_parts for name in names} == set(TICK)
     assert list(request.json_schema["properties"]) == (["thought", "action"] if agent is react else ["action"])
     # the prompt lists the actions once (not again in the format instruction) and shows no placeholder to copy
     system, user = (m.content for m in request.messages)
@@ -74,8 +91,9 @@ def test_the_schema_follows_the_page_from_step_to_step() -> None:
                                          Element("41", "p", "", "", None, True, False)), b"")
     _, backend, _ = decide(base, [{"action": 'click("40")'}], turn(('click("40")',), other))
     schema = backend.history[0].json_schema
-    assert schema is not None and schema["$defs"]["ActionInParts"]["properties"]["bid"]["enum"] == ["40", "41"]
-    assert schema["properties"]["action"]["oneOf"][0]["const"] == 'click("40")'
+    assert schema is not None and schema["$defs"]["ClickInParts"]["properties"]["bid"]["enum"] == ["40", "41"]
+    assert schema["properties"]["action"]["oneOf"] == [{"const": 'click("40")', "type": "string"},
+                                                       {"$ref": "#/$defs/ClickInParts"}]  # nothing to type in
 
 
 def test_a_listed_action_is_carried_out_as_written() -> None:
@@ -92,13 +110,14 @@ def test_a_listed_action_is_carried_out_as_written() -> None:
     ({"name": "fill", "bid": "14", "text": 'Kasie "K"'}, 'fill("14", "Kasie \\"K\\"")'),
     ({"name": "select_option", "bid": "7", "text": "Lesotho"}, 'select_option("7", "Lesotho")'),
     ({"name": "press", "bid": "14", "text": "Enter"}, 'press("14", "Enter")'),
-    ({"name": "uncheck", "bid": "7"}, 'uncheck("7")')])
+    ({"name": "clear", "bid": "14"}, 'clear("14")'),
+    ({"name": "hover", "bid": "7"}, 'hover("7")')])
 def test_an_action_in_parts_renders_to_its_action_string(parts: dict[str, str], action: str) -> None:
     decision, _, _ = decide(base, [{"action": parts}])
     assert decision.action == action and parse_action(decision.action).render() == action
 
 
-ON_THE_PAGE = "action.parts.bid: Input should be '12', '14' or '7'"
+ON_THE_PAGE = "action.parts.click.bid: Input should be '12', '14' or '7'"
 
 
 @pytest.mark.parametrize(("wrong", "complaint"), [
@@ -106,8 +125,13 @@ ON_THE_PAGE = "action.parts.bid: Input should be '12', '14' or '7'"
     ({"name": "click", "bid": "30"}, ON_THE_PAGE),  # on the page, but hidden
     ("click(bid, button='next')", """action.listed: Input should be 'click("12")', 'fill("14", "Kasie")' or"""),
     ('click("999")', "action.listed: Input should be"),  # well formed, but not listed
-    ({"name": "goto", "bid": "12"}, "action.parts.name: Input should be 'click', 'fill'"),
-    ({"name": "fill", "bid": "14"}, "action.parts: Value error, fill needs its text (value)")])
+    ({"name": "goto", "bid": "12"}, "action.parts: Input tag 'goto' found using 'name' does not match any of the "
+                                    "expected tags: 'click', 'hover', 'dblclick', 'focus', 'fill'"),
+    ({"name": "fill", "bid": "14"}, "action.parts.fill: Value error, fill needs its text (value)"),
+    # an action on an element it cannot act on: a button is no text field, a text field no list
+    ({"name": "fill", "bid": "12", "text": "Kasie"}, "action.parts.fill.bid: Input should be '14'"),
+    ({"name": "select_option", "bid": "14", "text": "Kasie"}, "action.parts.select_option.bid: Input should be '7'"),
+    ({"name": "check", "bid": "12"}, "action.parts: Input tag 'check' found using 'name' does not match")])
 def test_an_action_off_the_page_fails_validation_and_is_asked_again(wrong: Any, complaint: str) -> None:
     decision, backend, trace = decide(base, [{"action": wrong}, {"action": {"name": "click", "bid": "12"}}])
     assert decision.action == 'click("12")' and len(backend.history) == 2
@@ -133,7 +157,8 @@ def test_a_page_without_listed_actions_still_takes_actions_in_parts() -> None:
     decision, backend, _ = decide(base, [{"action": {"name": "hover", "bid": "7"}}], turn(()))
     schema = backend.history[0].json_schema
     assert schema is not None and schema["properties"]["action"] == {
-        "$ref": "#/$defs/ActionInParts", "description": "an action in parts, or one of the actions that fit this page"}
+        "oneOf": [{"$ref": f"#/$defs/{form}InParts"} for form in ("Click", "Type", "Choose")], "title": "Action",
+        "description": "an action in parts, or one of the actions that fit this page"}
     assert decision.action == 'hover("7")'
 
 
@@ -169,8 +194,14 @@ def test_the_step_schema_compiles_to_a_llama_cpp_grammar_of_the_page() -> None:
     # each listed action is one GBNF literal that reads back as its JSON string (quotes and backslashes escaped:
     # llama-cpp-python's own converter leaves backslashes bare, and llama.cpp then refuses the whole grammar)
     assert gbnf_literals(rules["action-0"]) == [json.dumps(action) for action in ADMISSIBLE]
-    assert rules["ActionInParts-bid"] == ' | '.join(f'"\\"{bid}\\""' for bid in VISIBLE)
-    assert rules["action"] == "action-0 | action-1" and rules["action-1"] == "ActionInParts"
+    assert rules["ClickInParts-bid"] == ' | '.join(f'"\\"{bid}\\""' for bid in VISIBLE)
+    # a text field's actions can name nothing but the text field, a list's nothing but the list: the grammar itself
+    # cannot write fill on the button or check anywhere (the page has no check box)
+    assert rules["TypeInParts-bid"] == '"\\"14\\""' and rules["ChooseInParts-bid"] == '"\\"7\\""'
+    assert gbnf_literals(rules["TypeInParts-name"]) == [json.dumps(name) for name in TYPE]
+    assert '"\\"check\\""' not in gbnf and "discriminator" not in gbnf
+    assert rules["action"] == "action-0 | action-1" and rules["action-1"] == "action-1-0 | action-1-1 | action-1-2"
+    assert [rules[f"action-1-{i}"] for i in range(3)] == ["ClickInParts", "TypeInParts", "ChooseInParts"]
     assert rules["action-0"].count(" | ") == len(ADMISSIBLE) - 1
     assert rules["root"].index("thought-kv") < rules["root"].index("action-kv")  # the thought is written first
 
@@ -222,3 +253,85 @@ def test_case_variants_of_a_goal_s_phrase_only_where_the_goal_speaks_of_case() -
     assert goal_phrases('Enter "Livia" into the text field and press Submit.') == ("Livia",)
     assert goal_phrases('Type "Kasie" in all upper case letters in the text field.') == ("Kasie", "kasie", "KASIE")
     assert goal_phrases("Enter the username \"riley\" and the password 'ONsLN'.") == ("riley", "ONsLN")
+
+
+RADIOS = PageState("file:///miniwob/click-option.html", "Options", "", "", elements=(
+    Element("3", "label", "", "r4p", None, True, False),
+    Element("4", "input", "radio", "r4p", None, True, True, input_type="radio"),
+    Element("5", "input", "radio", "Dale", None, True, True, input_type="radio"),
+    Element("6", "input", "checkbox", "agree", None, True, True, input_type="checkbox"),
+    Element("9", "input", "checkbox", "hidden", None, False, True, input_type="checkbox"),
+    Element("10", "div", "checkbox", "styled box", None, True, True),
+    Element("11", "textarea", "textbox", "", None, True, False),
+    Element("13", "input", "", "", None, True, False, input_type="email"),
+    Element("15", "select", "combobox", "", None, True, True, value="Chad", options=("Lesotho", "Chad")),
+    Element("16", "select", "combobox", "", None, True, True, options=("red", "blue")),
+    Element("20", "button", "button", "Submit", None, True, True)), screenshot=b"")
+
+
+def test_each_action_in_parts_names_only_the_elements_it_can_act_on() -> None:
+    on = turn((), RADIOS)
+    assert in_parts_bids(on) == {CLICK: ("3", "4", "5", "6", "10", "11", "13", "15", "16", "20"),
+                                 TYPE: ("11", "13"), CHOOSE: ("15", "16"), TICK: ("4", "5", "6", "10")}
+    # a page with neither a field, a list nor a box: only the group that acts on anything
+    assert in_parts_bids(turn((), PageState("u", "t", "", "", RADIOS.elements[-1:], b""))) == {CLICK: ("20",)}
+    decision, backend, _ = decide(react, [{"thought": "r4p", "action": {"name": "check", "bid": "4"}}], on)
+    schema = backend.history[0].json_schema
+    assert schema is not None and decision.action == 'check("4")'
+    forms = in_parts_forms(schema, schema["properties"]["action"])
+    assert {names: values(form["bid"]) for names, form in forms.items()} == {
+        names: list(bids) for names, bids in in_parts_bids(on).items()}
+    # a list's option is one of the page's lists' options; what a box is ticked with, nothing
+    assert forms[CHOOSE]["text"]["enum"] == ["Lesotho", "Chad", "red", "blue"] and "text" not in forms[TICK]
+
+
+@pytest.mark.parametrize(("wrong", "complaint"), [
+    # click-option: the 1.5B model chose a radio button with select_option, 43 times ("not a <select> element")
+    ({"name": "select_option", "bid": "4", "text": "r4p"}, "action.select_option.bid: Input should be '15' or '16'"),
+    ({"name": "check", "bid": "20"}, "action.check.bid: Input should be '4', '5', '6' or '10'"),
+    ({"name": "press", "bid": "4", "text": "Enter"}, "action.press.bid: Input should be '11' or '13'"),
+    ({"name": "select_option", "bid": "15", "text": "Mars"},
+     "action.select_option.text: Input should be 'Lesotho', 'Chad', 'red' or 'blue'"),
+    # an option of the other list
+    ({"name": "select_option", "bid": "15", "text": "red"},
+     "action: Value error, list 15 has no option 'red'; its options: 'Lesotho', 'Chad'")])
+def test_an_action_in_parts_on_an_element_it_cannot_act_on_is_asked_again(wrong: Any, complaint: str) -> None:
+    decision, backend, trace = decide(react, [{"thought": "r4p", "action": wrong},
+                                              {"thought": "r4p", "action": {"name": "check", "bid": "4"}}],
+                                      turn((), RADIOS))
+    assert decision.action == 'check("4")' and len(backend.history) == 2
+    [repaired] = trace.of_kind("output_repaired")
+    assert repaired.detail.startswith(complaint) and complaint in backend.history[1].messages[-1].content
+
+
+FILLED = PastStep('fill("14", "Kasie")', effect='field 14 now holds "Kasie"')
+
+
+@pytest.mark.parametrize(("past", "again", "reason"), [
+    # enter-text: the 1.5B model refilled, in parts, the field it had filled, on all ten steps
+    (FILLED, {"name": "fill", "bid": "14", "text": "Kasie"},
+     'field 14 was already filled at step 1 (fill("14", "Kasie")): take another action'),
+    (FILLED, {"name": "fill", "bid": "14", "text": "K"}, "field 14 was already filled at step 1"),
+    (PastStep('click("12")', effect=NO_CHANGE), {"name": "click", "bid": "12"},
+     'click("12") changed nothing visible when taken at step 1: take another action'),
+    (PastStep('press("14", "Enter")', effect=NO_CHANGE), {"name": "press", "bid": "14", "text": "Enter"},
+     'press("14", "Enter") changed nothing visible when taken at step 1')])
+def test_an_action_in_parts_the_list_leaves_out_as_futile_is_asked_again_with_the_reason(
+        past: PastStep, again: dict[str, str], reason: str) -> None:
+    on = Turn('Enter "Kasie" and submit.', PAGE, worth_trying(ADMISSIBLE, [past]), (past,), 2, 10)
+    assert all(past.action != action for action in on.admissible)  # the list leaves it out
+    decision, backend, trace = decide(base, [{"action": again}, {"action": {"name": "hover", "bid": "12"}}], on)
+    assert decision.action == 'hover("12")' and len(backend.history) == 2
+    [repaired] = trace.of_kind("output_repaired")
+    assert repaired.repair == "invalid" and repaired.detail.startswith(f"action.parts: Value error, {reason}")
+    assert reason in backend.history[1].messages[-1].content
+
+
+def test_an_action_in_parts_that_did_something_or_failed_may_be_taken_again() -> None:
+    for past in (PastStep('click("12")', effect='the page now shows "x"'), PastStep('click("12")', error="hidden"),
+                 PastStep('fill("14", "Kasie")', error="not an <input>")):
+        on = Turn('Enter "Kasie" and submit.', PAGE, ADMISSIBLE, (past,), 2, 10)
+        again = parse_action(past.action)
+        parts = {"name": again.name, "bid": "12" if again.name == "click" else "14", "text": "Kasie"}
+        decision, backend, _ = decide(base, [{"action": parts}], on)
+        assert decision.action == past.action and len(backend.history) == 1

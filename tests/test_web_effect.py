@@ -183,18 +183,20 @@ def episode(agent: Any, actions: list[str], **options: Any) -> tuple[list[str], 
     return ["\n".join(m.content for m in request.messages if m.role == "user") for request in backend.history], trace
 
 
-FILLED = ['1. fill("7", "Livia")  -> field 7 now holds "Livia"',
-          '2. fill("7", "Livia")  -> no visible change on the page (repeated; nothing changed)']
+SEEN = ['1. fill("7", "Livia")  -> field 7 now holds "Livia"', '2. click("11")  -> no visible change on the page']
 
 
 @pytest.mark.parametrize(("agent", "options"), [(base, {}), (react, {}),
                                                 (ctm, {"settings": WorkspaceSettings(max_iterations=1)})])
 def test_every_system_sees_what_each_step_did_and_a_repeat_that_changed_nothing(agent: Any,
                                                                                options: dict[str, Any]) -> None:
-    prompts, _ = episode(agent, ['fill("7", "Livia")'] * 3, **options)
+    prompts, _ = episode(agent, ['fill("7", "Livia")', 'click("11")', 'click("9")'], **options)
     last = [prompt for prompt in prompts if "(step 3 of" in prompt]
-    assert last and all("\n".join(FILLED) in prompt for prompt in last)
+    assert last and all("\n".join(SEEN) in prompt for prompt in last)
     assert all(REPEATED not in prompt for prompt in prompts if "(step 2 of" in prompt)
+    # and what cannot help is no longer offered: the field is filled, the click changed nothing
+    listed = [prompt.split("Actions that fit this page:\n", 1)[1].split("\n\n", 1)[0] for prompt in last]
+    assert all(line.startswith('- click("9")') for block in listed for line in block.splitlines())
 
 
 def test_a_box_clicked_again_is_shown_toggling_not_repeating() -> None:

@@ -12,7 +12,8 @@ the observations, the step budget and what is recorded are the same for all of t
   (`noosphere.envs.web_effect`: a field's new value, a box ticked or unticked, text that appeared, or no visible
   change), and a step that repeats the one before it and changed nothing says so;
 - an action that changed nothing visible the last time it was taken, and a fill of a field already filled, are
-  not offered again (`worth_trying`), so a model that repeats itself must try something else;
+  not offered again (`worth_trying`), nor accepted from the agents written in parts (`futility`), so a model
+  that repeats itself must try something else;
 - each step's screenshot (the page before the action) is written to `<run>/web/<episode>/step-N.png`, and
   its `web_step` event names it with the box of the element acted on, for the viewer.
 """
@@ -68,14 +69,33 @@ def worth_trying(admissible: tuple[str, ...], history: list[PastStep] | tuple[Pa
     """The admissible actions but those that changed nothing visible the last time they were taken, and but the
     fills of a field this episode already filled (unless that would leave none). Offered again, the 1.5B model
     took the same futile click until the step budget ran out (click-option), and filled the username's field with
-    the username and the password in turn (login-user); an action in parts can still refill a field."""
-    last: dict[str, PastStep] = {step.action: step for step in history if step.action}
-    filled = {bid for step in history if step.action.startswith("fill(") and not step.error
-              and step.effect != NO_CHANGE for bid in _bids(step.action)}
-    kept = tuple(action for action in admissible
-                 if (action not in last or last[action].error or last[action].effect != NO_CHANGE)
-                 and not (action.startswith("fill(") and filled.intersection(_bids(action))))
+    the username and the password in turn (login-user). The base and react agents' actions in parts are held to
+    the same rules (`futility`)."""
+    futile = futility(history)
+    kept = tuple(action for action in admissible if not futile(action))
     return kept or admissible
+
+
+def futility(history: list[PastStep] | tuple[PastStep, ...]) -> Callable[[str], str]:
+    """A judge of actions by the steps so far: why an action is not worth trying again ("" when it is): it changed
+    nothing visible the last time it was taken, or it fills a field this episode already filled."""
+    last: dict[str, int] = {step.action: number for number, step in enumerate(history, 1) if step.action}
+    filled: dict[str, int] = {}
+    for number, step in enumerate(history, 1):
+        if step.action.startswith("fill(") and not step.error and step.effect != NO_CHANGE:
+            filled |= dict.fromkeys(_bids(step.action), number)
+
+    def why(action: str) -> str:
+        number = last.get(action)
+        if number is not None and not history[number - 1].error and history[number - 1].effect == NO_CHANGE:
+            return f"{action} changed nothing visible when taken at step {number}: take another action"
+        for bid in _bids(action) if action.startswith("fill(") else ():
+            if bid in filled:
+                return (f"field {bid} was already filled at step {filled[bid]} ({history[filled[bid] - 1].action}):"
+                        " take another action")
+        return ""
+
+    return why
 
 
 def _bids(action: str) -> tuple[str, ...]:
