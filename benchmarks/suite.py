@@ -22,7 +22,8 @@ the k sweep of table 1), alfworld-12 (issue 27: ReAct and the meta-agent with bo
 2 per task type, 30 actions each), textworld (issue 27: the table sized to the 1.5B model, six
 configurations on the same 12 tier-1 games of 40 actions at most), textworld-tiers (issue 5: the three
 systems on each tier) and miniwob (issue 28: base, react and ctm on 20 web tasks x 3 seeds).
-`--limit` replaces every run's own item count (a quick pass).
+`--limit` replaces every run's own item count (a quick pass). `--new` starts a new run of each chosen configuration
+beside its earlier ones, finished or not (after a change to the code or a prompt: the summary then shows both).
 
 Suite embodied (issue 30): random, frontier, single and the embodied society on 2 worlds x 10 seeds, 36 actions
 each (`EMBODIED` says why); `benchmarks/embodied_curves.py` draws their coverage curves in one figure.
@@ -278,7 +279,7 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> No
     folder = out / config.name
     parallel = 1 if config.in_order else args.parallel or suite.parallel
     command = [sys.executable, "-m", "noosphere", "bench", suite.benchmark, "--quiet", "--parallel", str(parallel)]
-    existing = run_folders(folder, _offset(args))
+    existing = [] if getattr(args, "new", False) else run_folders(folder, _offset(args))
     if existing and finished(existing[-1]):
         print(f"== {config.name}: finished ({existing[-1]})", flush=True)
         return
@@ -435,6 +436,8 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, help="items scored at once (default: the suite's own)")
     parser.add_argument("--together", action="store_true",
                         help="game suites: play every chosen run side by side in one process")
+    parser.add_argument("--new", action="store_true",
+                        help="start a new run of each chosen configuration (after a change), beside its earlier runs")
     parser.add_argument("--summary-only", action="store_true")
     args = parser.parse_args()
     suite = SUITES[args.suite]
@@ -446,6 +449,8 @@ def main() -> None:
         parser.error(f"--offset applies to {', '.join(OFFSET_SUITES)}, not {suite.benchmark}")
     if args.offset < 0:
         parser.error("--offset must be 0 or more")
+    if args.new and args.together:
+        parser.error("--new starts runs one at a time; leave out --together")
     if args.together and suite.benchmark not in GAME_SUITES:
         parser.error(f"--together plays game runs ({', '.join(GAME_SUITES)}), not {suite.benchmark}")
     out = args.out / (suite.folder or args.suite)

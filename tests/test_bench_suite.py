@@ -59,6 +59,19 @@ def test_a_finished_run_is_not_started_again(suite: Any, tmp_path: Path, monkeyp
     assert ran == []
 
 
+def test_new_starts_another_run_beside_the_earlier_ones(suite: Any, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, status in (("20260101-000000-abcdef", "ok"), ("20260102-000000-abcdef", "interrupted")):
+        folder = tmp_path / "base" / name
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+        (folder / "result.json").write_text(json.dumps({"status": status}))
+    again = commands(suite, monkeypatch, "miniwob", "base", tmp_path, new=True)
+    assert "--resume" not in again and again[again.index("--out") + 1] == str(tmp_path / "base")
+    assert commands(suite, monkeypatch, "miniwob", "base", tmp_path)[-1] == str(tmp_path / "base" /
+                                                                               "20260102-000000-abcdef")
+
+
 def test_runs_played_together_leave_the_finished_ones_out(suite: Any, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     for name, status in (("react", "ok"), ("reflexion", "interrupted")):
