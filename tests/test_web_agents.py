@@ -335,3 +335,31 @@ def test_an_action_in_parts_that_did_something_or_failed_may_be_taken_again() ->
         parts = {"name": again.name, "bid": "12" if again.name == "click" else "14", "text": "Kasie"}
         decision, backend, _ = decide(base, [{"action": parts}], on)
         assert decision.action == past.action and len(backend.history) == 1
+
+
+def test_ctm_on_a_page_with_one_action_chooses_between_it_and_waiting() -> None:
+    """The STM's label set needs two labels: click-test's page has one button, and the run failed on it
+    ("score at least two options (got 1)"), a usage error that ends the benchmark."""
+    from noosphere.errors import UsageError
+    from noosphere.systems.web_ctm import NOTHING_FITS, ctm
+    from noosphere.workspace import ShortTermMemory, WorkspaceSettings
+
+    def script(request: Any) -> Any:
+        if request.agent == "stm":
+            return {"answer": 'click("12")', "label": 'click("12")', "confidence": 0.95}
+        return {"response": 'click("12") presses Submit', "additional_question": "", "relevance": 0.9,
+                "confidence": 0.9, "surprise": 0.1}
+
+    backend = ScriptedBackend(script)
+    decide = ctm(Model(backend, trace=Trace(None)), WorkspaceSettings(max_iterations=1))
+    decision = asyncio.run(decide(turn(('click("12")',))))
+    assert decision.action == 'click("12")'
+    [stm] = [request for request in backend.history if request.agent == "stm"]
+    assert stm.json_schema is not None and stm.json_schema["properties"]["label"]["enum"] == ['click("12")',
+                                                                                              NOTHING_FITS]
+    # no action fits: ctm waits, with no call
+    before = len(backend.history)
+    assert asyncio.run(decide(turn(()))).action == NOTHING_FITS and len(backend.history) == before
+    # and a label set of one is refused where it is made
+    with pytest.raises(UsageError, match="at least two distinct labels"):
+        ShortTermMemory(Model(ScriptedBackend([])), labels=("only",))

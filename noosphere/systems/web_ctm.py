@@ -22,7 +22,8 @@ from noosphere.systems.web_prompts import PROCESSOR_ROLE, VIEW_NAMES, WORKSPACE_
 from noosphere.workspace import ShortTermMemory, Workspace, WorkspaceSettings, sensory
 
 NOTHING_FITS = "noop()"
-"""The STM's only label on a page where no action was found to fit (it then waits a step)."""
+"""Waiting a step: what ctm does on a page where no action was found to fit, without a workspace run, and the
+STM's second label where only one action fits."""
 
 
 def views(turn: Turn, *, vision: bool) -> Observation:
@@ -44,11 +45,14 @@ def ctm(model: Model, settings: WorkspaceSettings | None = None) -> Decide:
     vision = model.capabilities.vision
 
     async def decide(turn: Turn) -> Decision:
+        if not turn.admissible:
+            return Decision(NOTHING_FITS, "no action fits this page: wait a step")
         observation = views(turn, vision=vision)
         processors = [sensory(view.name, model, view.name, role=PROCESSOR_ROLE.format(view=VIEW_NAMES[view.name]),
                               media_kind="image" if view.media else None, scores=settings.scores)
                       for view in observation.views]
-        labels = turn.admissible or (NOTHING_FITS,)
+        # a label set has two labels at least: a page with one action offers it or waiting (click-test has one button)
+        labels = turn.admissible if len(turn.admissible) > 1 else (*turn.admissible, NOTHING_FITS)
         stm = ShortTermMemory(model, labels=labels, scores=settings.scores)
         workspace = Workspace(processors, stm, replace(settings, carry_over=False))
         result = await workspace.run(f"{brief(turn)}\n\n{WORKSPACE_QUERY}", observation)

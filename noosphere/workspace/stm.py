@@ -70,6 +70,8 @@ class ShortTermMemory:
         if scores == "logprob" and not model.capabilities.logprobs:
             raise CapabilityError(model.id, "logprobs (the STM takes alpha from probabilities); use scores='samples' "
                                             "or 'verbal'")
+        if len(labels) == 1 or len(set(labels)) != len(labels):
+            raise UsageError(f"a label set needs at least two distinct labels, not {list(labels)}")
         if calibrate and (scores == "verbal" or not labels):
             raise UsageError("contextual calibration needs a label set and probability scores (scores='logprob')")
         if scores != "verbal" and samples != 1:
