@@ -83,13 +83,13 @@ def futility(history: list[PastStep] | tuple[PastStep, ...]) -> Callable[[str], 
     filled: dict[str, int] = {}
     for number, step in enumerate(history, 1):
         if step.action.startswith("fill(") and not step.error and step.effect != NO_CHANGE:
-            filled |= dict.fromkeys(_bids(step.action), number)
+            filled |= dict.fromkeys(action_bids(step.action), number)
 
     def why(action: str) -> str:
         number = last.get(action)
         if number is not None and not history[number - 1].error and history[number - 1].effect == NO_CHANGE:
             return f"{action} changed nothing visible when taken at step {number}: take another action"
-        for bid in _bids(action) if action.startswith("fill(") else ():
+        for bid in action_bids(action) if action.startswith("fill(") else ():
             if bid in filled:
                 return (f"field {bid} was already filled at step {filled[bid]} ({history[filled[bid] - 1].action}):"
                         " take another action")
@@ -98,7 +98,8 @@ def futility(history: list[PastStep] | tuple[PastStep, ...]) -> Callable[[str], 
     return why
 
 
-def _bids(action: str) -> tuple[str, ...]:
+def action_bids(action: str) -> tuple[str, ...]:
+    """The bids an action string names; none when it does not parse."""
     try:
         return parse_action(action).bids
     except WebActionError:

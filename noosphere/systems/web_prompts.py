@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from noosphere.envs.web_actions import WebActionError, parse_action
-from noosphere.systems.web_episode import Turn
+from noosphere.systems.web_episode import Turn, action_bids
 
 AGENT_ROLE = """You operate a web browser to complete a task on one web page. Each step you take exactly one
 action on one element of the page, named by its bid: the number in square brackets in the accessibility tree, or
@@ -51,10 +50,7 @@ def fitting_lines(turn: Turn) -> list[str]:
 
 
 def _labelled(action: str, turn: Turn) -> str:
-    try:
-        bids = parse_action(action).bids
-    except WebActionError:
-        bids = ()
+    bids = action_bids(action)
     element = turn.state.element(bids[0]) if bids else None
     return f"{action}  on {element.label()}" if element is not None else action
 
