@@ -1,13 +1,13 @@
 """The actions worth trying on a page: a finite list, as a text game's admissible commands are.
 
-A web page's action space is not finite (`fill` takes any text), so the list is made from the page and the
-goal: a click on every visible element that can be clicked (the browser says so, or it is a control, or the
-page gives it a hand pointer), `select_option` for every option of a list but the one it shows, and `fill` on
-every text field with each quoted phrase of the goal (as written, and lower- and upper-cased where the goal
-speaks of case) but the text it holds. An action that can change nothing is not worth trying: the 1.5B model
-chose the option a list already showed, and filled a field with the text it already held, on every step of
-choose-list and enter-text. An agent may still write any action; a workspace's short-term memory chooses among
-these (`noosphere.systems.web_ctm`).
+A web page's action space is not finite (`fill` takes any text), so the list is made from the page and the goal: a
+click on every visible element that can be clicked (the browser says so, or it is a control, or the page gives it a
+hand pointer; a `<label>` wrapping a control is left to its control), `select_option` for every option of a list but
+the one it shows, and `fill` on every text field with each quoted phrase of the goal (as written, and lower- and
+upper-cased where the goal speaks of case) but the text it holds. An action that can change nothing is not worth
+trying: the 1.5B model chose the option a list already showed, and filled a field with the text it already held, on
+every step of choose-list and enter-text. An agent may still write any action; a workspace's short-term memory
+chooses among these (`noosphere.systems.web_ctm`).
 """
 
 from __future__ import annotations
@@ -53,10 +53,13 @@ def is_clickable(element: Element) -> bool:
 def admissible(state: PageState, goal: str) -> tuple[str, ...]:
     """The candidate actions, in the page's order, at most `MAX_ADMISSIBLE`."""
     phrases = goal_phrases(goal)
+    labelled = {e.parent for e in state.elements if e.tag in ("input", "select", "textarea") and e.parent}
     found: list[str] = []
     for element in state.elements:
         if not element.visible or element.tag in ("body", "html"):
             continue
+        if element.tag == "label" and element.bid in labelled:
+            continue  # clicking it is clicking its control, offered already (and named by the label's text)
         if element.tag == "select":
             found += [_render("select_option", element.bid, option) for option in element.options
                       if option != element.value]

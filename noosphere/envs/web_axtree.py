@@ -8,9 +8,12 @@
 Ignored nodes and nameless containers (generic, none, presentation) are left out and their children moved up;
 a text node that repeats its parent's name is left out too. A nameless container the page makes clickable (a
 `<span>` with a click handler or a hand pointer, as MiniWoB's links are) is kept, named by its own text and marked
-`clickable` (BrowserGym marks such nodes the same way), since otherwise its bid would be nowhere in the tree:
+`clickable` (BrowserGym marks such nodes the same way), since otherwise its bid would be nowhere in the tree; one
+with no text of its own (a colour swatch, a grid cell, an e-mail's row) is kept too, its children's text under it:
 
       [14] generic 'cursus', clickable
+      [10] generic '', clickable
+        StaticText 'Mirella'
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def _walk(node: dict[str, Any], nodes: dict[str, dict[str, Any]], by_backend: di
     marked = bool(bid) and role in SKIPPED_ROLES and not name and bid in clickable and not node.get("ignored")
     if marked:
         name = clickable[bid or ""]
-    shown = not node.get("ignored") and not (role in SKIPPED_ROLES and not name)
+    shown = not node.get("ignored") and (marked or not (role in SKIPPED_ROLES and not name))
     if role == "StaticText" and (not name or name == parent_name):
         shown = False
     if shown:

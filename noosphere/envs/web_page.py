@@ -160,7 +160,8 @@ async def observe(page: Any, *, screenshot: bool = True) -> PageState:
     elements, by_backend = _elements(snapshot)
     ax_roles = _ax_roles(tree, by_backend)
     elements = tuple(_with_role(e, ax_roles.get(e.bid)) for e in elements)
-    clickable = {e.bid: e.text for e in elements if e.visible and e.text and (e.clickable or e.pointer)}
+    clickable = {e.bid: e.text for e in elements
+                 if e.visible and (e.clickable or e.pointer) and e.tag not in ("body", "html")}
     html = await page.evaluate(PRUNED_HTML, list(KEPT_ATTRIBUTES))
     focused = await page.evaluate("() => (document.activeElement && document.activeElement.getAttribute('bid')) "
                                   "|| ''")
