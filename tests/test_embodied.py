@@ -20,14 +20,17 @@ from noosphere.embodied import (
     NOT_SEEN,
     Crew,
     FrontierExplorer,
+    Question,
     RandomExplorer,
     SingleAgent,
+    ask_all,
     canonical,
     explore,
     make_questions,
     parse_action,
     seen_text,
 )
+from noosphere.embodied.eqa import memory_answerer
 from noosphere.envs.gridworld import ACTIONS, FORWARD, OPEN, GridWorld, check_world
 from noosphere.errors import ConfigError, UsageError
 from noosphere.llm import Capabilities, Model, ScriptedBackend
@@ -192,6 +195,30 @@ def test_questions_come_from_ground_truth_and_what_was_never_seen_is_not_seen() 
     unseen = [t for t in world.things if t.cell not in world.seen]
     assert all(f"{t.colour} {t.kind}" not in seen_text(world) or any(
         s.colour == t.colour and s.kind == t.kind and s.cell in world.seen for s in world.things) for t in unseen)
+
+
+def test_each_kind_of_question_is_asked_for_its_own_form_and_decoded_within_it() -> None:
+    """One rule for every kind let the 1.5B model answer "yes" to every "how many" question: each kind now names its
+    form and the decoder's schema holds only that kind's answers."""
+    seen: list[Any] = []
+
+    def reply(request: Any) -> Any:
+        seen.append(request)
+        return {"answer": "3"}
+
+    llm, _, trace = model(reply)
+    ask = memory_answerer(llm, "seen-text", "You answer.", lambda: "Objects seen: three keys.", "What was seen:")
+    questions = [Question("count-1", "count", "How many keys did you see?", "3"),
+                 Question("present-1", "present", "Did you see a red key?", "yes")]
+    graded = asyncio.run(ask_all({"seen-text": ask}, questions, trace))
+    asked = {request.messages[1].content.split("Question: ")[1].split("?")[0]: request for request in seen}
+    count, present = (asked[text].json_schema["properties"]["answer"]["enum"]
+                      for text in ("How many keys did you see", "Did you see a red key"))
+    assert "3" in count and NOT_SEEN in count and "yes" not in count
+    assert present == ["yes", NOT_SEEN]
+    assert "number" in asked["How many keys did you see"].messages[1].content
+    assert "number" not in asked["Did you see a red key"].messages[1].content
+    assert [g.correct for g in graded] == [True, False]  # "3" is outside the yes / not seen form: no answer
 
 
 @pytest.mark.parametrize(("kind", "said", "form"), [

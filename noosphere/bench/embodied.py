@@ -35,7 +35,7 @@ from noosphere.embodied import (
     make_questions,
     seen_text,
 )
-from noosphere.embodied.eqa import Answer, memory_answerer
+from noosphere.embodied.eqa import Answer, Question, memory_answerer
 from noosphere.embodied.single import ROLE as SINGLE_ROLE
 from noosphere.envs.gridworld import GridWorld
 from noosphere.errors import UnknownNameError
@@ -106,7 +106,7 @@ def _policy(setup: Setup, episode: Episode) -> tuple[Policy, dict[str, Answer]]:
     society, captain = setup.society()
     crew = Crew(society, captain=captain, max_steps=setup.max_steps)
 
-    async def captain_answers(question: str) -> str:  # its model as the last step's society run bound it
+    async def captain_answers(question: Question) -> str:  # its model as the last step's society run bound it
         return await memory_answerer(captain.model, captain.name, captain.role, crew.memory, LOG_OPENING)(question)
 
     return crew, {"captain": captain_answers}

@@ -21,8 +21,9 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from noosphere.concurrent import Forfeit, gather_turns
 from noosphere.embodied.events import QuestionAnswered
@@ -36,8 +37,17 @@ KINDS = ("key", "ball", "box", "door", "goal", "lava")
 PLURALS = {"box": "boxes", "goal": "goal squares", "lava": "lava cells"}
 NUMBERS = {"zero": 0, "none": 0, "no": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
-RULES = ("Answer from what was seen during the exploration only, in a word or two: yes; a colour; a number; "
-         "'room N'; or 'not seen' if it was never seen.")
+FORMS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "present": ("Answer yes, or 'not seen' if it was never seen.", ("yes", NOT_SEEN)),
+    "colour": ("Answer with its colour, or 'not seen' if it was never seen.", (*COLOURS, NOT_SEEN)),
+    "count": ("Answer with the number of them that were seen, or 'not seen' if none was seen.",
+              (*(str(n) for n in range(1, 21)), NOT_SEEN)),
+    "room": ("Answer with its room as 'room N', or 'not seen' if it was never seen.",
+             (*(f"room {n}" for n in range(1, 13)), NOT_SEEN)),
+}
+"""Each kind's instruction and the answers a constrained decoder may write. With one rule for every kind ("yes; a
+colour; a number; 'room N'; or 'not seen'") the 1.5B model answered "yes" to 40 of 40 "how many" questions."""
+RULES = "Answer from what was seen during the exploration only."
 _NOT_SEEN = re.compile(r"\bnot seen\b|\bnever (saw|seen|observed)\b|\bunseen\b|\b(did|do|have|has) ?n[o']?t "
                        r"(see|seen|observe)|\bnot (observed|visible)\b|\bno sign\b")
 
@@ -127,7 +137,15 @@ class Reply(BaseModel):
                                                                  "'room N' or 'not seen'")
 
 
-Answer = Callable[[str], Awaitable[str]]
+def reply_form(kind: str) -> type[BaseModel]:
+    """The reply of one kind of question: its answer one of the kind's forms (a kind without forms: `Reply`)."""
+    if kind not in FORMS:
+        return Reply
+    forms = FORMS[kind][1]
+    return create_model(f"{kind.capitalize()}Reply", answer=(Literal[forms], Field(description=FORMS[kind][0])))
+
+
+Answer = Callable[[Question], Awaitable[str]]
 """One answerer: a question in, its answer out."""
 
 
@@ -150,11 +168,13 @@ def _described(thing: Thing) -> str:
 def memory_answerer(model: Model, agent: str, role: str, memory: Callable[[], str], opening: str) -> Answer:
     """An answerer that reads a text (a log, the record of what was seen) and answers in one call."""
 
-    async def answer(question: str) -> str:
+    async def answer(question: Question) -> str:
+        rule = FORMS[question.kind][0] if question.kind in FORMS else ""
         completion = await model.complete([Message.system(role), Message.user(
-            f"{opening}\n{memory()}\n\nQuestion: {question}\n{RULES}")], output=Reply, agent=agent)
+            f"{opening}\n{memory()}\n\nQuestion: {question.text}\n{RULES} {rule}".rstrip())],
+            output=reply_form(question.kind), agent=agent)
         assert completion.output is not None
-        return completion.output.answer
+        return str(completion.output.answer)  # type: ignore[attr-defined]
 
     return answer
 
@@ -172,7 +192,7 @@ async def ask_all(answerers: dict[str, Answer], questions: list[Question], trace
     """Every answerer answers every question (one call each; a failed call answers nothing and is wrong)."""
     graded: list[Graded] = []
     for name, answer in answerers.items():
-        replies = await gather_turns(partial(answer, q.text) for q in questions)
+        replies = await gather_turns(partial(answer, q) for q in questions)
         for question, reply in zip(questions, replies, strict=True):
             said = "" if isinstance(reply, Forfeit) else reply
             form = canonical(question.kind, said) if said else ""
