@@ -178,6 +178,23 @@ def test_an_invented_action_is_recorded_and_done_as_nothing_and_the_episode_goes
     assert "Step 1: a room. You chose: jump." in second
 
 
+def test_an_action_that_changes_nothing_is_told_as_such_to_the_next_step() -> None:
+    """The 1.5B model drove into the same wall for twenty steps when the next prompt said only "your last action:
+    move forward"; the next step is now told that the wall was in the way and the robot did not move."""
+    llm, _, trace = model(crew_reply(["move forward"] * 12 + ["open door"]))
+    world = GridWorld(ROOMS, 0)
+    play(world, SingleAgent(llm, max_steps=13), 13, trace)
+    steps = trace.of_kind("emb_step")
+    blocked = [e for e in steps if e.action == "move forward" and e.effect]
+    assert blocked and all("was in the way: the robot did not move" in e.effect for e in blocked)
+    moved = [e for e in steps if e.action == "move forward" and not e.effect]
+    assert moved  # it did move before it met the wall
+    after = llm.backend.history[steps.index(blocked[0]) + 1].messages[-1].content  # type: ignore[attr-defined]
+    assert f"Your last action: move forward, but {blocked[0].effect}." in after
+    if world.content(world.front) not in ("door-closed",):
+        assert steps[-1].effect.endswith("nothing changed") or "locked" in steps[-1].effect
+
+
 # EQA --------------------------------------------------------------------------------------------------------
 def test_questions_come_from_ground_truth_and_what_was_never_seen_is_not_seen() -> None:
     world = GridWorld(OBJECTS, 3)

@@ -14,7 +14,7 @@ from noosphere.concurrent import Forfeit, attempt
 from noosphere.embodied.actions import parse_action
 from noosphere.embodied.events import ActionTaken, EpisodeBegan
 from noosphere.embodied.policy import Decision, Policy
-from noosphere.envs.gridworld import STOP, GridWorld
+from noosphere.envs.gridworld import FORWARD, OPEN, STOP, GridWorld
 from noosphere.trace import Trace
 
 
@@ -50,11 +50,28 @@ class Trajectory:
         return sum(move.forfeited for move in self.moves)
 
 
-def _done_text(decision: Decision, action: str | None, forfeited: bool) -> str:
-    """What the step did, as the next step's prompt tells it."""
+BLOCKERS = {"wall": "a wall", "door-closed": "a closed door", "door-locked": "a locked door", "lava": "lava"}
+
+
+def _done_text(decision: Decision, action: str | None, forfeited: bool, effect: str = "") -> str:
+    """What the step did, as the next step's prompt tells it (with `effect` when the action changed nothing)."""
     if forfeited:
         return "nothing (your turn failed)"
-    return action if action is not None else f"{decision.said.strip()[:60]!r}, which is no action, so nothing"
+    if action is None:
+        return f"{decision.said.strip()[:60]!r}, which is no action, so nothing"
+    return f"{action}, but {effect}" if effect else action
+
+
+def _no_effect(world: GridWorld, action: str, before: tuple[int, int, int], ahead: str) -> str:
+    """Why an action changed nothing ("" when it did something): the 1.5B model drove into the same wall or closed
+    door for twenty steps when the next prompt said only "your last action: move forward"."""
+    if action == FORWARD and world.pose == before:
+        return f"{BLOCKERS.get(ahead, 'a ' + ahead)} was in the way: the robot did not move"
+    if action == OPEN and world.content(world.front) == ahead:
+        return {"door-locked": "the door in front is locked: it did not open",
+                "door-open": "the door in front was open already: nothing changed"}.get(
+                    ahead, "there was no closed door in front: nothing changed")
+    return ""
 
 
 async def explore(world: GridWorld, policy: Policy, *, max_steps: int, trace: Trace) -> Trajectory:
@@ -75,6 +92,7 @@ async def explore(world: GridWorld, policy: Policy, *, max_steps: int, trace: Tr
         forfeited = isinstance(decided, Forfeit)
         decision = Decision("", note=f"(turn failed: {decided})") if isinstance(decided, Forfeit) else decided
         action = None if forfeited else parse_action(decision.said)
+        before, ahead = world.pose, world.content(world.front)
         ended = False
         if action == STOP:
             stopped = ended = True
@@ -85,12 +103,13 @@ async def explore(world: GridWorld, policy: Policy, *, max_steps: int, trace: Tr
             world.idle()
         curve.append(world.coverage)
         moves.append(Move(step, decision.said, action, action is None and not forfeited, forfeited, world.coverage))
+        effect = _no_effect(world, action, before, ahead) if action is not None and action != STOP else ""
         x, y, heading = world.pose
         trace.emit(ActionTaken(step=step, said=decision.said, action=action, invented=action is None and not forfeited,
                                forfeited=str(decided) if isinstance(decided, Forfeit) else None, pose=[x, y, heading],
                                seen=[list(cell) for cell in world.last_seen], coverage=round(world.coverage, 6),
-                               note=decision.note, view=world.view_text()))
-        last = _done_text(decision, action, forfeited)
+                               note=decision.note, effect=effect, view=world.view_text()))
+        last = _done_text(decision, action, forfeited, effect)
         if ended:
             break
     curve += [curve[-1]] * (max_steps + 1 - len(curve))

@@ -47,6 +47,9 @@ class ActionTaken(Event):
     coverage: float
     note: str = ""
     """What the system wrote about the step (the first mate's summary, the single agent's note)."""
+    effect: str = ""
+    """Why the action changed nothing, as the next step is told ("a wall was in the way: the robot did not move");
+    empty when it did something."""
     view: str = ""
     """What the robot sees after the action, as text."""
 
