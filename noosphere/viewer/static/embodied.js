@@ -4,7 +4,7 @@
 //
 // Events: emb_episode {world, seed, system, max_steps, layout: [rows], things: [{kind, colour, x, y, state}], floor,
 // pose: [x, y, heading], seen: [[x, y]], coverage, view}; emb_step {step, said, action, invented, forfeited, pose,
-// seen, coverage, note, view}; emb_question {question_id, question_kind, question, gold, answerer, answer,
+// seen, coverage, note, effect, view}; emb_question {question_id, question_kind, question, gold, answerer, answer,
 // canonical, correct}. The society's soc_message events of a step come before its emb_step.
 
 const CELL = 18;
@@ -122,7 +122,8 @@ function stepDetail(episode, upTo) {
     el("div", {class: "msg forfeit"}, el("div", {class: "who"}, `${m.member} forfeited (${m.phase})`), block(m.error)));
   const decision = step.messages.find((m) => m.kind === "soc_message" && m.phase === "execution");
   return el("div", {class: "step-detail"},
-    el("p", null, `step ${e.step} · action: `, done, ` · coverage ${num(e.coverage)}`),
+    el("p", null, `step ${e.step} · action: `, done, e.effect ? el("span", {class: "bad"}, ` (${e.effect})`) : null,
+      ` · coverage ${num(e.coverage)}`),
     talk, forfeits,
     decision ? el("div", {class: "msg staff"}, el("div", {class: "who"}, `${decision.member} decides`),
       block(`${decision.text}\n→ ${decision.answer}`)) : null,
