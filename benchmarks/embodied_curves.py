@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from noosphere.bench.embodied import summarise
+from noosphere.bench.embodied import interval, summarise
 from noosphere.bench.embodied_figures import write_coverage_plot
 from noosphere.runs import load_done
 
@@ -41,6 +41,25 @@ def main() -> None:
         metrics = summarise({"max_steps": len(rows[0].get("curve", [None])) - 1}, rows)
         print(f"| {name} | {' | '.join(str(metrics.get(column, '-')) for column in COLUMNS)} |")
     print(f"\n![coverage after each action]({figure.name})")
+    common = min(len(rows[0]["curve"]) - 1 for rows in runs.values())
+    print(f"\nAt {common} actions, the fewest any system played (each run records its coverage after every action):\n")
+    print("| system | episodes | coverage | 95 % interval | vs random, episode by episode |\n|---|---|---|---|---|")
+    for name, rows in runs.items():
+        print(at_step(name, rows, common, runs.get("random")))
+
+
+def at_step(name: str, rows: list[dict], step: int, baseline: list[dict] | None) -> str:
+    """A table row: the mean coverage after `step` actions, its interval and wins / losses against `baseline` on the
+    same worlds and seeds."""
+    values = [row["curve"][step] for row in rows]
+    band = interval(values)
+    versus = "-"
+    if baseline is not None and baseline is not rows:
+        theirs = {row["id"]: row["curve"][step] for row in baseline}
+        pairs = [(row["curve"][step], theirs[row["id"]]) for row in rows if row["id"] in theirs]
+        versus = f"+{sum(a > b for a, b in pairs)} / -{sum(a < b for a, b in pairs)} of {len(pairs)}"
+    shown = f"{band[0]:.3f}-{band[1]:.3f}" if band else "-"
+    return f"| {name} | {len(rows)} | {sum(values) / len(values):.3f} | {shown} | {versus} |"
 
 
 if __name__ == "__main__":

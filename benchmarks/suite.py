@@ -26,7 +26,8 @@ systems on each tier) and miniwob (issue 28: base, react and ctm on 20 web tasks
 beside its earlier ones, finished or not (after a change to the code or a prompt: the summary then shows both).
 
 Suite embodied (issue 30): random, frontier, single and the embodied society on 2 worlds x 10 seeds, 36 actions
-each (`EMBODIED` says why); `benchmarks/embodied_curves.py` draws their coverage curves in one figure.
+each, the society 16 at R = 1 (`EMBODIED` says why); `benchmarks/embodied_curves.py` draws their coverage curves in
+one figure and compares them at the same number of actions.
 
 The game suites' summary also draws `outcomes.png` in the suite's folder (success rate with its 95 % interval
 and actions per success, a row per run) and, where the suite has the meta-agent with memory and without,
@@ -157,15 +158,18 @@ def _textworld_tiers() -> tuple[Config, ...]:
                                       ("metaagent", ("--system", "metaagent", "--memory", "both"))))
 
 
-EMBODIED = ("--env", "MiniGrid-MultiRoom-N4-S5-v1", "--env", "BabyAI-GoToSeqS5R2-v0", "--episodes", "10",
-            "--max-steps", "36")
-"""Issue 30: 2 worlds x 10 seeds, 36 actions an episode. Sized for the 1.5B model at ~6 s a call of ~100 output
-tokens, 4 calls at a time (1.5 s of wall time a call): the society makes 1 + 2R + 2 = 7 calls an action at R = 2
-(the observer's report, two questions and answers, the first mate's summary, the captain's decision), 252 an
-episode, plus up to 8 questions answered by the captain and by the seen-text baseline (16 calls): 20 x 268 = 5360
-calls, about 2.2 hours. The single agent makes 1 call an action: 20 x 52 = 1040 calls, about 26 minutes. Within
-36 actions the frontier explorer sees every reachable cell of most of these houses (it needs about 24) and a
-random one about a third, so the curves separate there; more actions would cost the society time, not seeds."""
+EMBODIED_WORLDS = ("--env", "MiniGrid-MultiRoom-N4-S5-v1", "--env", "BabyAI-GoToSeqS5R2-v0", "--episodes", "10")
+EMBODIED = (*EMBODIED_WORLDS, "--max-steps", "36")
+SOCIETY_STEPS = ("--rounds", "1", "--max-steps", "16")
+"""Issue 30: 2 worlds x 10 seeds each. Measured on the 1.5B model at `--parallel 4`, a call of the single agent takes
+7.6 s of wall time (a prompt of ~900 tokens, half of it new each step, and ~57 tokens out): the first sizing,
+1.5 s a call, was five times too low. random, frontier and single play 36 actions (single: 20 x 36 calls, about
+1.5 hours). The society makes 1 + 2R + 2 calls an action (the observer's report, R questions and answers, the
+first mate's summary, the captain's decision): at R = 2 and 36 actions 20 x 268 calls, some 11 hours. So it plays
+R = 1 and 16 actions, 20 x (16 x 5 + 16 questions) = 1920 calls, about 2.5-4 hours (fewer rounds and actions, not
+fewer seeds, as the issue asks). Every run records the coverage after each action, so all systems are compared at
+16 actions from their curves; within 16 actions the frontier explorer sees about 87 % of these houses and a random
+one about 29 %."""
 EMBODIED_METRICS = ("coverage", "coverage_ci95", "eqa_captain", "eqa_single", "eqa_seen-text",
                     "eqa_seen-text_not_seen", "invented_actions", "calls_per_action", "tokens_per_action")
 GAME_SUITES = ("alfworld", "textworld")
@@ -246,7 +250,7 @@ SUITES: dict[str, Suite] = {
         Config("random", ("--system", "random", *EMBODIED), 20),
         Config("frontier", ("--system", "frontier", *EMBODIED), 20),
         Config("single", ("--system", "single", *EMBODIED), 20),
-        Config("society", ("--system", "society", "--rounds", "2", *EMBODIED), 20),
+        Config("society", ("--system", "society", *EMBODIED_WORLDS, *SOCIETY_STEPS), 20),
     ), EMBODIED_METRICS, parallel=4),
 }
 

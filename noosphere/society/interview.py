@@ -52,7 +52,8 @@ class Instructions:
 class Account(BaseModel):
     """A member's report or answer."""
 
-    answer: str = Field(min_length=1, max_length=1200, description="what you perceive, in your own words")
+    answer: str = Field(min_length=1, max_length=600, description="what you perceive, in your own words, in two or "
+                                                                 "three sentences")
 
 
 class Question(BaseModel):
@@ -60,11 +61,12 @@ class Question(BaseModel):
 
 
 class Debriefing(BaseModel):
-    summary: str = Field(min_length=1, max_length=1200, description="what the one who decides needs to know")
+    summary: str = Field(min_length=1, max_length=600, description="what the one who decides needs to know, in two "
+                                                                  "or three sentences")
 
 
 class Decision(BaseModel):
-    reasoning: str = Field(max_length=800, description="why, in a sentence or two")
+    reasoning: str = Field(max_length=400, description="why, in a sentence or two")
     answer: str = Field(min_length=1, max_length=300, description="your decision: the answer to the task, short")
 
 
