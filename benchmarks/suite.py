@@ -165,7 +165,7 @@ SOCIETY_STEPS = ("--rounds", "1", "--max-steps", "16")
 7.6 s of wall time (a prompt of ~900 tokens, half of it new each step, and ~57 tokens out): the first sizing, 1.5 s
 a call, was five times too low. random, frontier and single play 36 actions (single: 20 x 36 calls, about 1.5
 hours). The society makes 1 + 2R + 2 calls an action (the observer's report, R questions and answers, the first
-mate's summary, the captain's decision): at R = 2 and 36 actions 20 x 268 calls, some 11 hours. So it plays R = 1
+mate's summary, the captain's decision): at R = 2 and 36 actions 20 x 268 calls, about 4 hours. So it plays R = 1
 and 16 actions, 20 x (16 x 5 + 16 questions) = 1920 calls; measured at 2.8 s a call (its prompts are short and
 mostly reused), about 1.5 hours (fewer rounds and actions, not fewer seeds, as the issue asks). Every run records
 the coverage after each action, so all systems are compared at 16 actions from their curves; within 16 actions the
