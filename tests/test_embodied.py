@@ -10,6 +10,7 @@ import asyncio
 import json
 import random
 import sys
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +177,15 @@ def test_an_invented_action_is_recorded_and_done_as_nothing_and_the_episode_goes
     second = llm.backend.history[1].messages[-1].content  # type: ignore[attr-defined]
     assert "Your last action: 'jump', which is no action, so nothing." in second
     assert "Step 1: a room. You chose: jump." in second
+
+
+def test_the_single_agents_prompt_only_grows_so_the_cache_keeps_it() -> None:
+    llm, backend, trace = model(crew_reply(["turn left", "move forward"]))
+    play(GridWorld(ROOMS, 1), SingleAgent(llm, max_steps=12), 12, trace)
+    logs = [request.messages[-1].content.split("\n\nStep ")[0] for request in backend.history]
+    assert len(logs) == 12 and "(nothing yet" in logs[0]
+    assert all(later.startswith(earlier) for earlier, later in pairwise(logs[1:]))
+    assert "Step 1: a room. You chose: turn left." in logs[-1] and "Actions so far" not in logs[-1]
 
 
 def test_an_action_that_changes_nothing_is_told_as_such_to_the_next_step() -> None:
