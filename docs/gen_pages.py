@@ -19,6 +19,7 @@ import importlib
 import inspect
 import json
 import pkgutil
+import re
 import sys
 import textwrap
 from collections.abc import Callable
@@ -236,6 +237,20 @@ def _demoted(markdown: str, levels: int = 1) -> str:
     return "\n".join(out)
 
 
+_RELATIVE_LINK = re.compile(r"(!?)\[([^\]]*)\]\((?![a-z]+:|/|#)([^)\s]+)\)")
+
+
+def _relinked(markdown: str, suite: str) -> str:
+    """A suite README's links to files beside it (a figure, a run's report) as the file's path in the repository: the
+    site holds the README's text, not the files it points to."""
+    def path(match: re.Match[str]) -> str:
+        image, text, target = match.groups()
+        where = f"`benchmarks/results/{suite}/{target}`"
+        return f"{text or 'figure'} ({where})" if image or text != target else where
+
+    return _RELATIVE_LINK.sub(path, markdown)
+
+
 def _reproduce(config: dict[str, Any]) -> str:
     """The `noosphere bench` command a run's config.json describes (its society file named relative to the repo)."""
     benchmark = config.get("benchmark", "?")
@@ -331,7 +346,8 @@ def results_page() -> str:
                          (f", written by {writers}." if writers else "."))
             continue
         if readme.is_file():  # its title, one level down, heads the suite
-            parts.append(_demoted(readme.read_text(), 1) + f"\n\nFolder: `benchmarks/results/{suite.name}/`.")
+            parts.append(_demoted(_relinked(readme.read_text(), suite.name), 1)
+                         + f"\n\nFolder: `benchmarks/results/{suite.name}/`.")
         else:
             parts.append(f"## {_suite_title(suite)}\n\nNo README in `benchmarks/results/{suite.name}/` yet: the table "
                          "below is all there is.")

@@ -1,0 +1,26 @@
+"""The docs site's generated results page: a suite README's links to files beside it become repository paths (the
+site holds the README's text, not the files; a relative figure link failed the strict build)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import load_script
+
+GEN = load_script(Path(__file__).resolve().parent.parent / "docs" / "gen_pages.py")
+
+
+def test_relative_links_of_a_suite_readme_become_repository_paths() -> None:
+    text = ("![coverage after each action](coverage.png) and [the report](run/report.md), "
+            "[run/items.jsonl](run/items.jsonl), [the site](https://example.com) and [below](#table)")
+    out = GEN._relinked(text, "embodied")
+    assert "coverage after each action (`benchmarks/results/embodied/coverage.png`)" in out
+    assert "the report (`benchmarks/results/embodied/run/report.md`)" in out
+    assert "`benchmarks/results/embodied/run/items.jsonl`" in out and "](run/items.jsonl)" not in out
+    assert "[the site](https://example.com)" in out and "[below](#table)" in out
+    assert "](coverage.png)" not in out
+
+
+def test_the_results_page_has_no_relative_file_link() -> None:
+    page = GEN.results_page()
+    assert "](coverage.png)" not in page and "benchmarks/results/embodied/coverage.png" in page
