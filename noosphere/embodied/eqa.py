@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
@@ -137,6 +137,7 @@ class Reply(BaseModel):
                                                                  "'room N' or 'not seen'")
 
 
+@cache
 def reply_form(kind: str) -> type[BaseModel]:
     """The reply of one kind of question: its answer one of the kind's forms (a kind without forms: `Reply`)."""
     if kind not in FORMS:
