@@ -19,6 +19,7 @@ import importlib
 import inspect
 import json
 import pkgutil
+import posixpath
 import re
 import sys
 import textwrap
@@ -245,7 +246,7 @@ def _relinked(markdown: str, suite: str) -> str:
     site holds the README's text, not the files it points to."""
     def path(match: re.Match[str]) -> str:
         image, text, target = match.groups()
-        where = f"`benchmarks/results/{suite}/{target}`"
+        where = f"`{posixpath.normpath(f'benchmarks/results/{suite}/{target}')}`"
         return f"{text or 'figure'} ({where})" if image or text != target else where
 
     return _RELATIVE_LINK.sub(path, markdown)

@@ -241,3 +241,51 @@ def test_platt_scaling_out_of_fold_repairs_a_miscalibrated_but_informative_confi
     assert expected_calibration_error(confidence, correct) > 0.4
     assert recalibrated_ece(confidence, correct) < 0.1
     assert recalibrated_ece([0.9, 0.8, 0.7], [True, False, True]) is None
+
+
+def test_the_noise_floor_is_the_ece_a_calibrated_system_shows_and_shrinks_with_items() -> None:
+    """Labels drawn from the confidences themselves are calibrated by construction, yet their ECE on 30 items is
+    far from 0; the floor predicts it, and shrinks as items grow. Seeded: the same figure twice."""
+    import random as random_module
+
+    from noosphere.bench.calibration import ece_noise_floor, expected_calibration_error
+
+    rng = random_module.Random(5)
+    few = [rng.uniform(0.3, 0.95) for _ in range(30)]
+    many = [rng.uniform(0.3, 0.95) for _ in range(3000)]
+    mean_few, p95_few = ece_noise_floor(few)
+    mean_many, _ = ece_noise_floor(many)
+    assert 0.08 < mean_few < p95_few < 0.4
+    assert mean_many < 0.03 < mean_few
+    assert ece_noise_floor(few) == (mean_few, p95_few)
+    observed = [expected_calibration_error(few, [rng.random() < c for c in few]) for _ in range(200)]
+    assert abs(sum(observed) / len(observed) - mean_few) < 0.02
+    assert ece_noise_floor([]) is None
+
+
+def test_a_report_states_the_floor_beside_the_recalibrated_ece() -> None:
+    from noosphere.bench.calibration import calibrate, calibration_markdown, calibration_summary
+
+    correct = [i % 3 != 0 for i in range(40)]
+    confidence = [0.9 if c else 0.6 for c in correct]
+    result = calibrate(confidence, correct)
+    assert result.ece_recalibrated is not None and result.ece_floor is not None
+    text = "\n".join(calibration_markdown(calibration_summary(confidence, correct)))
+    assert "a perfectly calibrated confidence would show" in text
+    assert calibrate([0.9, 0.8, 0.7], [True, False, True]).ece_floor is None
+
+
+def test_the_recalibrated_ece_does_not_depend_on_the_order_of_the_rows() -> None:
+    """Rows arrive in completion order, which `--parallel` changes; the recalibrated ECE must not move with it."""
+    import random as random_module
+
+    from noosphere.bench.calibration import recalibrated_ece
+
+    rng = random_module.Random(11)
+    pairs = [(c, rng.random() < c) for c in (rng.uniform(0.5, 1.0) for _ in range(30))]
+    figures = set()
+    for seed in range(4):
+        shuffled = pairs[:]
+        random_module.Random(seed).shuffle(shuffled)
+        figures.add(round(recalibrated_ece([c for c, _ in shuffled], [k for _, k in shuffled]), 12))
+    assert len(figures) == 1

@@ -1,0 +1,35 @@
+"""`benchmarks/calibration_table.py`: one row per run folder with enough confidences, recomputed from its rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import load_script
+
+TABLE = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "calibration_table.py")
+
+
+def _run(folder: Path, rows: list[dict]) -> None:
+    folder.mkdir(parents=True)
+    (folder / "items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_every_run_with_confidences_gets_a_row_and_others_none(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    _run(tmp_path / "bfcl" / "ctm" / "run-a", [
+        {"id": f"i{n}", "correct": n % 3 != 0, "confidence": 0.9 if n % 3 else 0.5} for n in range(30)])
+    _run(tmp_path / "bfcl" / "base" / "run-b", [{"id": f"i{n}", "correct": True} for n in range(30)])
+    _run(tmp_path / "gsm8k" / "few" / "run-c", [{"id": "i0", "correct": True, "confidence": 0.7}])
+    assert TABLE.main(["--results", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = [line for line in out if line.startswith("| `")]
+    assert len(rows) == 1 and rows[0].startswith("| `bfcl/ctm/run-a` | 30 | 0.667 |")
+    cells = [cell.strip() for cell in rows[0].split("|")[1:-1]]
+    assert cells[6] in ("yes", "no") and cells[7].startswith("1.000")  # the confidence separates perfectly
+
+
+def test_a_missing_results_folder_is_an_error(tmp_path: Path) -> None:
+    assert TABLE.main(["--results", str(tmp_path / "nowhere")]) == 2
