@@ -132,6 +132,35 @@ def test_an_unknown_world_says_did_you_mean() -> None:
         check_world("MiniGrid-MultiRoom-N4-S5")
 
 
+def test_the_wfc_worlds_the_wheel_cannot_lay_out_are_refused_by_name_and_not_listed() -> None:
+    """The sweep of every world found them: registered by minigrid 3.0, but drawn from pattern images its wheel
+    does not ship (a FileNotFoundError deep in gymnasium, or a missing imageio)."""
+    from noosphere.envs.gridworld import world_names
+
+    assert not any("WFC" in name for name in world_names()) and len(world_names()) > 150
+    with pytest.raises(UsageError, match="pattern images"):
+        check_world("MiniGrid-WFC-MazeSimple-v0")
+
+
+def test_the_sweep_plays_each_world_once_resumes_and_says_why_frontier_fell_short(tmp_path: Path) -> None:
+    """`benchmarks/embodied_sweep.py` on two worlds: KeyCorridor's floor lies partly behind a locked door, which the
+    robot (no keys, no pick-up) cannot open; a second call with the same file plays nothing again."""
+    from tests.helpers import load_script
+
+    sweep = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "embodied_sweep.py")
+    out = tmp_path / "sweep.jsonl"
+    worlds = f"{ROOMS},MiniGrid-KeyCorridorS3R3-v0"
+    assert sweep.main(["--worlds", worlds, "--out", str(out), "--frontier-steps", "200"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["world"] for r in rows] == [ROOMS, "MiniGrid-KeyCorridorS3R3-v0"] and not any(r["error"] for r in rows)
+    rooms, corridor = rows
+    assert rooms["frontier_coverage"] == 1.0 and rooms["frontier_blocked_by"] == []
+    assert rooms["random_coverage"] < 1.0 and sum(rooms["questions"].values()) >= 4
+    assert corridor["frontier_coverage"] < 1.0 and "door-locked" in corridor["frontier_blocked_by"]
+    assert sweep.main(["--worlds", worlds, "--out", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 2
+
+
 # the systems in code ------------------------------------------------------------------------------------------
 def test_frontier_explores_more_than_random_after_the_same_actions() -> None:
     random_cover, frontier_cover = [], []

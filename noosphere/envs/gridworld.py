@@ -38,6 +38,9 @@ DIRECTIONS = ("east", "south", "west", "north")
 """MiniGrid's headings 0 to 3; x grows to the east, y to the south."""
 STEP = ((1, 0), (0, 1), (-1, 0), (0, -1))
 PREFIXES = ("MiniGrid-", "BabyAI-")
+UNUSABLE = "MiniGrid-WFC-"
+"""The wave-function-collapse worlds: registered, but the `minigrid` wheel (3.0) ships without the pattern images
+they are drawn from, so none of them can be laid out."""
 GUIDE = ("How this world works: a house of rooms on a grid, seen from the robot's eyes. The robot turns left or "
          "right on its cell, moves forward one cell, or opens the door right in front of it. Walls, closed doors, "
          "balls, boxes and keys block the way; open doors and empty floor do not. A closed door also hides what "
@@ -55,19 +58,23 @@ def require_minigrid() -> None:
 
 @functools.cache
 def world_names() -> tuple[str, ...]:
-    """Every MiniGrid and BabyAI world id the installed `minigrid` registers."""
+    """Every MiniGrid and BabyAI world id the installed `minigrid` registers and can lay out (not the `UNUSABLE`)."""
     require_minigrid()
     import gymnasium
     import minigrid  # noqa: F401  (registers its worlds)
 
-    return tuple(sorted(name for name in gymnasium.registry if name.startswith(PREFIXES)))
+    return tuple(sorted(name for name in gymnasium.registry
+                        if name.startswith(PREFIXES) and not name.startswith(UNUSABLE)))
 
 
 def check_world(name: str) -> str:
-    """`name` if it is a known world; otherwise a usage error with the closest names (there are 178)."""
+    """`name` if it is a known world; otherwise a usage error with the closest names (172 of them)."""
     known = world_names()
     if name in known:
         return name
+    if name.startswith(UNUSABLE):
+        raise UsageError(f"{name!r} cannot be laid out here: the minigrid package ships the WFC worlds without the "
+                         "pattern images they are drawn from. Choose another world, e.g. MiniGrid-MultiRoom-N4-S5-v1.")
     near = closest(name, known)
     hint = f" Did you mean {', '.join(near)}?" if near else ""
     raise UsageError(f"unknown world {name!r}.{hint} Worlds are the MiniGrid-* and BabyAI-* ids of the minigrid "
@@ -201,6 +208,11 @@ class GridWorld:
     def known(self) -> dict[Cell, str]:
         """The content of every cell the robot has seen (what a map drawn from its views would hold)."""
         return {cell: self.content(cell) for cell in self.seen}
+
+    @property
+    def rooms(self) -> int:
+        """How many rooms the house has (seen or not)."""
+        return len(set(self._rooms.values()))
 
     def room_number(self, cell: Cell) -> int | None:
         """The number the robot gave the room of `cell`, None if it is in no room or its room is unseen."""
