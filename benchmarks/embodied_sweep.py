@@ -24,8 +24,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from noosphere.embodied.eqa import NOT_SEEN, make_questions
 from noosphere.embodied.episode import explore
+from noosphere.embodied.eqa import NOT_SEEN, make_questions
 from noosphere.embodied.explorers import WALKABLE, FrontierExplorer, RandomExplorer
 from noosphere.envs.gridworld import STEP, GridWorld, check_world, world_names
 from noosphere.errors import NoosphereError
@@ -80,7 +80,7 @@ def play(name: str, seed: int, steps: int, frontier_steps: int) -> dict[str, Any
                    not_seen=sum(q.gold == NOT_SEEN for q in questions))
     except NoosphereError as error:
         row["error"] = f"{type(error).__name__}: {error}"[:300]
-    except Exception as error:  # noqa: BLE001 - the sweep's purpose is to find what a world does that we did not expect
+    except Exception as error:
         row["error"] = f"unexpected {type(error).__name__}: {error}"[:300]
     finally:
         world.close()
@@ -93,14 +93,15 @@ def summary(rows: list[dict[str, Any]]) -> str:
     whole = [r for r in fine if r["frontier_coverage"] >= 1.0]
     lines = [f"{len(rows)} worlds: laid out and explored {len(fine)}, errors {len(rows) - len(fine)}; frontier saw "
              f"every floor cell in {len(whole)} (median {_median([r['frontier_actions'] for r in whole])} actions)",
-             f"coverage after the random explorer's actions: random median {_median([r['random_coverage'] for r in fine])},"
-             f" frontier median {_median([r['frontier_coverage_at_steps'] for r in fine])}",
+             "coverage after the random explorer's actions: random median "
+             f"{_median([r['random_coverage'] for r in fine])}, frontier median "
+             f"{_median([r['frontier_coverage_at_steps'] for r in fine])}",
              "questions made: " + ", ".join(f"{k} {v}" for k, v in sorted(
                  sum((Counter(r["questions"]) for r in fine), Counter()).items()))
              + f"; with 'not seen' for gold after frontier's episode: {sum(r['not_seen'] for r in fine)}"]
     blocked = Counter(tuple(r["frontier_blocked_by"]) for r in fine if r["frontier_coverage"] < 1.0)
     for why, count in blocked.most_common():
-        lines.append(f"  frontier short of the whole floor: " + (f"the rest lies behind {', '.join(why)}" if why
+        lines.append("  frontier short of the whole floor: " + (f"the rest lies behind {', '.join(why)}" if why
                      else "every cell reachable, the step budget ran out") + f": {count} worlds")
     lines += [f"  error  {r['world']}#{r['seed']}: {r['error']}" for r in rows if r["error"]]
     return "\n".join(lines)
