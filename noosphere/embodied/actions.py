@@ -10,7 +10,7 @@ _SAYINGS: tuple[tuple[str, str], ...] = (
     (r"\bturn(ing)?\s+(to\s+the\s+)?left\b|^left$|\brotate\s+left\b", TURN_LEFT),
     (r"\bturn(ing)?\s+(to\s+the\s+)?right\b|^right$|\brotate\s+right\b", TURN_RIGHT),
     (r"\b(move|go|walk|step)s?\s+(one\s+cell\s+)?(forward|ahead|straight)\b|^forward$|^ahead$", FORWARD),
-    (r"\bopen(s|ing)?\b(\s+the)?(\s+\w+)?\s+door\b|^open$|^toggle$", OPEN),
+    (r"(?<!\bthe )(?<!\ban )\bopen(s|ing)?\b(\s+the)?(\s+\w+)?\s+door\b|^open$|^toggle$", OPEN),  # not "the open door"
     (r"^stop$|^done$|\bstop\s+(exploring|the\s+robot)\b", STOP),
 )
 

@@ -11,25 +11,30 @@ const CELL = 18;
 const THING_FILL = {red: "#ef4444", green: "#22c55e", blue: "#3b82f6", purple: "#a855f7", yellow: "#eab308",
   grey: "#9ca3af"};
 
-// Episodes in trace order; each step keeps the society messages that led to it.
+// Episodes in trace order; each step keeps the society messages that led to it. A benchmark scores several
+// episodes at a time (--parallel), so their events interleave: each event goes to the episode of its item.
 function embodiedEpisodes(events) {
   const episodes = [];
-  let current = null;
-  let messages = [];
+  const open = new Map();  // item id -> {episode, messages}
+  let latest = null;
   for (const e of events) {
     if (e.kind === "emb_episode") {
-      current = {start: e, steps: [], questions: [], item: e.item_id};
-      episodes.push(current);
-      messages = [];
-    } else if (!current || (e.item_id !== undefined && e.item_id !== current.item)) {
+      const episode = {start: e, steps: [], questions: [], item: e.item_id};
+      episodes.push(episode);
+      latest = {episode, messages: []};
+      open.set(e.item_id, latest);
+      continue;
+    }
+    const current = e.item_id === undefined ? latest : open.get(e.item_id);
+    if (!current) {
       continue;
     } else if (e.kind === "soc_message" || e.kind === "soc_forfeit") {
-      messages.push(e);
+      current.messages.push(e);
     } else if (e.kind === "emb_step") {
-      current.steps.push({event: e, messages});
-      messages = [];
+      current.episode.steps.push({event: e, messages: current.messages});
+      current.messages = [];
     } else if (e.kind === "emb_question") {
-      current.questions.push(e);
+      current.episode.questions.push(e);
     }
   }
   return episodes;
