@@ -129,6 +129,16 @@ def test_open_door_opens_only_a_closed_door_in_front_and_unknown_actions_are_ref
     assert world.content(world.front) == ("door-open" if before == "door-closed" else before)
 
 
+def test_the_robot_starts_in_room_1_even_when_another_room_is_in_view_first() -> None:
+    """In BabyAI-GoToOpen the first cells in view at the start can belong to a room beyond an open doorway; the
+    robot's own room is numbered first all the same (it said "You are in room 2" at its first step)."""
+    for seed in (0, 1, 3):
+        world = GridWorld("BabyAI-GoToOpen-v0", seed)
+        world.reset()
+        assert world.view_text().startswith("You are in room 1,")
+        world.close()
+
+
 def test_an_unknown_world_says_did_you_mean() -> None:
     with pytest.raises(UsageError, match="Did you mean MiniGrid-MultiRoom-N4-S5-v1"):
         check_world("MiniGrid-MultiRoom-N4-S5")

@@ -261,6 +261,9 @@ class GridWorld:
 
     def _look(self) -> None:
         new = []
+        here = self._rooms.get(self.pose[:2])
+        if here is not None and here not in self._room_numbers:  # the robot's own room first: it starts in room 1
+            self._room_numbers[here] = len(self._room_numbers) + 1
         for cell, _, _ in self._visible():
             if cell not in self.seen:
                 self.seen.add(cell)
