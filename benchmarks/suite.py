@@ -26,8 +26,10 @@ systems on each tier) and miniwob (issue 28: base, react and ctm on 20 web tasks
 beside its earlier ones, finished or not (after a change to the code or a prompt: the summary then shows both).
 
 Suite embodied (issue 30): random, frontier, single and the embodied society on 2 worlds x 10 seeds, 36 actions
-each, the society 16 at R = 1 (`EMBODIED` says why); `benchmarks/embodied_curves.py` draws their coverage curves in
-one figure and compares them at the same number of actions.
+each, the society 16 at R = 1 (`EMBODIED` says why); beside them `single-scored` and `single-scored-raw`, the single
+agent's prompt with the action taken by option probabilities.
+`benchmarks/embodied_curves.py` draws their coverage curves in one figure and compares them at the same number of
+actions.
 
 The game suites' summary also draws `outcomes.png` in the suite's folder (success rate with its 95 % interval
 and actions per success, a row per run) and, where the suite has the meta-agent with memory and without,
@@ -251,6 +253,9 @@ SUITES: dict[str, Suite] = {
         Config("frontier", ("--system", "frontier", *EMBODIED), 20),
         Config("single", ("--system", "single", *EMBODIED), 20),
         Config("society", ("--system", "society", *EMBODIED_WORLDS, *SOCIETY_STEPS), 20),
+        # beside the paper's systems: the single agent's prompt, the action by option probabilities (issue 26)
+        Config("single-scored", ("--system", "single-scored", *EMBODIED), 20),
+        Config("single-scored-raw", ("--system", "single-scored-raw", *EMBODIED), 20),
     ), EMBODIED_METRICS, parallel=4),
 }
 

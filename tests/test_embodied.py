@@ -48,6 +48,7 @@ ROOMS = "MiniGrid-MultiRoom-N4-S5-v1"
 OBJECTS = "BabyAI-GoToSeqS5R2-v0"
 SOCIETY = Path(__file__).resolve().parent.parent / "examples" / "societies" / "embodied.yaml"
 TEXT_ONLY = Capabilities(json_schema=True)
+SCORING = Capabilities(json_schema=True, logprobs=True)
 
 
 def play(world: GridWorld, policy: Any, steps: int, trace: Trace | None = None) -> Any:
@@ -481,3 +482,67 @@ def test_without_minigrid_the_command_says_how_to_install_it(monkeypatch: pytest
     monkeypatch.setitem(sys.modules, "minigrid", None)
     code, _, err, folder = bench(tmp_path, "random")
     assert code == 2 and 'pip install -e ".[embodied]"' in err and folder is None
+
+
+# the scored single agent (beside the paper's systems) ---------------------------------------------------------
+def habit_scorer(request: Any) -> list[float]:
+    """A model with a habit: it favours "move forward" 10:1 whatever it sees, and when the view says a wall is right
+    ahead it also favours turning left three times more than without a view."""
+    text = request.messages[-1].content
+    blocked = "Straight ahead: 0 free cells, then a wall" in text
+    weights = {"turn left": 3.0 if blocked else 1.0, "turn right": 1.0, "move forward": 10.0, "open door": 1.0}
+    return [weights[option] for option in request.options]
+
+
+def scored_model() -> tuple[Model, ScriptedBackend]:
+    backend = ScriptedBackend(crew_reply(["stop"]), capabilities=SCORING, scorer=habit_scorer)
+    return Model(backend, trace=Trace(None)), backend
+
+
+def blocked_world() -> GridWorld:
+    """A world and seed whose first view has a wall right ahead."""
+    for seed in range(40):
+        world = GridWorld(OBJECTS, seed)
+        world.reset()
+        if "Straight ahead: 0 free cells, then a wall" in world.view_text():
+            return world
+        world.close()
+    raise AssertionError("no seed starts facing a wall")
+
+
+def test_the_scored_agent_takes_the_most_probable_action_and_calibration_removes_the_habit() -> None:
+    from noosphere.embodied.scored import CONTENT_FREE, ScoredSingleAgent, observed
+
+    world = blocked_world()
+    llm, backend = scored_model()
+    raw = asyncio.run(ScoredSingleAgent(llm, max_steps=5, calibrate=False).decide(world, 1, ""))
+    assert raw.said == FORWARD and len(backend.score_history) == 1
+    calibrated_agent = ScoredSingleAgent(llm, max_steps=5)
+    calibrated = asyncio.run(calibrated_agent.decide(world, 1, ""))
+    assert calibrated.said == "turn left"  # 3/1 against the prior beats forward's 10/10
+    first, prior = backend.score_history[1:]
+    assert prior.options == first.options and "stop" not in first.options
+    assert CONTENT_FREE in prior.messages[-1].content and CONTENT_FREE not in first.messages[-1].content
+    assert calibrated.detail["calibrated"]["turn left"] > calibrated.detail["calibrated"]["move forward"]
+    assert calibrated_agent.log[0].chose == "turn left" and calibrated_agent.log[0].seen == observed(world.view_text())
+    assert observed("You are in room 2, facing west.\nYou see:\n- a red ball, 1 ahead") == \
+        "room 2, facing west; a red ball, 1 ahead"
+    world.close()
+
+
+def test_bench_embodied_scored_system_runs_and_a_model_that_cannot_score_is_refused(tmp_path: Path) -> None:
+    backend = ScriptedBackend(crew_reply(["stop"]), capabilities=SCORING, scorer=habit_scorer)
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    code, out, err = invoke(["bench", "embodied", "--system", "single-scored", "--episodes", "1", "--max-steps", "4",
+                             "--env", OBJECTS, "--model", "scripted", "--out", str(tmp_path / "s"), "--no-cache",
+                             "--quiet"], opener)
+    assert code == 0, out + err
+    folder = next((tmp_path / "s").iterdir())
+    row = json.loads((folder / "items.jsonl").read_text().splitlines()[0])
+    assert row["system"] == "single-scored" and row["actions"] == 4 and "single" in row["eqa"]
+    assert len(backend.score_history) == 8  # two scorings a step: the view and the content-free prior
+    code, _, err, _ = bench(tmp_path, "single-scored")  # the text-only scripted model has no log-probabilities
+    assert code == 2 and "logprobs" in err

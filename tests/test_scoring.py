@@ -12,12 +12,11 @@ import pytest
 from noosphere.errors import BudgetExceededError, CapabilityError, ModelError, OutputParseError, UsageError
 from noosphere.llm import Budget, CallCache, Capabilities, Message, Model, ScriptedBackend, UsageLedger
 from noosphere.llm.litellm_backend import first_token_scores
-from noosphere.llm.scoring import from_logprobs
+from noosphere.llm.scoring import contextual_calibration, from_logprobs
 from noosphere.llm.types import ScoreRequest
 from noosphere.observation import Observation
 from noosphere.trace import Trace
 from noosphere.workspace import WorkspaceSettings, classify
-from noosphere.workspace.stm import contextual_calibration
 from tests.helpers import scripted
 
 

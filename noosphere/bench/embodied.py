@@ -1,12 +1,13 @@
 """The embodied benchmark: explore MiniGrid and BabyAI houses for S actions, then answer questions about them.
 
-An item is one episode: a world laid out by one seed (`MiniGrid-MultiRoom-N4-S5-v1#3`). Each system drives the
-robot on the same episodes: `random` (uniform over the movement actions, seeded by the run's seed, the world
-and the episode), `frontier` (breadth-first to the nearest unseen cell, in code), `single` (one model reads the
-view and acts, one call a step) and `society` (the interview society of a society file: observer, first mate,
-captain). After the episode the questions of `noosphere.embodied.eqa` are answered by the system's own memory
-(the captain's log; the single agent's log) and by the `seen-text` baseline, which reads the text of everything
-the robot saw and answers in one call.
+An item is one episode: a world laid out by one seed (`MiniGrid-MultiRoom-N4-S5-v1#3`). Each system drives the robot
+on the same episodes: `random` (uniform over the movement actions, seeded by the run's seed, the world and the
+episode), `frontier` (breadth-first to the nearest unseen cell, in code), `single` (one model reads the view and
+acts, one call a step; beside it `single-scored` and `single-scored-raw`, which take the action the model's option
+probabilities favour, with and without contextual calibration) and `society` (the interview society of a society
+file: observer, first mate, captain). After the episode the questions of `noosphere.embodied.eqa` are answered by
+the system's own memory (the captain's log; the single agent's log) and by the `seen-text` baseline, which reads the
+text of everything the robot saw and answers in one call.
 
 A row records the coverage after every action (its curve), the actions the system invented (done as nothing),
 the calls and tokens of the exploration apart from those of the questions, and every question with each
@@ -36,6 +37,7 @@ from noosphere.embodied import (
     seen_text,
 )
 from noosphere.embodied.eqa import Answer, Question, memory_answerer
+from noosphere.embodied.scored import ScoredSingleAgent
 from noosphere.embodied.single import ROLE as SINGLE_ROLE
 from noosphere.envs.gridworld import GridWorld
 from noosphere.errors import UnknownNameError
@@ -44,8 +46,11 @@ from noosphere.scope import current_scope
 from noosphere.society import Member, Society
 from noosphere.trace import Trace
 
-SYSTEMS = ("random", "single", "society", "frontier")
-MODEL_SYSTEMS = ("single", "society")
+SYSTEMS = ("random", "single", "society", "frontier", "single-scored", "single-scored-raw")
+MODEL_SYSTEMS = ("single", "society", "single-scored", "single-scored-raw")
+SCORED = ("single-scored", "single-scored-raw")
+"""Beside the paper's systems: the single agent's prompt, the action taken by the model's option probabilities
+(calibrated by a content-free prior, or raw); see `noosphere.embodied.scored`."""
 EXPLORED = 0.5
 """An episode whose robot saw at least this share of the house counts as `correct` (the progress bar's figure)."""
 SEEN_ROLE = "You answer questions about a house from the record of what a robot saw in it, and from nothing else."
@@ -102,6 +107,9 @@ def _policy(setup: Setup, episode: Episode) -> tuple[Policy, dict[str, Answer]]:
     if setup.system == "single":
         agent = SingleAgent(setup.model, max_steps=setup.max_steps)
         return agent, {"single": memory_answerer(setup.model, "single", SINGLE_ROLE, agent.memory, LOG_OPENING)}
+    if setup.system in SCORED:
+        scored = ScoredSingleAgent(setup.model, max_steps=setup.max_steps, calibrate=setup.system == "single-scored")
+        return scored, {"single": memory_answerer(setup.model, "single", SINGLE_ROLE, scored.memory, LOG_OPENING)}
     assert setup.society is not None
     society, captain = setup.society()
     crew = Crew(society, captain=captain, max_steps=setup.max_steps)

@@ -15,7 +15,7 @@ from noosphere.bench.runner import Solve
 from noosphere.cli.ask import ModelOpener
 from noosphere.cli.bench_run import Items, RunOptions, benchmark_command, member_models, select_items
 from noosphere.envs.gridworld import check_world, require_minigrid
-from noosphere.errors import UsageError
+from noosphere.errors import CapabilityError, UsageError
 from noosphere.llm import Model
 from noosphere.society import Member, Society
 from noosphere.society.config import build_society, load_society_spec
@@ -73,7 +73,9 @@ def _society_builder(saved: dict[str, Any], llm: Model, opener: ModelOpener) -> 
 def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
     @benchmark_command(bench_app, "embodied")
     def embodied(
-        system: Annotated[str, typer.Option(help="random, single, society or frontier")] = "society",
+        system: Annotated[str, typer.Option(
+            help="random, single, society or frontier; or single-scored / single-scored-raw (the action by the "
+                 "model's option probabilities, calibrated or not)")] = "society",
         env: Annotated[list[str] | None, typer.Option(
             help=f"a MiniGrid-* or BabyAI-* world, repeatable (default: {' and '.join(WORLDS)})")] = None,
         episodes: Annotated[int, typer.Option(min=1, help="seeds of each world (episodes per world)")] = 10,
@@ -102,6 +104,9 @@ def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             uses_model = saved["system"] in embodied_bench.MODEL_SYSTEMS or saved.get("eqa", True)
+            if saved["system"] in embodied_bench.SCORED and not llm.capabilities.logprobs:
+                raise CapabilityError(llm.id, f"logprobs (--system {saved['system']} takes the action the model's "
+                                              "option probabilities favour); use --system single")
             setup = embodied_bench.Setup(
                 saved["system"], saved["max_steps"], saved["seed"], llm.trace, llm if uses_model else None,
                 eqa=saved.get("eqa", True),

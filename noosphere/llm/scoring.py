@@ -113,3 +113,12 @@ def from_counts(options: tuple[str, ...], counts: list[int], normalise: Normalis
 
 def choice_instruction(options: tuple[str, ...]) -> str:
     return "Answer with exactly one of: " + " | ".join(options)
+
+
+def contextual_calibration(probs: tuple[float, ...], prior: tuple[float, ...]) -> tuple[float, ...]:
+    """Divide each option's probability by its content-free prior and renormalise (W = diag(p_cf)^-1 of
+    "Calibrate Before Use", Zhao et al. 2021): what the input adds to what the model prefers anyway."""
+    floor = 1e-6
+    adjusted = [p / max(q, floor) for p, q in zip(probs, prior, strict=True)]
+    total = sum(adjusted)
+    return tuple(a / total for a in adjusted)

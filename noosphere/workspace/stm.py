@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, create_model
 from noosphere.concurrent import Forfeit, gather_turns
 from noosphere.errors import CapabilityError, UnknownNameError, UsageError
 from noosphere.llm import Completion, Message, Model
+from noosphere.llm.scoring import contextual_calibration
 from noosphere.workspace.chunk import Chunk
 from noosphere.workspace.prompts import STM_FRAME, STM_FRAME_SCORED, STM_LABEL_PROMPT, STM_LABELS
 from noosphere.workspace.scores import (
@@ -159,9 +160,3 @@ class StmText(BaseModel):
     answer: str = Field(min_length=1, max_length=400, description="the answer to the query")
 
 
-def contextual_calibration(probs: tuple[float, ...], prior: tuple[float, ...]) -> tuple[float, ...]:
-    """Divide each label's probability by its content-free prior and renormalise (W = diag(p_cf)^-1)."""
-    floor = 1e-6
-    adjusted = [p / max(q, floor) for p, q in zip(probs, prior, strict=True)]
-    total = sum(adjusted)
-    return tuple(a / total for a in adjusted)
