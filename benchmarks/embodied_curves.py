@@ -4,26 +4,54 @@ interval, EQA accuracy and cost per action, one row per system.
     python benchmarks/embodied_curves.py [--out benchmarks/results/embodied]
 
 Reads the newest run folder of each configuration (`random`, `frontier`, `single`, `society`, and any other) under
-`--out`, writes `coverage.png` there and prints the table in Markdown.
+`--out`, writes `coverage.png` there and prints the table in Markdown; then, for the runs whose trace is on this
+machine (traces are not committed), what each system did: its actions by kind, and how many changed nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+from collections import Counter
 from pathlib import Path
 
 from noosphere.bench.embodied import interval, summarise
 from noosphere.bench.embodied_figures import write_coverage_plot
 from noosphere.runs import load_done
 
-ORDER = ("random", "single", "society", "frontier")
+ORDER = ("random", "single", "single-scored", "single-scored-raw", "society", "frontier")
 COLUMNS = ("n", "coverage", "coverage_ci95", "eqa_captain", "eqa_single", "eqa_seen-text", "eqa_seen-text_not_seen",
            "invented_actions", "calls_per_action", "tokens_per_action")
 
 
-def newest_rows(folder: Path) -> list[dict]:
+def newest_run(folder: Path) -> Path | None:
     runs = sorted(p for p in folder.glob("*") if (p / "items.jsonl").exists())
-    return list(load_done(runs[-1] / "items.jsonl").values()) if runs else []
+    return runs[-1] if runs else None
+
+
+def newest_rows(folder: Path) -> list[dict]:
+    run = newest_run(folder)
+    return list(load_done(run / "items.jsonl").values()) if run is not None else []
+
+
+KINDS = ("move forward", "turn left", "turn right", "open door", "stop")
+
+
+def behaviour(name: str, run: Path) -> str | None:
+    """A table row from the run's trace (None without one): its steps, the share of each action, of invented or
+    failed turns, and of actions that changed nothing (`emb_step.effect`)."""
+    trace = run / "trace.jsonl"
+    if not trace.exists():
+        return None
+    steps = [event for line in trace.open() if '"emb_step"' in line
+             and (event := json.loads(line)).get("kind") == "emb_step"]
+    if not steps:
+        return None
+    done = Counter(step.get("action") for step in steps)
+    idle = sum(1 for step in steps if step.get("effect"))
+    share = [f"{done[kind] / len(steps):.0%}" for kind in KINDS]
+    return (f"| {name} | {len(steps)} | {' | '.join(share)} | {done[None] / len(steps):.0%} | "
+            f"{idle / len(steps):.0%} |")
 
 
 def main() -> None:
@@ -46,6 +74,12 @@ def main() -> None:
     print("| system | episodes | coverage | 95 % interval | vs random, episode by episode |\n|---|---|---|---|---|")
     for name, rows in runs.items():
         print(at_step(name, rows, common, runs.get("random")))
+    traced = [row for name in runs if (run := newest_run(args.out / name)) and (row := behaviour(name, run))]
+    if traced:
+        print("\nWhat each system did, every step of the newest run (from its trace, where this machine has it):\n")
+        print(f"| system | steps | {' | '.join(KINDS)} | invented or failed | changed nothing |\n"
+              + "|---" * (len(KINDS) + 4) + "|")
+        print("\n".join(traced))
 
 
 def at_step(name: str, rows: list[dict], step: int, baseline: list[dict] | None) -> str:
