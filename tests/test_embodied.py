@@ -546,3 +546,20 @@ def test_bench_embodied_scored_system_runs_and_a_model_that_cannot_score_is_refu
     assert len(backend.score_history) == 8  # two scorings a step: the view and the content-free prior
     code, _, err, _ = bench(tmp_path, "single-scored")  # the text-only scripted model has no log-probabilities
     assert code == 2 and "logprobs" in err
+
+
+def test_the_curves_script_tells_what_each_system_did_from_its_trace(tmp_path: Path) -> None:
+    from tests.helpers import load_script
+
+    curves = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "embodied_curves.py")
+    run = tmp_path / "single" / "20260101-000000-aaaaaa"
+    run.mkdir(parents=True)
+    steps = [{"kind": "emb_step", "action": "move forward", "effect": "a wall was in the way"},
+             {"kind": "emb_step", "action": "move forward", "effect": ""},
+             {"kind": "emb_step", "action": "turn left", "effect": ""},
+             {"kind": "emb_step", "action": None, "effect": ""}]
+    (run / "trace.jsonl").write_text("".join(json.dumps(step) + "\n" for step in steps))
+    row = curves.behaviour("single", run)
+    assert row == "| single | 4 | 50% | 25% | 0% | 0% | 0% | 25% | 25% |"
+    (run / "trace.jsonl").unlink()
+    assert curves.behaviour("single", run) is None
