@@ -563,3 +563,19 @@ def test_the_curves_script_tells_what_each_system_did_from_its_trace(tmp_path: P
     assert row == "| single | 4 | 50% | 25% | 0% | 0% | 0% | 25% | 25% |"
     (run / "trace.jsonl").unlink()
     assert curves.behaviour("single", run) is None
+
+
+def test_the_record_of_what_was_seen_shows_a_door_the_robot_opened_as_open() -> None:
+    for seed in range(30):
+        world = GridWorld(ROOMS, seed)
+        world.reset()
+        if world.content(world.front) == "door-closed":
+            break
+        world.close()
+    else:
+        raise AssertionError("no seed starts in front of a closed door")
+    door = next(t for t in world.things if t.cell == world.front)
+    assert f"closed {door.colour} door" in seen_text(world)
+    world.step(OPEN)
+    assert f"open {door.colour} door" in seen_text(world) and f"closed {door.colour} door" not in seen_text(world)
+    world.close()

@@ -158,14 +158,19 @@ def seen_text(world: GridWorld) -> str:
     lines = [f"Rooms seen: {', '.join(f'room {n}' for n in rooms) or 'none'}.", "Objects seen:"]
     for thing in world.things:
         if thing.cell in world.seen:
-            lines.append(f"- a {_described(thing)}" + (f" in room {room}" if (room := world.thing_room(thing)) else ""))
+            lines.append(f"- a {_described(thing, world)}"
+                         + (f" in room {room}" if (room := world.thing_room(thing)) else ""))
     if len(lines) == 2:
         lines.append("- none")
     return "\n".join(lines)
 
 
-def _described(thing: Thing) -> str:
-    return f"{thing.state} {thing.colour} door" if thing.kind == "door" else thing_name(thing.kind, thing.colour)
+def _described(thing: Thing, world: GridWorld) -> str:
+    """A thing as seen last: a door the robot opened is open, not as the world was laid out."""
+    if thing.kind != "door":
+        return thing_name(thing.kind, thing.colour)
+    state = world.content(thing.cell).removeprefix("door-")
+    return f"{state if state in ('open', 'closed', 'locked') else thing.state} {thing.colour} door"
 
 
 def memory_answerer(model: Model, agent: str, role: str, memory: Callable[[], str], opening: str) -> Answer:
