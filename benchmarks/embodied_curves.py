@@ -3,7 +3,7 @@ interval, EQA accuracy and cost per action, one row per system.
 
     python benchmarks/embodied_curves.py [--out benchmarks/results/embodied]
 
-Reads the newest run folder of each configuration (`random`, `frontier`, `single`, `society`, and any other) under
+Reads the newest run folder (with at least one episode) of each configuration (`random`, `frontier`, `single`, `society`, and any other) under
 `--out`, writes `coverage.png` there and prints the table in Markdown; then, for the runs whose trace is on this
 machine (traces are not committed), what each system did: its actions by kind, and how many changed nothing.
 """
@@ -25,7 +25,9 @@ COLUMNS = ("n", "coverage", "coverage_ci95", "eqa_captain", "eqa_single", "eqa_s
 
 
 def newest_run(folder: Path) -> Path | None:
-    runs = sorted(p for p in folder.glob("*") if (p / "items.jsonl").exists())
+    """The newest run folder with at least one scored episode (a run just begun is passed over)."""
+    runs = sorted(p for p in folder.glob("*")
+                  if (p / "items.jsonl").exists() and (p / "items.jsonl").stat().st_size)
     return runs[-1] if runs else None
 
 
