@@ -4,8 +4,9 @@ interval, EQA accuracy and cost per action, one row per system.
     python benchmarks/embodied_curves.py [--out benchmarks/results/embodied]
 
 Reads the newest run folder (with at least one episode) of each configuration (`random`, `frontier`, `single`,
-`society`, and any other) under `--out`, writes `coverage.png` there and prints the table in Markdown; then, for the runs whose trace is on this
-machine (traces are not committed), what each system did: its actions by kind, and how many changed nothing.
+`society`, and any other) under `--out`, writes `coverage.png` there and prints the table in Markdown; then, for the
+runs whose trace is on this machine (traces are not committed), what each system did: its actions by kind, and how
+many changed nothing.
 """
 
 from __future__ import annotations
