@@ -16,13 +16,17 @@ model's probability against the truth, with a 95 % interval (DeLong):
   layer's format instruction, and the agent's reply, the chosen action) and then P(True) to "does the action
   above move the task toward its goal?", against whether the episode was won. An episode whose first call
   the trace lacks is skipped, and counted.
+- `textworld`: no game; reads a finished `noosphere bench textworld --system react` run folder
+  (`--textworld-run`). For every action of every game, the call that chose it (prompt and reply, as the trace
+  holds them) and then P(True) to "does the action above bring the game closer to its goal?", against whether
+  the game's score rose at that action (TextWorld's own progress signal, step by step).
 
 Rows are appended per item to `OUT/TASK.jsonl` (a rerun resumes); the table goes to `OUT/signal.md`
 and `OUT/signal.json`.
 
-    python benchmarks/signal_table.py [--tasks mustard,gsm8k,bfcl,miniwob] [--limit-mustard 200] [--limit-gsm8k 50]
-                                [--bfcl-per-category 10] [--miniwob-run RUN_DIR] [--model ID] [--parallel 4]
-                                [--out DIR]
+    python benchmarks/signal_table.py [--tasks mustard,gsm8k,bfcl,miniwob,textworld] [--limit-mustard 200]
+                                [--limit-gsm8k 50] [--bfcl-per-category 10] [--miniwob-run RUN_DIR]
+                                [--textworld-run RUN_DIR] [--model ID] [--parallel 4] [--out DIR]
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ CORRECT_QUESTION = "Is the final answer above correct? Answer Yes or No."
 CALLS_QUESTION = bfcl_bench.CALLS_QUESTION  # the call motor's gate asks the same (`bfcl_bench.calls_judged`)
 MINIWOB_QUESTION = "Does the action above move the task toward its goal? Answer Yes or No."
 MINIWOB_AGENTS = ("base", "react")
+TEXTWORLD_QUESTION = "Does the action above bring the game closer to its goal? Answer Yes or No."
 FORMAT_INSTRUCTION = "\n\nReply with one JSON object only"
 """Where the format instruction the model layer adds to a system message (`schema_instruction`) starts: the probe
 shows the prompt as the agent wrote it, as GSM8K's and BFCL's do."""
@@ -180,6 +185,74 @@ async def miniwob_row(model: Model, episode: MiniwobEpisode) -> dict[str, Any]:
             "p_true": round(p, 6)}
 
 
+@dataclass(frozen=True)
+class GameStep:
+    """One action of a finished TextWorld game: the prompt that chose it (format instruction left out), the reply,
+    the action, and whether the game's score rose at it."""
+
+    id: str
+    run: str
+    game: str
+    step: int
+    prompt: tuple[Message, ...]
+    reply: str
+    action: str
+    scored: bool
+
+
+def textworld_steps(run: Path) -> tuple[list[GameStep], int]:
+    """Every action of every finished game of a `bench textworld --system react` run folder with the call that chose
+    it, and how many actions had no call in the trace (skipped). The call of an action is the first `model_call` of
+    the react agent tagged with the game since its previous action (the prompt) and the last one (the reply: a
+    reply sent back for repair is not the action). The score of an `ma_action` is the game's running score, so an
+    action scored if it is above the score before it. A game played again on resume starts afresh. Raises
+    `UsageError` if the folder lacks a file, or holds no react game."""
+    items, trace = run / "items.jsonl", run / "trace.jsonl"
+    for path, what in ((run, "folder"), (items, "items.jsonl"), (trace, "trace.jsonl")):
+        if not path.exists():
+            raise UsageError(f"--textworld-run {run}: no {what} there; give the folder of a finished "
+                             "`noosphere bench textworld --system react` run")
+    pending: dict[str, list[Any]] = {}
+    score: dict[str, float] = {}
+    steps: dict[str, list[GameStep]] = {}
+    skipped: dict[str, int] = {}
+    for event in read_trace(trace):
+        game = getattr(event, "item_id", None)
+        if not isinstance(game, str):
+            continue
+        if event.kind == "bench_item_started":
+            pending[game], score[game], steps[game], skipped[game] = [], 0.0, [], 0
+        elif event.kind == "model_call" and getattr(event, "agent", None) == "react":
+            pending.setdefault(game, []).append(event)
+        elif event.kind == "ma_action":
+            made, before = pending.get(game, []), score.get(game, 0.0)
+            reward = float(getattr(event, "reward", 0.0) or 0.0)
+            score[game], pending[game] = reward, []
+            if not made:
+                skipped[game] = skipped.get(game, 0) + 1
+                continue
+            step = int(getattr(event, "step", len(steps.get(game, [])) + 1))
+            steps.setdefault(game, []).append(GameStep(f"{game}#{step}", run.name, game, step,
+                                                       _prompt(made[0].messages), made[-1].response,
+                                                       str(getattr(event, "action", "")), reward > before))
+    finished = list(load_done(items))
+    found = [step for game in finished for step in steps.get(game, [])]
+    if not found:
+        raise UsageError(f"--textworld-run {run}: no action of the react agent in its trace")
+    return found, sum(skipped.get(game, 0) for game in finished)
+
+
+def textworld_judged(step: GameStep) -> list[Message]:
+    """The step's prompt, the agent's reply as its turn, then `TEXTWORLD_QUESTION`."""
+    return [*step.prompt, Message.assistant(step.reply), Message.user(TEXTWORLD_QUESTION)]
+
+
+async def textworld_row(model: Model, step: GameStep) -> dict[str, Any]:
+    p = await model.p_true(textworld_judged(step), agent="judge")
+    return {"id": step.id, "truth": step.scored, "run": step.run, "game": step.game, "step": step.step,
+            "action": step.action, "p_true": round(p, 6)}
+
+
 def _check_same_run(path: Path, run: str) -> None:
     """Rows are resumed by episode id, which repeats across runs: refuse a rows file of another run."""
     if not path.exists():
@@ -256,7 +329,7 @@ def write_table(table: list[dict[str, Any]], out: Path, model_id: str) -> None:
     print("\n".join(lines))
 
 
-TASKS = ("mustard", "gsm8k", "bfcl", "miniwob")
+TASKS = ("mustard", "gsm8k", "bfcl", "miniwob", "textworld")
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -273,6 +346,14 @@ async def main_async(args: argparse.Namespace) -> None:
         _check_same_run(out / "miniwob.jsonl", Path(args.miniwob_run).name)
         print(f"miniwob: {len(episodes)} episodes with their first call in the trace; {skipped} skipped "
               "(first call not in the trace)", flush=True)
+    game_steps: list[GameStep] = []
+    if "textworld" in tasks:
+        if not getattr(args, "textworld_run", None):
+            raise UsageError("the textworld task reads a finished run: give its folder with --textworld-run")
+        game_steps, missing = textworld_steps(Path(args.textworld_run))
+        _check_same_run(out / "textworld.jsonl", Path(args.textworld_run).name)
+        print(f"textworld: {len(game_steps)} actions with their call in the trace, {sum(s.scored for s in game_steps)} "
+              f"of them scored; {missing} skipped (no call in the trace)", flush=True)
     out.mkdir(parents=True, exist_ok=True)
     model = open_model(args.model)
     table: list[dict[str, Any]] = []
@@ -286,8 +367,10 @@ async def main_async(args: argparse.Namespace) -> None:
         elif task == "bfcl":
             items = [item for category in CATEGORIES for item in load_bfcl(category, limit=args.bfcl_per_category)]
             rows = await run_task(task, items, lambda item: bfcl_row(model, item), out, args.parallel)
-        else:
+        elif task == "miniwob":
             rows = await run_task(task, list(episodes), lambda item: miniwob_row(model, item), out, args.parallel)
+        else:
+            rows = await run_task(task, list(game_steps), lambda item: textworld_row(model, item), out, args.parallel)
         table += signal_rows(task, rows)
         write_table(table, out, model.id)
 
@@ -299,6 +382,8 @@ def main() -> None:
     parser.add_argument("--limit-gsm8k", type=int, default=50)
     parser.add_argument("--bfcl-per-category", type=int, default=10)
     parser.add_argument("--miniwob-run", default=None, help="a finished `bench miniwob` run folder (task miniwob)")
+    parser.add_argument("--textworld-run", default=None,
+                        help="a finished `bench textworld --system react` run folder (task textworld)")
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--out", default=str(OUT))

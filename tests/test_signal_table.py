@@ -19,6 +19,7 @@ from noosphere.bench.runner import BenchItemStarted
 from noosphere.envs.web_events import WebEpisodeStarted, WebStepTaken
 from noosphere.errors import UsageError
 from noosphere.llm import CallCache, Message, Model, ScriptedBackend
+from noosphere.metaagent.events import ActionTaken
 from noosphere.scope import item_scope
 from noosphere.systems.web_prompts import AGENT_ROLE
 from noosphere.trace import Trace
@@ -184,3 +185,92 @@ def test_a_missing_run_folder_or_trace_fails_before_any_model(
                                       str(tmp_path / "nowhere"), "--out", str(out)])
     with pytest.raises(SystemExit, match=r"signal_table: --miniwob-run .* no folder there"):
         signal.main()
+
+
+# the textworld task: every action of a react game, against whether the game's score rose at it
+TW_P_YES = {"go west": 0.3, "take coin": 0.8, "open fridge": 0.4, "take apple": 0.9, "eat apple": 0.2,
+            "look": 0.6}
+
+
+class TwStep(BaseModel):
+    thought: str
+    action: str
+
+
+async def play_game(model: Model, trace: Trace, game: str, moves: list[tuple[str, float]]) -> None:
+    """A game as `bench textworld --system react` traces it: started, then a react call and an action a step, the
+    action's reward the running score."""
+    with item_scope(game):
+        trace.emit(BenchItemStarted(item_id=game))
+        for step, (action, score) in enumerate(moves, 1):
+            messages = [Message.system("You play a text game."), Message.user(f"{game} step {step}: act")]
+            done = await model.complete(messages, output=TwStep, agent="react")
+            assert done.output is not None and done.output.action == action
+            trace.emit(ActionTaken(step=step, action=action, observation="...", reward=score, done=False, won=False))
+
+
+def fake_game_run(folder: Path) -> None:
+    """Three games: coin (go west, then take coin: score 0 -> 1), kitchen played twice (a resume; only the second play
+    counts: open fridge 0, take apple 1, eat apple stays 1, so only take apple scored), and lost (not finished: not
+    in items.jsonl, left out)."""
+    folder.mkdir(parents=True)
+    moves = {"coin": [("go west", 0.0), ("take coin", 1.0)], "kitchen-old": [("look", 1.0)],
+             "kitchen": [("open fridge", 0.0), ("take apple", 1.0), ("eat apple", 1.0)], "lost": [("look", 0.0)]}
+    script = [json.dumps({"thought": "t", "action": a}) for play in moves.values() for a, _ in play]
+    script.insert(1, "no JSON")  # coin's first reply is sent back for repair: the accepted one is the action's
+    trace = Trace(folder / "trace.jsonl")
+    model = Model(ScriptedBackend(script), trace=trace)
+
+    async def games() -> None:
+        await play_game(model, trace, "tier1/coin-0", moves["coin"])
+        await play_game(model, trace, "tier1/kitchen-0", moves["kitchen-old"])
+        await play_game(model, trace, "tier1/kitchen-0", moves["kitchen"])
+        await play_game(model, trace, "tier1/lost-0", moves["lost"])
+
+    asyncio.run(games())
+    trace.close()
+    (folder / "items.jsonl").write_text("".join(json.dumps({"id": g, "correct": False}) + "\n"
+                                                for g in ("tier1/coin-0", "tier1/kitchen-0")))
+
+
+def test_textworld_rows_score_every_action_against_a_rise_of_the_score(
+        signal: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "runs" / "20261127-000000-abcdef"
+    fake_game_run(run)
+
+    def scorer(request: Any) -> dict[str, float]:
+        p = TW_P_YES[json.loads(request.messages[-2].content)["action"]]
+        return {"Yes": p, "No": 1 - p}
+
+    backend = ScriptedBackend([], scorer=scorer, model_id="scripted")
+    monkeypatch.setattr(signal, "open_model", lambda model_id, **kwargs: Model(backend, **kwargs))
+    out = tmp_path / "signal"
+    arguments = argparse.Namespace(tasks="textworld", textworld_run=str(run), out=str(out), model="scripted",
+                                   parallel=2, limit_mustard=0, limit_gsm8k=0, bfcl_per_category=0)
+    asyncio.run(signal.main_async(arguments))
+    assert "5 actions with their call in the trace, 2 of them scored; 0 skipped" in capsys.readouterr().out
+
+    rows = {r["id"]: r for r in map(json.loads, (out / "textworld.jsonl").read_text().splitlines())}
+    assert {id_: (r["truth"], r["action"], r["p_true"]) for id_, r in rows.items()} == {
+        "tier1/coin-0#1": (False, "go west", 0.3), "tier1/coin-0#2": (True, "take coin", 0.8),
+        "tier1/kitchen-0#1": (False, "open fridge", 0.4), "tier1/kitchen-0#2": (True, "take apple", 0.9),
+        "tier1/kitchen-0#3": (False, "eat apple", 0.2)}
+    probes = backend.score_history
+    assert len(probes) == 5 and all(p.agent == "judge" for p in probes)
+    for probe in probes:
+        *_, user, assistant, question = probe.messages
+        assert "step" in user.content and assistant.role == "assistant"
+        assert question == Message.user(signal.TEXTWORLD_QUESTION)
+    coin = next(p for p in probes if "tier1/coin-0 step 1" in p.messages[1].content)
+    assert json.loads(coin.messages[2].content)["action"] == "go west"  # the accepted reply, not the one sent back
+    [row] = json.loads((out / "signal.json").read_text())["rows"]
+    assert row["task"] == "textworld" and row["positives"] == 2 and row["auroc"] == pytest.approx(1.0)
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "items.jsonl").write_text("")
+    (empty / "trace.jsonl").write_text("")
+    with pytest.raises(UsageError, match="no action of the react agent"):
+        asyncio.run(signal.main_async(argparse.Namespace(**{**vars(arguments), "textworld_run": str(empty),
+                                                            "out": str(tmp_path / "o2")})))
+    assert not (tmp_path / "o2").exists()
