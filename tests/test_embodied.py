@@ -266,6 +266,31 @@ def test_questions_come_from_ground_truth_and_what_was_never_seen_is_not_seen() 
         s.colour == t.colour and s.kind == t.kind and s.cell in world.seen for s in world.things) for t in unseen)
 
 
+def test_a_question_about_what_was_never_seen_is_scored_right_only_when_answered_not_seen() -> None:
+    world = GridWorld(OBJECTS, 3)
+    play(world, RandomExplorer(random.Random(0)), 5)
+    unseen = [q for q in make_questions(world, random.Random(0)) if q.gold == NOT_SEEN]
+    assert len({q.kind for q in unseen}) >= 2, unseen
+
+    async def honest(question: Question) -> str:
+        return NOT_SEEN
+
+    async def in_words(question: Question) -> str:
+        return "I never saw one."
+
+    async def guess(question: Question) -> str:
+        return FORMS[question.kind][1][0]  # yes, red, 1, room 1: an answer that claims it was seen
+
+    trace = Trace(None)
+    graded = asyncio.run(ask_all({"honest": honest, "in_words": in_words, "guess": guess}, unseen, trace))
+    assert {(g.answerer, g.canonical, g.correct) for g in graded if g.answerer != "guess"} == {
+        ("honest", NOT_SEEN, True), ("in_words", NOT_SEEN, True)}
+    assert not any(g.correct for g in graded if g.answerer == "guess")
+    told = trace.of_kind("emb_question")
+    assert len(told) == 3 * len(unseen) and all(e.gold == NOT_SEEN and e.correct == (e.answerer != "guess")
+                                                for e in told)
+
+
 def test_each_kind_of_question_is_asked_for_its_own_form_and_decoded_within_it() -> None:
     """One rule for every kind let the 1.5B model answer "yes" to every "how many" question: each kind now names its
     form and the decoder's schema holds only that kind's answers."""

@@ -207,16 +207,29 @@ def test_memory_whose_tables_differ_says_it_may_be_from_another_version(tmp_path
     assert path.read_bytes() == before
 
 
+def _steps_not_json(path: Path) -> None:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("UPDATE episodes SET steps = '[[0, \"go east\"'")
+        db.commit()
+
+
+@pytest.mark.parametrize(("version", "damage", "says"), [
+    (7, None, ("memory.sqlite", "another version of noosphere")),
+    (None, _steps_not_json, ("memory.sqlite", "row id=1", "column 'steps' is not JSON")),
+], ids=["format 7", "steps not JSON"])
 @pytest.mark.parametrize("command", ["resume", "together"])
-def test_resuming_a_run_whose_memory_is_from_another_version_changes_nothing(command: str, tmp_path: Path) -> None:
+def test_resuming_a_run_whose_memory_is_from_another_version_changes_nothing(
+        command: str, version: int | None, damage: Any, says: tuple[str, ...], tmp_path: Path) -> None:
     pytest.importorskip("textworld", reason=GAME_EXTRAS)
     made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
                 "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
     assert made.code == 0, made
     [run_dir] = (tmp_path / "runs").iterdir()
-    _memory(run_dir / "memory", 7)
+    path = _memory(run_dir / "memory", version)
+    if damage is not None:
+        damage(path)
     before = snapshot(tmp_path)
     args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
             else ["bench", "together", str(run_dir)])
-    refused(cli(args), "memory.sqlite", "another version of noosphere")
+    refused(cli(args), *says)
     assert snapshot(tmp_path) == before  # no run folder, no line of trace, no result, the memory as it was
