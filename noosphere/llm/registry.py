@@ -7,12 +7,18 @@ An id is `<prefix>:<name>`, and each prefix has a backend factory (`register_bac
 - `litellm:<provider/model>` for anything LiteLLM reaches, `litellm:<provider/model>@<base URL>` at a server of
   one's own (`litellm:openai/noosphere-ctm@http://127.0.0.1:8000/v1`: a system `noosphere serve` serves);
 - `scripted` for tests (needs a `script=`).
+
+A package can bring a prefix of its own without anyone calling `register_backend`: an entry point in the group
+`noosphere.backends`, named by the prefix, whose object is a `BackendFactory` (or a function of no argument that
+returns one). It is loaded the first time an id with that prefix is asked for, in any process: the CLI, society
+files and `noosphere serve` reach it once the package is installed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +51,10 @@ def known_models() -> list[KnownModel]:
     rows.append(KnownModel("litellm:<provider>/<model>", "any provider LiteLLM supports (API key in env)",
                            None, ""))
     rows.append(KnownModel("scripted", "replies from a script, for tests", None, ""))
+    rows += [KnownModel(example, "registered backend", None, "") for prefix, factory in _FACTORIES.items()
+             if prefix not in ("local", "litellm", "scripted") for example in factory.examples]
+    rows += [KnownModel(f"{prefix}:<name>", f"from an installed package (entry point {ENTRY_POINT_GROUP})", None, "")
+             for prefix in _plugin_prefixes()]
     return rows
 
 
@@ -137,15 +147,45 @@ def register_backend(prefix: str, factory: BackendFactory) -> None:
     _FACTORIES[prefix] = factory
 
 
+ENTRY_POINT_GROUP = "noosphere.backends"
+
+
+def _plugin_prefixes() -> list[str]:
+    """The prefixes installed packages offer (entry points of `ENTRY_POINT_GROUP`), not loaded."""
+    return sorted({point.name for point in entry_points(group=ENTRY_POINT_GROUP)} - set(_FACTORIES))
+
+
+def _factory(prefix: str) -> BackendFactory | None:
+    """The factory of a prefix: a registered one, else an installed package's entry point, loaded and registered
+    on first use. A plugin whose entry point fails to load or names something else is a usage error that says
+    which package to look at."""
+    if prefix in _FACTORIES:
+        return _FACTORIES[prefix]
+    point = next((p for p in entry_points(group=ENTRY_POINT_GROUP) if p.name == prefix), None)
+    if point is None:
+        return None
+    where = f"the {ENTRY_POINT_GROUP} entry point {prefix!r} ({point.value})"
+    try:
+        found = point.load()
+        factory = found if isinstance(found, BackendFactory) or not callable(found) else found()
+    except Exception as exc:  # a broken plugin: name it, whatever it raised
+        raise UsageError(f"{where} failed to load: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(factory, BackendFactory):
+        raise UsageError(f"{where} gave a {type(factory).__name__}, not a noosphere.llm.BackendFactory")
+    register_backend(prefix, factory)
+    return factory
+
+
 def _known_ids() -> list[str]:
-    return [model_id for factory in _FACTORIES.values() for model_id in factory.examples]
+    return [model_id for factory in _FACTORIES.values() for model_id in factory.examples] + [
+        f"{prefix}:..." for prefix in _plugin_prefixes()]
 
 
 def check_model_id(model_id: str) -> None:
     """Refuse an id that no backend takes (a typo) before anything is loaded; whether the weights are installed,
     the file exists or the provider knows the model is found out on opening."""
     prefix, _, name = model_id.partition(":")
-    factory = _FACTORIES.get(prefix)
+    factory = _factory(prefix)
     if factory is None or not factory.accepts(name):
         raise UnknownNameError("model id", model_id, _known_ids())
 
