@@ -91,7 +91,18 @@ def import_everything() -> dict[str, str]:
 
 
 def _field_notes(cls: type) -> dict[str, str]:
-    """Each annotated field's explanation in the source: the docstring under it, else its trailing comment."""
+    """Each annotated field's explanation in the source: the docstring under it, else its trailing comment. A field
+    declared by a base class (`MemberTurnEvent.phase`, `HumanTurnEvent.question`) is explained where it is declared;
+    a subclass's own note wins."""
+    notes: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass.__module__.startswith("noosphere"):
+            notes.update(_own_field_notes(klass))
+    return notes
+
+
+def _own_field_notes(cls: type) -> dict[str, str]:
+    """The notes of the fields a class itself declares."""
     try:
         source = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):
@@ -161,13 +172,24 @@ ENGINE_OF_MODULE = (
     ("noosphere.society", "Societies (NLSOM)"),
     ("noosphere.metaagent", "Meta-agent (Episodex)"),
     ("noosphere.embodied", "Embodied society (NLSOM)"),
+    ("noosphere.envs.web", "Web agents (MiniWoB++)"),
+    ("noosphere.systems.web", "Web agents (MiniWoB++)"),
+    ("noosphere.human", "People in a society"),
+    ("noosphere.serve", "Serving over HTTP"),
     ("noosphere.bench", "Benchmarks"),
+    ("noosphere.cluster", "Cluster (Ray)"),
+    ("noosphere.bench.remote", "Cluster (Ray)"),
+    ("noosphere.cli.cluster_options", "Cluster (Ray)"),
     ("noosphere.tools", "Tools"),
 )
+"""Module prefix -> the section of the catalogue its events go in (the longest matching prefix wins); sections
+appear in the order of their first entry."""
 
 
 def _section(module: str) -> str:
-    return next((title for prefix, title in ENGINE_OF_MODULE if module.startswith(prefix)), "Other")
+    matching = [(prefix, title) for prefix, title in ENGINE_OF_MODULE
+                if module == prefix or module.startswith(prefix + ".") or module.startswith(prefix + "_")]
+    return max(matching, key=lambda match: len(match[0]))[1] if matching else "Other"
 
 
 def event_catalogue() -> str:

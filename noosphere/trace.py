@@ -111,7 +111,11 @@ class OutputRepaired(ModelEvent):
     kind: str = "output_repaired"
     attempt: int
     repair: str
+    """What was wrong: `json_repaired` (malformed JSON fixed in place, no call lost), `invalid` (the reply did not
+    match the schema), `empty` (no text and no tool call) or `refusal`; all but `json_repaired` send the error
+    back to the model for another attempt."""
     detail: str
+    """The repair made, or the error sent back to the model, in words."""
 
 
 class OutputFailed(ModelEvent):

@@ -8,6 +8,7 @@ import pytest
 from noosphere.llm.batching import BatchEngine
 from noosphere.llm.litellm_backend import LiteLLMBackend
 from noosphere.llm.local import LocalBackend
+from noosphere.society.artists import LiteLLMPainter
 from tests.skip_policy import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401  (hooks)
 
 
@@ -21,9 +22,14 @@ def _forbidden(*_args: object, **_kwargs: object) -> None:
 
 @pytest.fixture(autouse=True)
 def _guard_real_models(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every way a backend reaches its model: generating a reply and scoring options (`Model.score_options`);
+    the local model's scoring would load the weights before its jobs reach the batch engine."""
     if request.node.get_closest_marker("real_model") is None:
         monkeypatch.setattr(LocalBackend, "generate", _forbidden)
         monkeypatch.setattr(LocalBackend, "_generate_serially", _forbidden)
+        monkeypatch.setattr(LocalBackend, "score", _forbidden)
         monkeypatch.setattr(BatchEngine, "submit", _forbidden)
         if request.node.get_closest_marker("provider_double") is None:
             monkeypatch.setattr(LiteLLMBackend, "generate", _forbidden)
+            monkeypatch.setattr(LiteLLMBackend, "score", _forbidden)
+            monkeypatch.setattr(LiteLLMPainter, "paint", _forbidden)

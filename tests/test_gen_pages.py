@@ -26,3 +26,21 @@ def test_relative_links_of_a_suite_readme_become_repository_paths() -> None:
 def test_the_results_page_has_no_relative_file_link() -> None:
     page = GEN.results_page()
     assert "](coverage.png)" not in page and "benchmarks/results/embodied/coverage.png" in page
+
+
+def test_every_event_module_has_a_section_of_its_own() -> None:
+    assert GEN._section("noosphere.envs.web_events") == "Web agents (MiniWoB++)"
+    assert GEN._section("noosphere.human.events") == "People in a society"
+    assert GEN._section("noosphere.serve.events") == "Serving over HTTP"
+    assert GEN._section("noosphere.bench.remote") == "Cluster (Ray)"  # the longest prefix wins over noosphere.bench
+    assert GEN._section("noosphere.bench.runner") == "Benchmarks"
+    assert GEN._section("noosphere.workspaces") == "Other"
+
+
+def test_a_field_declared_by_a_base_event_keeps_its_note() -> None:
+    from noosphere.human.events import HumanAsked
+    from noosphere.society.events import MemberSpoke
+
+    assert "mindstorm" in GEN._field_notes(MemberSpoke)["phase"]
+    notes = GEN._field_notes(HumanAsked)
+    assert "same id in every session" in notes["question"] and "free-text" in notes["fields"]

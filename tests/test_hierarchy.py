@@ -124,6 +124,7 @@ def test_when_every_critic_forfeits_no_proposal_passes_for_their_choice() -> Non
     assert result.decided_by == "fallback"  # the artists' own proposals, counted, and said to be a fallback
 
 
+@pytest.mark.provider_double  # LiteLLM's image call is replaced below, and its image link served by a mock transport
 def test_the_litellm_painter_saves_the_image_whether_it_comes_inline_or_by_link(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     litellm = import_litellm()  # with its bundled price map: a plain import would reach the network

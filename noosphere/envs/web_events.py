@@ -10,13 +10,21 @@ from noosphere.trace import Event
 
 
 class WebEpisodeStarted(Event):
+    """A web episode began: the page is loaded and the agent is about to take its first step."""
+
     kind: str = "web_episode_started"
     env: str
+    """The episode's name, `TASK-SEED`, which its `web_step`, `web_refused` and `web_episode_ended` carry."""
     task: str
+    """The benchmark task, such as MiniWoB++'s `click-button`."""
     seed: int
+    """The seed the task was generated with: the same task and seed give the same page."""
     goal: str
+    """The instruction the agent is given, as the page states it."""
     system: str
+    """The system that plays the episode: `base`, `react` or `ctm`."""
     url: str
+    """The page the episode started on."""
 
 
 class WebStepTaken(Event):
@@ -25,6 +33,7 @@ class WebStepTaken(Event):
     kind: str = "web_step"
     env: str
     step: int
+    """The step's number in the episode, from 1."""
     action: str
     """As the agent wrote it."""
     performed: str | None = None
@@ -52,19 +61,27 @@ class WebRefused(Event):
     kind: str = "web_refused"
     env: str
     step: int
+    """The step during which the page tried it."""
     what: str
     url: str
 
 
 class WebEpisodeEnded(Event):
+    """A web episode ended: whether it was won, its reward, how many steps it took and why it stopped."""
+
     kind: str = "web_episode_ended"
     env: str
     task: str
     seed: int
     won: bool
+    """The task ended itself with success; False whenever the episode stopped for any other reason."""
     reward: float
+    """The task's reward when it ended itself (`reason` done), else 0.0."""
     steps: int
+    """Steps taken, lost ones included."""
     lost_steps: int
+    """Steps that carried out nothing: no action was decided, or it did not parse, was refused, named no element
+    or failed on the page."""
     reason: str
     """done (the task ended itself), max_steps, timeout, infeasible, left_page or error."""
     error: str | None = None

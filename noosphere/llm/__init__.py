@@ -14,11 +14,22 @@ from noosphere.llm.registry import (
     register_backend,
 )
 from noosphere.llm.scripted import ScriptedBackend
-from noosphere.llm.types import Capabilities, Completion, Reply, Request, Settings, ToolCall, ToolSpec, Usage
+from noosphere.llm.types import (
+    Capabilities,
+    Completion,
+    Reply,
+    Request,
+    ScoreReply,
+    ScoreRequest,
+    Settings,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from noosphere.llm.usage import Budget, UsageLedger
 
 __all__ = [
     "DEFAULT_MODEL", "Backend", "BackendFactory", "BackendRequest", "Budget", "CallCache", "Capabilities", "Completion",
-    "KnownModel", "MediaPart", "Message", "Model", "Reply", "Request", "ScriptedBackend", "Settings", "ToolCall",
-    "ToolSpec", "Usage", "UsageLedger", "known_models", "open_model", "register_backend",
+    "KnownModel", "MediaPart", "Message", "Model", "Reply", "Request", "ScoreReply", "ScoreRequest", "ScriptedBackend",
+    "Settings", "ToolCall", "ToolSpec", "Usage", "UsageLedger", "known_models", "open_model", "register_backend",
 ]

@@ -145,8 +145,9 @@ class ScoreRequest:
 class ScoreReply:
     """A backend's raw scores: per option the summed log-probability of its tokens and their number.
 
-    `exact` is False where a provider only returned the first token's top alternatives: an option's
-    score is then the probability of the first token it starts with (`method` says which)."""
+    `method` is `logprob` for exact scores, and `first_token` where a provider only returned the first token's
+    top alternatives: an option's score is then the log-probability of the first token it starts with, an
+    approximation."""
 
     logprobs: tuple[float, ...]
     tokens: tuple[int, ...]

@@ -32,6 +32,8 @@ class MemberTurnEvent(Event):
     """Fields shared by the events of one member's turn in a phase (not a kind of its own: subclasses name theirs)."""
 
     phase: str
+    """The name of the phase the turn belongs to: `mission`, `mindstorm` (`debate` in a debate), `opinion` or
+    `execution` in a mindstorm; `roleplay`, `market`, `service`, `arbiter` or `collect` in other organisations."""
     round: int
     member: str
 

@@ -24,11 +24,22 @@ class ChunkProduced(IterationEvent):
     processor: str
     tick: int
     gist: str
+    """The processor's answer to the question it was asked: what it puts up for the competition, or what it
+    tells the asker."""
     question: str
+    """Its follow-up question: one another processor could answer to improve the answer (empty: none). A winner's
+    question is asked of every other processor (the link step); a processor's latest one is asked of its
+    neighbours in fusion."""
     relevance: float
+    """How directly the gist answers the question, in [0, 1]: the processor's own rating, or from the model's
+    token probabilities (`scores` of the processor). In the link step it decides the link to the winner."""
     confidence: float
+    """How sure the gist is, in [0, 1], from the same source as `relevance`."""
     surprise: float
+    """How unexpected or novel the gist is, in [0, 1], from the same source as `relevance`."""
     weight: float
+    """What the chunk weighs in the competition: relevance x 1 + confidence x 1 + surprise x 0.2 under the default
+    `WeightRule` (the paper's ratios)."""
 
 
 class ProcessorForfeited(IterationEvent):
@@ -66,18 +77,27 @@ class Broadcast(IterationEvent):
 class LinkChanged(IterationEvent):
     kind: str = "ws_link"
     a: str
+    """One end of the link: the winner whose question was answered (for `decayed` and a decay's `removed`, either
+    end)."""
     b: str
+    """The other end: the processor whose answer to the winner's question changed the link."""
     change: str  # created, removed, strengthened, weakened, decayed
     relevance: float | None = None
+    """The relevance of `b`'s answer to the winner's question that made the change; None for a decay."""
     weight: float
+    """The link's weight after the change, in [0, 1]: 1.0 for a binary link, 0.0 once removed."""
 
 
 class FusionExchanged(IterationEvent):
     kind: str = "ws_fusion"
     asker: str
+    """The processor that asked: its latest follow-up question goes to each processor linked to it."""
     answerer: str
+    """The linked neighbour that answered."""
     question: str
+    """The asker's question, as asked."""
     answer: str
+    """The neighbour's answer (the gist of its chunk), written into the asker's memory as a fusion note."""
 
 
 class WorkspaceFinished(Event):
