@@ -20,7 +20,7 @@ from noosphere.bench.embodied import interval, summarise
 from noosphere.bench.embodied_figures import write_coverage_plot
 from noosphere.runs import load_done
 
-ORDER = ("random", "single", "single-scored", "single-scored-raw", "society", "frontier")
+ORDER = ("random", "single", "single-scored", "single-scored-raw", "society", "society-scored", "frontier")
 COLUMNS = ("n", "coverage", "coverage_ci95", "eqa_captain", "eqa_single", "eqa_seen-text", "eqa_seen-text_not_seen",
            "invented_actions", "calls_per_action", "tokens_per_action")
 

@@ -256,6 +256,8 @@ SUITES: dict[str, Suite] = {
         # beside the paper's systems: the single agent's prompt, the action by option probabilities (issue 26)
         Config("single-scored", ("--system", "single-scored", *EMBODIED), 20),
         Config("single-scored-raw", ("--system", "single-scored-raw", *EMBODIED), 20),
+        # the society's captain deciding by its calibrated option probabilities, at the society's R and steps
+        Config("society-scored", ("--system", "society-scored", *EMBODIED_WORLDS, *SOCIETY_STEPS), 20),
     ), EMBODIED_METRICS, parallel=4),
 }
 

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -101,6 +102,16 @@ class Run:
         self._write("result.json", {"status": status, "error": error, **totals, **result})
         self.trace.emit(RunFinished(run_id=self.run_id, seconds=totals["seconds"], status=status, error=error))
         self.trace.close()
+
+    def discard(self) -> None:
+        """Remove the folder of a new run that never got going (its preparation refused the input: a model that
+        cannot do what the run asks, say): nothing was scored, and a folder left behind would look like a run. A
+        resumed run's folder is never removed."""
+        if self.earlier or (self.directory / "items.jsonl").exists():
+            raise UsageError(f"{self.directory} holds an earlier session's work; it is not discarded")
+        self.trace.close()
+        self.result = {}
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     def checkpoint(self) -> None:
         """Write `result.json` as `running`, with what every session has spent so far (a benchmark calls this

@@ -34,8 +34,8 @@ from noosphere.embodied import (
     seen_text,
 )
 from noosphere.embodied.eqa import FORMS, memory_answerer
-from noosphere.envs.gridworld import ACTIONS, FORWARD, OPEN, GridWorld, check_world
-from noosphere.errors import ConfigError, UsageError
+from noosphere.envs.gridworld import ACTIONS, FORWARD, MOVES, OPEN, GridWorld, check_world
+from noosphere.errors import CapabilityError, ConfigError, UsageError
 from noosphere.llm import Capabilities, Model, ScriptedBackend
 from noosphere.society.config import build_society, load_society_spec
 from noosphere.trace import Trace
@@ -569,8 +569,8 @@ def test_bench_embodied_scored_system_runs_and_a_model_that_cannot_score_is_refu
     row = json.loads((folder / "items.jsonl").read_text().splitlines()[0])
     assert row["system"] == "single-scored" and row["actions"] == 4 and "single" in row["eqa"]
     assert len(backend.score_history) == 8  # two scorings a step: the view and the content-free prior
-    code, _, err, _ = bench(tmp_path, "single-scored")  # the text-only scripted model has no log-probabilities
-    assert code == 2 and "logprobs" in err
+    code, _, err, folder = bench(tmp_path, "single-scored")  # the text-only scripted model has no log-probabilities
+    assert code == 2 and "logprobs" in err and folder is None  # refused before any episode, no folder left
 
 
 def test_the_curves_script_tells_what_each_system_did_from_its_trace(tmp_path: Path) -> None:
@@ -604,3 +604,70 @@ def test_the_record_of_what_was_seen_shows_a_door_the_robot_opened_as_open() -> 
     world.step(OPEN)
     assert f"open {door.colour} door" in seen_text(world) and f"closed {door.colour} door" not in seen_text(world)
     world.close()
+
+
+# the scored captain (beside the paper's systems) --------------------------------------------------------------
+def report_scorer(request: Any) -> list[float]:
+    """A captain with a habit: "move forward" 10:1 whatever it reads; a report of a wall ahead makes turning right
+    four times likelier than without a report."""
+    text = request.messages[-1].content
+    wall = "Report: A small room; a wall ahead." in text
+    weights = {"turn left": 1.0, "turn right": 4.0 if wall else 1.0, "move forward": 10.0, "open door": 1.0}
+    return [weights[option] for option in request.options]
+
+
+def test_the_scored_captain_chooses_by_calibrated_probabilities_and_writes_nothing() -> None:
+    from noosphere.society.interview import NO_REPORT
+
+    backend = ScriptedBackend(crew_reply(["stop"]), capabilities=SCORING, scorer=report_scorer)
+    trace = Trace(None)
+    llm = Model(backend, trace=trace)
+    spec = load_society_spec(SOCIETY)
+    society = build_society(spec, lambda model_id: llm, "scripted")
+    system = Crew(society, captain=next(m for m in society.staff if m.name == "captain"), max_steps=2, scored=True)
+    trajectory = play(GridWorld(ROOMS, 1), system, 2, trace)
+    assert [move.said for move in trajectory.moves] == ["turn right", "turn right"]  # 4/1 beats forward's 10/10
+    assert not [r for r in backend.history if r.agent == "captain"]  # the captain generated nothing
+    scored = [r for r in backend.score_history if r.agent == "captain"]
+    assert len(scored) == 4 and all(r.options == MOVES for r in scored)  # stop is never offered
+    assert "Report: A small room; a wall ahead." in scored[0].messages[-1].content
+    assert f"Report: {NO_REPORT}" in scored[1].messages[-1].content  # the content-free prior
+    assert all(p.startswith("logbook:") and "Choose one action: turn left, turn right, move forward, open door."
+               in p for p in (r.messages[-1].content for r in scored))
+    spoke = [e for e in trace.of_kind("soc_message") if e.member == "captain"]
+    assert [e.answer for e in spoke] == ["turn right"] * 2 and "probabilities (calibrated)" in spoke[0].text
+    finished = trace.of_kind("soc_finished")
+    assert [e.decided_by for e in finished] == ["captain", "captain"]
+    assert "turn right 0.571" in spoke[0].text  # 4 / (1 + 4 + 1 + 1): the habit divided out
+
+
+def test_a_scored_crew_needs_a_model_that_scores_and_distinct_options(tmp_path: Path) -> None:
+    from noosphere.society import ChooseOnReport
+
+    llm, _, _ = model(crew_reply(["stop"]))  # text only: no log-probabilities
+    spec = load_society_spec(SOCIETY)
+    society = build_society(spec, lambda model_id: llm, "scripted")
+    captain = next(m for m in society.staff if m.name == "captain")
+    with pytest.raises(CapabilityError, match="logprobs"):
+        Crew(society, captain=captain, max_steps=2, scored=True)
+    with pytest.raises(UsageError, match="two or more distinct"):
+        ChooseOnReport(captain, ("move forward", "move forward"))
+    code, _, err, folder = bench(tmp_path, "society-scored", "--rounds", "1")
+    assert code == 2 and "logprobs" in err and "use --system society" in err and folder is None
+
+
+def test_bench_embodied_society_scored_runs_with_the_captain_scoring(tmp_path: Path) -> None:
+    backend = ScriptedBackend(crew_reply(["stop"], eqa="room 1"), capabilities=SCORING, scorer=report_scorer)
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    code, out, err = invoke(["bench", "embodied", "--system", "society-scored", "--rounds", "1", "--episodes", "1",
+                             "--max-steps", "3", "--env", ROOMS, "--model", "scripted", "--out", str(tmp_path / "s"),
+                             "--no-cache", "--quiet"], opener)
+    assert code == 0, out + err
+    folder = next((tmp_path / "s").iterdir())
+    row = json.loads((folder / "items.jsonl").read_text().splitlines()[0])
+    assert row["system"] == "society-scored" and row["actions"] == 3 and "captain" in row["eqa"]
+    assert len([r for r in backend.score_history if r.agent == "captain"]) == 6
+    assert json.loads((folder / "config.json").read_text())["society"]["organisation"] == "interview"

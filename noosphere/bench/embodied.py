@@ -5,9 +5,10 @@ on the same episodes: `random` (uniform over the movement actions, seeded by the
 episode), `frontier` (breadth-first to the nearest unseen cell, in code), `single` (one model reads the view and
 acts, one call a step; beside it `single-scored` and `single-scored-raw`, which take the action the model's option
 probabilities favour, with and without contextual calibration) and `society` (the interview society of a society
-file: observer, first mate, captain). After the episode the questions of `noosphere.embodied.eqa` are answered by
-the system's own memory (the captain's log; the single agent's log) and by the `seen-text` baseline, which reads the
-text of everything the robot saw and answers in one call.
+file: observer, first mate, captain; beside it `society-scored`, whose captain's action is taken from its calibrated
+option probabilities, `noosphere.embodied.crew`). After the episode the questions of `noosphere.embodied.eqa` are
+answered by the system's own memory (the captain's log; the single agent's log) and by the `seen-text` baseline,
+which reads the text of everything the robot saw and answers in one call.
 
 A row records the coverage after every action (its curve), the actions the system invented (done as nothing),
 the calls and tokens of the exploration apart from those of the questions, and every question with each
@@ -46,9 +47,10 @@ from noosphere.scope import current_scope
 from noosphere.society import Member, Society
 from noosphere.trace import Trace
 
-SYSTEMS = ("random", "single", "society", "frontier", "single-scored", "single-scored-raw")
-MODEL_SYSTEMS = ("single", "society", "single-scored", "single-scored-raw")
-SCORED = ("single-scored", "single-scored-raw")
+SYSTEMS = ("random", "single", "society", "frontier", "single-scored", "single-scored-raw", "society-scored")
+MODEL_SYSTEMS = ("single", "society", "single-scored", "single-scored-raw", "society-scored")
+SCORED = ("single-scored", "single-scored-raw", "society-scored")
+SOCIETIES = ("society", "society-scored")
 """Beside the paper's systems: the single agent's prompt, the action taken by the model's option probabilities
 (calibrated by a content-free prior, or raw); see `noosphere.embodied.scored`."""
 EXPLORED = 0.5
@@ -107,12 +109,12 @@ def _policy(setup: Setup, episode: Episode) -> tuple[Policy, dict[str, Answer]]:
     if setup.system == "single":
         agent = SingleAgent(setup.model, max_steps=setup.max_steps)
         return agent, {"single": memory_answerer(setup.model, "single", SINGLE_ROLE, agent.memory, LOG_OPENING)}
-    if setup.system in SCORED:
+    if setup.system in ("single-scored", "single-scored-raw"):
         scored = ScoredSingleAgent(setup.model, max_steps=setup.max_steps, calibrate=setup.system == "single-scored")
         return scored, {"single": memory_answerer(setup.model, "single", SINGLE_ROLE, scored.memory, LOG_OPENING)}
     assert setup.society is not None
     society, captain = setup.society()
-    crew = Crew(society, captain=captain, max_steps=setup.max_steps)
+    crew = Crew(society, captain=captain, max_steps=setup.max_steps, scored=setup.system == "society-scored")
 
     async def captain_answers(question: Question) -> str:  # its model as the last step's society run bound it
         return await memory_answerer(captain.model, captain.name, captain.role, crew.memory, LOG_OPENING)(question)

@@ -14,6 +14,7 @@ from noosphere.bench.embodied_figures import write_run_figures
 from noosphere.bench.runner import Solve
 from noosphere.cli.ask import ModelOpener
 from noosphere.cli.bench_run import Items, RunOptions, benchmark_command, member_models, select_items
+from noosphere.embodied.crew import Crew
 from noosphere.envs.gridworld import check_world, require_minigrid
 from noosphere.errors import CapabilityError, UsageError
 from noosphere.llm import Model
@@ -39,7 +40,7 @@ def embodied_config(system: str, worlds: list[str] | None, episodes: int, first_
     if len(set(chosen)) != len(chosen):
         raise UsageError("--env names a world twice")
     spec = None
-    if system == "society":
+    if system in embodied_bench.SOCIETIES:
         spec = load_society_spec(society or SOCIETY_FILE)
         if rounds is not None:
             try:
@@ -50,7 +51,7 @@ def embodied_config(system: str, worlds: list[str] | None, episodes: int, first_
             raise UsageError(f"the embodied society is an interview (observer, first mate, captain); "
                              f"{society or SOCIETY_FILE} declares a {spec.organisation}")
     elif society is not None or rounds is not None:
-        raise UsageError("--society and --rounds are for --system society")
+        raise UsageError("--society and --rounds are for --system society (or society-scored)")
     return {"benchmark": "embodied", "system": system, **run, "worlds": chosen, "episodes": episodes,
             "first_seed": first_seed, "max_steps": max_steps, "eqa": eqa, "limit": limit,
             "rounds": spec.rounds if spec is not None else None,
@@ -74,8 +75,8 @@ def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
     @benchmark_command(bench_app, "embodied")
     def embodied(
         system: Annotated[str, typer.Option(
-            help="random, single, society or frontier; or single-scored / single-scored-raw (the action by the "
-                 "model's option probabilities, calibrated or not)")] = "society",
+            help="random, single, society or frontier; or single-scored / single-scored-raw / society-scored (the "
+                 "action by option probabilities: calibrated or not; the captain's, calibrated)")] = "society",
         env: Annotated[list[str] | None, typer.Option(
             help=f"a MiniGrid-* or BabyAI-* world, repeatable (default: {' and '.join(WORLDS)})")] = None,
         episodes: Annotated[int, typer.Option(min=1, help="seeds of each world (episodes per world)")] = 10,
@@ -105,12 +106,16 @@ def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             uses_model = saved["system"] in embodied_bench.MODEL_SYSTEMS or saved.get("eqa", True)
             if saved["system"] in embodied_bench.SCORED and not llm.capabilities.logprobs:
+                plain = "society" if saved["system"] in embodied_bench.SOCIETIES else "single"
                 raise CapabilityError(llm.id, f"logprobs (--system {saved['system']} takes the action the model's "
-                                              "option probabilities favour); use --system single")
+                                              f"option probabilities favour); use --system {plain}")
+            builder = _society_builder(saved, llm, opener) if saved["system"] in embodied_bench.SOCIETIES else None
+            if builder is not None and saved["system"] == "society-scored":
+                society, captain = builder()  # the captain's own model must score: refused before any episode
+                Crew(society, captain=captain, max_steps=saved["max_steps"], scored=True)
             setup = embodied_bench.Setup(
                 saved["system"], saved["max_steps"], saved["seed"], llm.trace, llm if uses_model else None,
-                eqa=saved.get("eqa", True),
-                society=_society_builder(saved, llm, opener) if saved["system"] == "society" else None)
+                eqa=saved.get("eqa", True), society=builder)
             return [(e.id, e, None) for e in load(saved)], partial(embodied_bench.solve, setup)
 
         def title(saved: dict[str, Any]) -> str:

@@ -260,7 +260,12 @@ def run_benchmark(opener: ModelOpener, title: str | Callable[[dict[str, Any]], s
         with run, terminate_as_interrupt():
             if otel is not None:  # the run's spans, as it goes (`--otel`)
                 otel.attach(run)
-            items, solve = _prepare(session.opener if session else opener, run, benchmark, no_cache)
+            try:
+                items, solve = _prepare(session.opener if session else opener, run, benchmark, no_cache)
+            except UsageError:
+                if resume is None:  # refused before any item: no folder is left behind
+                    run.discard()
+                raise
             spent: BudgetExceededError | None = None
             try:
                 if session is None:

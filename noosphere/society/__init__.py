@@ -5,7 +5,15 @@ from noosphere.society.decisions import GatherOpinions, LeaderDecides, MembersVo
 from noosphere.society.economy import Contract, Economy
 from noosphere.society.hierarchy import SubSociety
 from noosphere.society.human import HumanMember, People, human_member
-from noosphere.society.interview import Debrief, DecideOnReport, Instructions, InterviewRounds, Report, interview
+from noosphere.society.interview import (
+    ChooseOnReport,
+    Debrief,
+    DecideOnReport,
+    Instructions,
+    InterviewRounds,
+    Report,
+    interview,
+)
 from noosphere.society.market import MarketRounds, PayReward
 from noosphere.society.member import Member
 from noosphere.society.organisations import RIGHTS, debate, democracy, economy_of_minds, monarchy
@@ -18,6 +26,7 @@ from noosphere.society.voting import Ballot, Tally, tally
 __all__ = [
     "RIGHTS",
     "Ballot",
+    "ChooseOnReport",
     "Contract",
     "Contribution",
     "Converse",

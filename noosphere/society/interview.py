@@ -10,7 +10,8 @@ who reads only those summaries and its own log, and decides. Its four phases are
 2. mindstorm (`InterviewRounds`): R rounds of one question from the interviewer and every member's answer;
 3. opinion gathering (`Debrief`): the interviewer summarises the conversation for the decider;
 4. execution (`DecideOnReport`): the decider reads its own views (a log, say), the task and the summary, and
-   decides.
+   decides. `ChooseOnReport` is the same step for a decision among fixed options taken from the decider's token
+   probabilities instead of its words (issue 26's scores; a small model's written choice can be a habit).
 
 Nothing here is about robots: the wording of each turn's instruction is the society file's to give
 (`instructions:`), with neutral defaults. A member that is a whole society cannot give a free report and
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from noosphere.errors import UsageError
+from noosphere.llm.scoring import contextual_calibration
 from noosphere.society.events import MemberSpoke
 from noosphere.society.member import Member
 from noosphere.society.phases import briefing, catch_up, put_question
@@ -35,6 +38,8 @@ QUESTION = ("Ask the members one question about what they perceive that would he
 SUMMARY = ("Summarise for the one who decides, in a few sentences, what the members perceive that matters for the "
            "task. Leave out what they were unsure of or contradicted.")
 DECISION = "Decide, and give your answer to the task."
+NO_REPORT = "(no report this step)"
+"""The report in the content-free prompt `ChooseOnReport` calibrates with."""
 STANDING_QUESTION = "What else do you perceive that you have not mentioned yet?"
 """Asked in a round whose interviewer forfeited its question."""
 
@@ -175,6 +180,52 @@ class DecideOnReport:
             session.support = 1.0  # the decider alone holds an answer to the task: the members only report
             session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=self.decider.name,
                                            text=decision.reasoning, answer=decision.answer))
+
+
+@dataclass(frozen=True)
+class ChooseOnReport:
+    """Execution by probabilities: the decider writes nothing. It is given what `DecideOnReport` gives (its own
+    views, the task, the summary, the instruction) and each of `options` is scored as its reply
+    (`Member.score`). With `calibrate`, the same prompt with the report replaced by `NO_REPORT` is scored too and
+    divided out (contextual calibration, Zhao et al. 2021): what counts is what the report adds to the decider's
+    habit. The likeliest option is the answer and its probability the support; the probabilities are the
+    decider's traced words. Two scoring calls with calibration, one without. A decider whose model cannot score
+    raises `CapabilityError` (a usage error: never a forfeited turn)."""
+
+    decider: Member
+    options: tuple[str, ...]
+    instruction: str = DECISION
+    calibrate: bool = True
+    name: str = "execution"
+
+    def __post_init__(self) -> None:
+        if len(self.options) < 2 or len(set(self.options)) != len(self.options) or not all(self.options):
+            raise UsageError(f"a choice needs two or more distinct, non-empty options, not {list(self.options)}")
+
+    async def run(self, session: Session) -> None:
+        round_ = session.phase(self.name, session.rounds + 2)
+        prompt, media = briefing(session, self.decider)
+
+        def asked(report: str) -> str:
+            return f"{prompt}\n\nReport: {report}\n\n{self.instruction}"
+
+        async def choose(member: Member) -> tuple[float, ...]:
+            probs = (await member.score(asked(session.summary or NO_REPORT), self.options, media=media)).probs
+            if self.calibrate:
+                prior = await member.score(asked(NO_REPORT), self.options, media=media)
+                probs = contextual_calibration(probs, prior.probs)
+            return probs
+
+        decided = await session.each([self.decider], self.name, round_, choose)
+        if decided:
+            probs = decided[self.decider.name]
+            best = max(range(len(self.options)), key=lambda i: (probs[i], -i))
+            session.answer, session.decided_by = self.options[best], self.decider.name
+            session.support = probs[best]
+            said = ", ".join(f"{option} {p:.3f}" for option, p in zip(self.options, probs, strict=True))
+            session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=self.decider.name,
+                                           text=f"probabilities{' (calibrated)' if self.calibrate else ''}: {said}",
+                                           answer=self.options[best]))
 
 
 def interview(members: list[Member], interviewer: Member, decider: Member, *, rounds: int = 2,

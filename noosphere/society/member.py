@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from noosphere.llm import Message, Model
 from noosphere.llm.messages import MediaPart
+from noosphere.llm.scoring import OptionScores
 from noosphere.observation import Observation
 from noosphere.society import prompts
 from noosphere.trace import Trace
@@ -79,3 +80,9 @@ class Member:
         # the message itself, media and all: later turns ask about the same picture or recording
         self.history += [message, Message.assistant(completion.text)]
         return completion.output
+
+    async def score(self, prompt: str, options: tuple[str, ...], *, media: tuple[MediaPart, ...] = ()) -> OptionScores:
+        """How likely this member's model finds each option as its reply to `prompt` after its role and history
+        (`Model.score_options`); nothing joins the history. A model that cannot score raises `CapabilityError`."""
+        messages = [Message.system(self.role), *self.history, Message("user", prompt, media)]
+        return await self.model.score_options(messages, options, agent=self.name)
