@@ -204,7 +204,8 @@ def textworld_steps(run: Path) -> tuple[list[GameStep], int]:
     """Every action of every finished game of a `bench textworld --system react` run folder with the call that chose
     it, and how many actions had no call in the trace (skipped). The call of an action is the first `model_call` of
     the react agent tagged with the game since its previous action (the prompt) and the last one (the reply: a
-    reply sent back for repair is not the action). The score of an `ma_action` is the game's running score, so an
+    reply sent back for repair is not the action); an action the reply does not name (the fallback of a step whose
+    repairs all failed) is skipped. The score of an `ma_action` is the game's running score, so an
     action scored if it is above the score before it. A game played again on resume starts afresh. Raises
     `UsageError` if the folder lacks a file, or holds no react game."""
     items, trace = run / "items.jsonl", run / "trace.jsonl"
@@ -228,18 +229,29 @@ def textworld_steps(run: Path) -> tuple[list[GameStep], int]:
             made, before = pending.get(game, []), score.get(game, 0.0)
             reward = float(getattr(event, "reward", 0.0) or 0.0)
             score[game], pending[game] = reward, []
-            if not made:
+            action = str(getattr(event, "action", ""))
+            if not made or _replied_action(made[-1].response) != action:  # no call, or a forfeited step's fallback
                 skipped[game] = skipped.get(game, 0) + 1
                 continue
             step = int(getattr(event, "step", len(steps.get(game, [])) + 1))
             steps.setdefault(game, []).append(GameStep(f"{game}#{step}", run.name, game, step,
                                                        _prompt(made[0].messages), made[-1].response,
-                                                       str(getattr(event, "action", "")), reward > before))
+                                                       action, reward > before))
     finished = list(load_done(items))
     found = [step for game in finished for step in steps.get(game, [])]
     if not found:
         raise UsageError(f"--textworld-run {run}: no action of the react agent in its trace")
     return found, sum(skipped.get(game, 0) for game in finished)
+
+
+def _replied_action(response: str) -> str | None:
+    """The action a react reply names, or None for a reply that is not one (a step whose every repair failed
+    plays a fallback action the model never wrote: the probe would ask about an action not taken)."""
+    try:
+        reply = json.loads(response)
+    except (json.JSONDecodeError, TypeError):
+        return None
+    return str(reply.get("action")) if isinstance(reply, dict) and "action" in reply else None
 
 
 def textworld_judged(step: GameStep) -> list[Message]:

@@ -671,3 +671,31 @@ def test_bench_embodied_society_scored_runs_with_the_captain_scoring(tmp_path: P
     assert row["system"] == "society-scored" and row["actions"] == 3 and "captain" in row["eqa"]
     assert len([r for r in backend.score_history if r.agent == "captain"]) == 6
     assert json.loads((folder / "config.json").read_text())["society"]["organisation"] == "interview"
+
+
+def test_bench_embodied_society_scored_asks_the_captains_own_model_to_score(tmp_path: Path) -> None:
+    """The captain's model is the society file's to name: it must score, and the run's model (observer, first mate,
+    the seen-text baseline: all writing) need not."""
+    society_file = tmp_path / "captain.yaml"
+    society_file.write_text(SOCIETY.read_text().replace("  sees: [logbook]", "  sees: [logbook]\n  model: scripted"))
+    script = crew_reply(["stop"], eqa="room 1")
+    backends = {"scripted": ScriptedBackend(script, capabilities=SCORING, scorer=report_scorer),
+                "litellm:openai/gpt-4o": ScriptedBackend(script, capabilities=TEXT_ONLY, model_id="gpt")}
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backends[model_id], **kwargs)
+
+    def run(out: str) -> tuple[int, str, str]:
+        return invoke(["bench", "embodied", "--system", "society-scored", "--society", str(society_file), "--rounds",
+                       "1", "--episodes", "1", "--max-steps", "2", "--env", ROOMS, "--model", "litellm:openai/gpt-4o",
+                       "--out", str(tmp_path / out), "--no-cache", "--quiet"], opener)
+
+    code, out, err = run("scores")
+    assert code == 0, out + err
+    assert len([r for r in backends["scripted"].score_history if r.agent == "captain"]) == 4
+    backends["scripted"] = ScriptedBackend(script, capabilities=TEXT_ONLY)  # the captain's own model cannot score
+    backends["litellm:openai/gpt-4o"] = ScriptedBackend(script, capabilities=SCORING, scorer=report_scorer,
+                                                        model_id="gpt")
+    code, _, err = run("refused")
+    assert code == 2 and "model scripted does not support logprobs" in err and "use --system society" in err
+    assert not list((tmp_path / "refused").glob("*"))  # refused before any episode, no folder left

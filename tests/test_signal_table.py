@@ -204,19 +204,26 @@ async def play_game(model: Model, trace: Trace, game: str, moves: list[tuple[str
         trace.emit(BenchItemStarted(item_id=game))
         for step, (action, score) in enumerate(moves, 1):
             messages = [Message.system("You play a text game."), Message.user(f"{game} step {step}: act")]
+            if action == "forfeit":  # a step whose every repair failed: the reply names no action, react plays "look"
+                await model.complete(messages, agent="react")
+                trace.emit(ActionTaken(step=step, action="look", observation="...", reward=score, done=False,
+                                       won=False))
+                continue
             done = await model.complete(messages, output=TwStep, agent="react")
             assert done.output is not None and done.output.action == action
             trace.emit(ActionTaken(step=step, action=action, observation="...", reward=score, done=False, won=False))
 
 
 def fake_game_run(folder: Path) -> None:
-    """Three games: coin (go west, then take coin: score 0 -> 1), kitchen played twice (a resume; only the second play
+    """Three games: coin (go west, a step whose reply names no action and plays "look" (skipped), then take coin:
+    score 0 -> 1), kitchen played twice (a resume; only the second play
     counts: open fridge 0, take apple 1, eat apple stays 1, so only take apple scored), and lost (not finished: not
     in items.jsonl, left out)."""
     folder.mkdir(parents=True)
-    moves = {"coin": [("go west", 0.0), ("take coin", 1.0)], "kitchen-old": [("look", 1.0)],
+    moves = {"coin": [("go west", 0.0), ("forfeit", 0.0), ("take coin", 1.0)], "kitchen-old": [("look", 1.0)],
              "kitchen": [("open fridge", 0.0), ("take apple", 1.0), ("eat apple", 1.0)], "lost": [("look", 0.0)]}
-    script = [json.dumps({"thought": "t", "action": a}) for play in moves.values() for a, _ in play]
+    script = [json.dumps({"thought": "t", "action": a}) if a != "forfeit" else "gave up"
+              for play in moves.values() for a, _ in play]
     script.insert(1, "no JSON")  # coin's first reply is sent back for repair: the accepted one is the action's
     trace = Trace(folder / "trace.jsonl")
     model = Model(ScriptedBackend(script), trace=trace)
@@ -248,11 +255,11 @@ def test_textworld_rows_score_every_action_against_a_rise_of_the_score(
     arguments = argparse.Namespace(tasks="textworld", textworld_run=str(run), out=str(out), model="scripted",
                                    parallel=2, limit_mustard=0, limit_gsm8k=0, bfcl_per_category=0)
     asyncio.run(signal.main_async(arguments))
-    assert "5 actions with their call in the trace, 2 of them scored; 0 skipped" in capsys.readouterr().out
+    assert "5 actions with their call in the trace, 2 of them scored; 1 skipped" in capsys.readouterr().out
 
     rows = {r["id"]: r for r in map(json.loads, (out / "textworld.jsonl").read_text().splitlines())}
     assert {id_: (r["truth"], r["action"], r["p_true"]) for id_, r in rows.items()} == {
-        "tier1/coin-0#1": (False, "go west", 0.3), "tier1/coin-0#2": (True, "take coin", 0.8),
+        "tier1/coin-0#1": (False, "go west", 0.3), "tier1/coin-0#3": (True, "take coin", 0.8),
         "tier1/kitchen-0#1": (False, "open fridge", 0.4), "tier1/kitchen-0#2": (True, "take apple", 0.9),
         "tier1/kitchen-0#3": (False, "eat apple", 0.2)}
     probes = backend.score_history

@@ -105,13 +105,18 @@ def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             uses_model = saved["system"] in embodied_bench.MODEL_SYSTEMS or saved.get("eqa", True)
-            if saved["system"] in embodied_bench.SCORED and not llm.capabilities.logprobs:
-                plain = "society" if saved["system"] in embodied_bench.SOCIETIES else "single"
-                raise CapabilityError(llm.id, f"logprobs (--system {saved['system']} takes the action the model's "
-                                              f"option probabilities favour); use --system {plain}")
+            scorer = llm  # the model that must score: the run's, or the captain's (the society file names it)
             builder = _society_builder(saved, llm, opener) if saved["system"] in embodied_bench.SOCIETIES else None
+            society: Society | None = None
+            captain: Member | None = None
             if builder is not None and saved["system"] == "society-scored":
-                society, captain = builder()  # the captain's own model must score: refused before any episode
+                society, captain = builder()
+                scorer = captain.model
+            if saved["system"] in embodied_bench.SCORED and not scorer.capabilities.logprobs:
+                plain = "society" if saved["system"] in embodied_bench.SOCIETIES else "single"
+                raise CapabilityError(scorer.id, f"logprobs (--system {saved['system']} takes the action the model's "
+                                                 f"option probabilities favour); use --system {plain}")
+            if society is not None and captain is not None:  # its captain decides last: checked before any episode
                 Crew(society, captain=captain, max_steps=saved["max_steps"], scored=True)
             setup = embodied_bench.Setup(
                 saved["system"], saved["max_steps"], saved["seed"], llm.trace, llm if uses_model else None,

@@ -188,9 +188,10 @@ class ChooseOnReport:
     views, the task, the summary, the instruction) and each of `options` is scored as its reply
     (`Member.score`). With `calibrate`, the same prompt with the report replaced by `NO_REPORT` is scored too and
     divided out (contextual calibration, Zhao et al. 2021): what counts is what the report adds to the decider's
-    habit. The likeliest option is the answer and its probability the support; the probabilities are the
-    decider's traced words. Two scoring calls with calibration, one without. A decider whose model cannot score
-    raises `CapabilityError` (a usage error: never a forfeited turn)."""
+    habit. With no report at all (the interviewer and every member forfeited) there is nothing to calibrate
+    against, and the raw probabilities decide. The likeliest option is the answer and its probability the support;
+    the probabilities are the decider's traced words. Two scoring calls with calibration, one without. A decider
+    whose model cannot score raises `CapabilityError` (a usage error: never a forfeited turn)."""
 
     decider: Member
     options: tuple[str, ...]
@@ -211,7 +212,7 @@ class ChooseOnReport:
 
         async def choose(member: Member) -> tuple[float, ...]:
             probs = (await member.score(asked(session.summary or NO_REPORT), self.options, media=media)).probs
-            if self.calibrate:
+            if self.calibrate and session.summary:  # with no report the prior is the same prompt: nothing to divide
                 prior = await member.score(asked(NO_REPORT), self.options, media=media)
                 probs = contextual_calibration(probs, prior.probs)
             return probs
@@ -223,8 +224,9 @@ class ChooseOnReport:
             session.answer, session.decided_by = self.options[best], self.decider.name
             session.support = probs[best]
             said = ", ".join(f"{option} {p:.3f}" for option, p in zip(self.options, probs, strict=True))
+            calibrated = " (calibrated)" if self.calibrate and session.summary else ""
             session.trace.emit(MemberSpoke(phase=self.name, round=round_, member=self.decider.name,
-                                           text=f"probabilities{' (calibrated)' if self.calibrate else ''}: {said}",
+                                           text=f"probabilities{calibrated}: {said}",
                                            answer=self.options[best]))
 
 
