@@ -123,17 +123,22 @@ class _FirstStep:
     action: str
 
 
+def run_files(run: Path, flag: str, command: str) -> tuple[Path, Path]:
+    """A finished run folder's `items.jsonl` and `trace.jsonl`; `UsageError` naming `flag` if either is missing."""
+    items, trace = run / "items.jsonl", run / "trace.jsonl"
+    for path, what in ((run, "folder"), (items, "items.jsonl"), (trace, "trace.jsonl")):
+        if not path.exists():
+            raise UsageError(f"{flag} {run}: no {what} there; give the folder of a finished {command} run")
+    return items, trace
+
+
 def miniwob_episodes(run: Path) -> tuple[list[MiniwobEpisode], int]:
     """The episodes of a finished `bench miniwob` run folder (rows of `items.jsonl`) whose first step's call is in
     `trace.jsonl`, and how many episodes were skipped for lack of it. The first step's call is the first `model_call`
     of a base or react agent tagged with the episode after its (last) start; its reply is the last attempt's
     before the episode's first `web_step` (a reply sent back for repair is not the action). Cached calls are traced
     like the others. Raises `UsageError` if the folder lacks either file."""
-    items, trace = run / "items.jsonl", run / "trace.jsonl"
-    for path, what in ((run, "folder"), (items, "items.jsonl"), (trace, "trace.jsonl")):
-        if not path.exists():
-            raise UsageError(f"--miniwob-run {run}: no {what} there; give the folder of a finished "
-                             "`noosphere bench miniwob --system base` (or react) run")
+    items, trace = run_files(run, "--miniwob-run", "`noosphere bench miniwob --system base` (or react)")
     calls: dict[str, list[Any]] = {}
     first: dict[str, _FirstStep] = {}
     for event in read_trace(trace):
@@ -208,11 +213,7 @@ def textworld_steps(run: Path) -> tuple[list[GameStep], int]:
     repairs all failed) is skipped. The score of an `ma_action` is the game's running score, so an
     action scored if it is above the score before it. A game played again on resume starts afresh. Raises
     `UsageError` if the folder lacks a file, or holds no react game."""
-    items, trace = run / "items.jsonl", run / "trace.jsonl"
-    for path, what in ((run, "folder"), (items, "items.jsonl"), (trace, "trace.jsonl")):
-        if not path.exists():
-            raise UsageError(f"--textworld-run {run}: no {what} there; give the folder of a finished "
-                             "`noosphere bench textworld --system react` run")
+    items, trace = run_files(run, "--textworld-run", "`noosphere bench textworld --system react`")
     pending: dict[str, list[Any]] = {}
     score: dict[str, float] = {}
     steps: dict[str, list[GameStep]] = {}
