@@ -74,9 +74,10 @@ def main() -> None:
     print(f"\n![coverage after each action]({figure.name})")
     common = min(len(rows[0]["curve"]) - 1 for rows in runs.values())
     print(f"\nAt {common} actions, the fewest any system played (each run records its coverage after every action):\n")
-    print("| system | episodes | coverage | 95 % interval | vs random, episode by episode |\n|---|---|---|---|---|")
+    print("| system | episodes | coverage | 95 % interval | vs random, episode by episode | vs single |\n"
+          "|---|---|---|---|---|---|")
     for name, rows in runs.items():
-        print(at_step(name, rows, common, runs.get("random")))
+        print(at_step(name, rows, common, runs.get("random"), runs.get("single")))
     traced = [row for name in runs if (run := newest_run(args.out / name)) and (row := behaviour(name, run))]
     if traced:
         print("\nWhat each system did, every step of the newest run (from its trace, where this machine has it):\n")
@@ -85,18 +86,23 @@ def main() -> None:
         print("\n".join(traced))
 
 
-def at_step(name: str, rows: list[dict], step: int, baseline: list[dict] | None) -> str:
-    """A table row: the mean coverage after `step` actions, its interval and wins / losses against `baseline` on the
-    same worlds and seeds."""
+def at_step(name: str, rows: list[dict], step: int, *baselines: list[dict] | None) -> str:
+    """A table row: the mean coverage after `step` actions, its interval and wins / losses against each baseline on
+    the same worlds and seeds."""
     values = [row["curve"][step] for row in rows]
     band = interval(values)
-    versus = "-"
-    if baseline is not None and baseline is not rows:
-        theirs = {row["id"]: row["curve"][step] for row in baseline}
-        pairs = [(row["curve"][step], theirs[row["id"]]) for row in rows if row["id"] in theirs]
-        versus = f"+{sum(a > b for a, b in pairs)} / -{sum(a < b for a, b in pairs)} of {len(pairs)}"
     shown = f"{band[0]:.3f}-{band[1]:.3f}" if band else "-"
-    return f"| {name} | {len(rows)} | {sum(values) / len(values):.3f} | {shown} | {versus} |"
+    return (f"| {name} | {len(rows)} | {sum(values) / len(values):.3f} | {shown} | "
+            f"{' | '.join(versus(rows, baseline, step) for baseline in baselines)} |")
+
+
+def versus(rows: list[dict], baseline: list[dict] | None, step: int) -> str:
+    """`+W / -L of N`: the episodes above and below `baseline`'s same episode after `step` actions (ties apart)."""
+    if baseline is None or baseline is rows:
+        return "-"
+    theirs = {row["id"]: row["curve"][step] for row in baseline}
+    pairs = [(row["curve"][step], theirs[row["id"]]) for row in rows if row["id"] in theirs]
+    return f"+{sum(a > b for a, b in pairs)} / -{sum(a < b for a, b in pairs)} of {len(pairs)}"
 
 
 if __name__ == "__main__":

@@ -699,3 +699,17 @@ def test_bench_embodied_society_scored_asks_the_captains_own_model_to_score(tmp_
     code, _, err = run("refused")
     assert code == 2 and "model scripted does not support logprobs" in err and "use --system society" in err
     assert not list((tmp_path / "refused").glob("*"))  # refused before any episode, no folder left
+
+
+def test_the_curves_script_compares_each_system_episode_by_episode_with_random_and_single() -> None:
+    from tests.helpers import load_script
+
+    curves = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "embodied_curves.py")
+
+    def run(*ends: float) -> list[dict[str, Any]]:
+        return [{"id": f"w#{i}", "curve": [0.2, end]} for i, end in enumerate(ends)]
+
+    society, random_, single = run(0.3, 0.2, 0.5), run(0.3, 0.4, 0.1), run(0.2, 0.2)
+    row = curves.at_step("society", society, 1, random_, single)
+    assert row.startswith("| society | 3 | 0.333 | ") and row.endswith(" | +1 / -1 of 3 | +1 / -0 of 2 |")
+    assert curves.versus(random_, random_, 1) == "-" and curves.versus(society, None, 1) == "-"
