@@ -233,6 +233,9 @@ SUITES: dict[str, Suite] = {
         # issue 26: six samples, each also scored by P(True); `benchmarks/cisc_table.py` recounts the plain and
         # weighted votes at every number of samples, and so at equal calls
         Config("best-of-n-weighted", ("--system", "best-of-n", "--n", "6", "--weighted"), 30),
+        # the monarchy whose leader sees each member's P(True) in its answer (three scoring calls more a problem)
+        Config("monarchy-confidence", ("--system", "society", "--society", MONARCHY, "--set", "leader_confidence=true"),
+               50),
         # the best society of the table, its standing answers weighted by each member's P(True)
         Config("democracy-weighted", ("--system", "society", "--society", DEMOCRACY, "--rights",
                                       "know,change,execute", "--vote", "weighted"), 50),

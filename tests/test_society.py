@@ -618,3 +618,37 @@ def test_a_role_play_society_whose_budget_runs_out_answers_with_the_last_solutio
     result = society.run_sync("write f")
     assert (result.answer, result.decided_by) == ("def f(): return 1", "assistant (budget)")
     assert trace.of_kind("soc_budget_spent")[0].phase == "roleplay"
+
+
+def test_a_leader_with_confidence_sees_each_holders_probability_and_nothing_else_changes() -> None:
+    """a and b hold 12 and doubt it, c holds 13 and believes it: the leader's prompt shows each P(True)."""
+    def scorer(request):
+        question = request.messages[-1].content
+        assert "Is your answer to the task" in question and request.messages[-2].role == "assistant"
+        return {"Yes": 0.95, "No": 0.05} if "13" in question else {"Yes": 0.25, "No": 0.75}
+
+    def society(confidence: bool, scorer=scorer):
+        model, backend, trace = scripted(by_agent({
+            "a": [said("12"), said("12")], "b": [said("12"), said("12")], "c": [said("13"), said("13")],
+            "organizer": [{"question": "Check?"}, {"summary": "Most found 12.", "answer": "12"}],
+            "leader": [said("13", "c is sure")]}), scorer=scorer)
+        made = monarchy(members(model), Member("organizer", model, "o"), Member("leader", model, "l"), rounds=1,
+                        leader_confidence=confidence)
+        return made, backend, trace
+
+    made, backend, _ = society(True)
+    result = made.run_sync("What is 6 + 7?")
+    assert (result.answer, result.decided_by) == ("13", "leader")
+    [asked] = [r.messages[-1].content for r in backend.history if r.agent == "leader"]
+    assert "(A) a (0.25), b (0.25)" in asked and "(B) c (0.95)" in asked and "own probability" in asked
+    assert sorted(r.agent for r in backend.score_history) == ["a", "b", "c"]
+    plain, plain_backend, _ = society(False)
+    plain.run_sync("What is 6 + 7?")
+    [shown] = [r.messages[-1].content for r in plain_backend.history if r.agent == "leader"]
+    assert "(A) a, b" in shown and "(0.25)" not in shown and plain_backend.score_history == []
+    with pytest.raises(CapabilityError, match="leader is shown a's probability"):
+        model, _, _ = scripted([])
+        monarchy(members(model), Member("organizer", model, "o"), Member("leader", model, "l"), leader_confidence=True)
+    with pytest.raises(UsageError, match="the members vote"):
+        model, _, _ = scripted([], scorer=scorer)
+        debate(members(model), leader_confidence=True)

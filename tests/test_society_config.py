@@ -307,3 +307,22 @@ def test_ask_keeps_to_the_run_budget_it_is_given(tmp_path: Path) -> None:
     assert code == 1 and "calls budget of 2 exceeded" in err and len(backend.history) == 2
     [run_dir] = list(tmp_path.iterdir())
     assert json.loads((run_dir / "config.json").read_text())["budget"] == {"max_calls": 2}
+
+
+def test_leader_confidence_in_a_file_reaches_the_leader_and_is_refused_where_members_vote(tmp_path: Path) -> None:
+    from noosphere.errors import UsageError
+    from noosphere.llm import Capabilities
+    from noosphere.society.decisions import LeaderDecides
+
+    scoring = Model(ScriptedBackend([], capabilities=Capabilities(json_schema=True, logprobs=True),
+                                    scorer=lambda request: {"Yes": 0.5, "No": 0.5}))
+    path = tmp_path / "m.yaml"
+    path.write_text("organisation: monarchy\nleader_confidence: true\nmembers: [{name: a, role: r}, {name: b, "
+                    "role: r}]\norganizer: {name: o, role: r}\nleader: {name: l, role: r}\n")
+    society = build_society(load_society_spec(path), lambda model_id: scoring, "scripted")
+    execution = society.phases[-1]
+    assert isinstance(execution, LeaderDecides) and execution.shows_confidence
+    path.write_text("organisation: economy\nleader_confidence: true\nmembers: [{name: a, role: r}]\n"
+                    "arbiter: {name: x, role: r}\n")
+    with pytest.raises(UsageError, match="leader_confidence is for a monarchy"):
+        build_society(load_society_spec(path), lambda model_id: scoring, "scripted")

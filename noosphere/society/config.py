@@ -165,11 +165,16 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
     crowd = [member(m, seat) for seat, m in enumerate(spec.members, start=1)]
     staff = {name: member(getattr(spec, name), len(crowd) + seat)
              for seat, name in enumerate(STAFF, start=1) if getattr(spec, name) is not None}
+    if spec.leader_confidence and spec.organisation not in ("monarchy", "democracy", "debate"):
+        raise UsageError(f"leader_confidence is for a monarchy, a democracy with a leader or a debate with an editor, "
+                         f"not a {spec.organisation}")
     if spec.organisation == "monarchy":
-        return monarchy(crowd, staff["organizer"], staff["leader"], rounds=spec.rounds, seed=spec.seed)
+        return monarchy(crowd, staff["organizer"], staff["leader"], rounds=spec.rounds, seed=spec.seed,
+                        leader_confidence=spec.leader_confidence)
     if spec.organisation == "democracy":
         return democracy(crowd, staff["organizer"], staff.get("leader"), rights=spec.rights, rounds=spec.rounds,
-                         voting_rule=spec.voting, vote=spec.vote, ballot_summary=spec.ballot_summary, seed=spec.seed)
+                         voting_rule=spec.voting, vote=spec.vote, ballot_summary=spec.ballot_summary, seed=spec.seed,
+                         leader_confidence=spec.leader_confidence)
     if spec.organisation == "economy":
         return economy_of_minds(crowd, staff["arbiter"], rounds=spec.rounds, start=spec.start_balance, rent=spec.rent,
                                 spawn_above=spec.spawn_above, brigade_share=spec.brigade_share,
@@ -186,5 +191,5 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
         return artist_critic(model_for(None), spec.styles, spec.professions, rounds=spec.rounds, painter=painter,
                              seed=spec.seed)
     return debate(crowd, staff.get("editor"), rounds=spec.rounds, voting_rule=spec.voting, vote=spec.vote,
-                  seed=spec.seed)
+                  seed=spec.seed, leader_confidence=spec.leader_confidence)
 

@@ -76,6 +76,10 @@ class LeaderDecides:
 
     leader: Member
     name: str = "execution"
+    shows_confidence: bool = False
+    """Whether the leader sees, beside each holder, the member's own P(True) that its answer is right (asked of
+    the member after its own conversation, as a weighted vote asks it; one scoring call a member). A member whose
+    question forfeits is shown without one."""
 
     async def run(self, session: Session) -> None:
         round_ = session.phase(self.name, session.rounds + 2)
@@ -83,9 +87,11 @@ class LeaderDecides:
         options = session.options(also=session.summary_answer)  # the organizer's correction is a candidate
         reasoning = "\n".join(said_line(r) for r in latest.values())
         summary = prompts.LEADER_SUMMARY.format(summary=session.summary) if session.summary else ""
+        beliefs = await member_beliefs(session, self.name, round_) if self.shows_confidence else None
+        shown = holders(session, options, beliefs) + (prompts.CONFIDENCE_NOTE if beliefs is not None else "")
         decided = await session.each([self.leader], self.name, round_, lambda m: m.ask(prompts.DECIDE.format(
             task=session.task, reasoning=reasoning, summary=summary, options=lettered(options),
-            holders=holders(session, options)), Statement))
+            holders=shown), Statement))
         if decided:
             decision = decided[self.leader.name]
             session.answer = named_option(decision.answer, options)
@@ -96,13 +102,19 @@ class LeaderDecides:
             count_standing(session)
 
 
-def holders(session: Session, options: list[str]) -> str:
-    """One line per option: the members whose latest answer it is, and the organizer if it summarised to it."""
+def holders(session: Session, options: list[str], beliefs: dict[str, float] | None = None) -> str:
+    """One line per option: the members whose latest answer it is (each with its P(True) in it, where `beliefs`
+    holds one), and the organizer if it summarised to it."""
     key = session.answer_key
     latest = session.latest()
+    beliefs = beliefs or {}
+
+    def holder(name: str) -> str:
+        return prompts.HOLDER_CONFIDENCE.format(name=name, p=beliefs[name]) if name in beliefs else name
+
     lines = []
     for label, option in zip(option_labels(len(options)), options, strict=True):
-        names = [name for name, record in latest.items() if key(record.answer) == key(option)]
+        names = [holder(name) for name, record in latest.items() if key(record.answer) == key(option)]
         if session.summary_answer and key(session.summary_answer) == key(option):
             names.append(prompts.HELD_BY_SUMMARY)
         lines.append(prompts.HOLDERS_LINE.format(label=label, names=", ".join(names) or prompts.HELD_BY_NO_ONE))
@@ -187,12 +199,20 @@ def count_standing(session: Session, *, decided_by: str = "standing") -> None:
 NEUTRAL_WEIGHT = 0.5
 
 
+async def member_beliefs(session: Session, phase: str, round_: int) -> dict[str, float]:
+    """Each member with a standing answer: its P(True) that the answer is right, asked after its own conversation
+    (`Member.belief`); a member whose question forfeits is left out."""
+    latest = session.latest()
+    holding = [m for m in session.members if m.name in latest and latest[m.name].answer.strip()]
+    return await session.each(holding, phase, round_, lambda m: m.belief(
+        prompts.BELIEF_QUESTION.format(answer=latest[m.name].answer)))
+
+
 async def count_weighted(session: Session, phase: str, round_: int) -> None:
     """Count the standing answers, each with the weight of its member's P(True) in it."""
     latest = session.latest()
     voters = [m for m in session.members if m.name in latest and latest[m.name].answer.strip()]
-    beliefs = await session.each(voters, phase, round_, lambda m: m.belief(
-        prompts.BELIEF_QUESTION.format(answer=latest[m.name].answer)))
+    beliefs = await member_beliefs(session, phase, round_)
     weights = {m.name: beliefs.get(m.name, NEUTRAL_WEIGHT) for m in voters}
     ballots = [Ballot(m.name, (latest[m.name].answer,)) for m in voters]
     MembersVote.count(session, ballots, decided_by="weighted", standing=True, weights=weights)

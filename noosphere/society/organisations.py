@@ -34,23 +34,45 @@ def _by_standing(vote: str, *, decider: Member | None = None) -> bool:
 def _weighable(members: list[Member], vote: str) -> None:
     """A weighted vote asks each member's model for a probability: one that cannot give it is refused now,
     before any call, rather than forfeiting every weight (a sub-society, which has none, forfeits its own)."""
-    if vote != "weighted":
-        return
+    if vote == "weighted":
+        _scorable(members, "vote='weighted' weighs {name}'s answer by its probability",
+                  "use vote='standing' or a model that scores options")
+
+
+def _scorable(members: list[Member], what: str, instead: str) -> None:
     for member in members:
         if not isinstance(member, SubSociety) and not member.model.capabilities.logprobs:
-            raise CapabilityError(member.model.id, f"logprobs (vote='weighted' weighs {member.name}'s answer by its "
-                                                   "probability); use vote='standing' or a model that scores options")
+            raise CapabilityError(member.model.id, f"logprobs ({what.format(name=member.name)}); {instead}")
 
 
-def monarchy(members: list[Member], organizer: Member, leader: Member, *, rounds: int = 3, seed: int = 0) -> Society:
-    """The organizer asks, members answer without seeing each other, the organizer sums up, the leader decides."""
+def _leader(decider: Member, members: list[Member], shows_confidence: bool) -> LeaderDecides:
+    """The decider's phase; `shows_confidence`: it sees each member's P(True) in its answer, so every member's
+    model must score (refused now, before any call)."""
+    if shows_confidence:
+        _scorable(members, "the leader is shown {name}'s probability that its answer is right",
+                  "leave leader_confidence off or use a model that scores options")
+    return LeaderDecides(decider, shows_confidence=shows_confidence)
+
+
+def _no_leader(shows_confidence: bool) -> None:
+    if shows_confidence:
+        raise UsageError("leader_confidence shows the members' probabilities to a leader or editor who decides, "
+                         "but here the members vote")
+
+
+def monarchy(members: list[Member], organizer: Member, leader: Member, *, rounds: int = 3, seed: int = 0,
+             leader_confidence: bool = False) -> Society:
+    """The organizer asks, members answer without seeing each other, the organizer sums up, the leader decides
+    (`leader_confidence`: seeing each member's probability that its answer is right)."""
     return Society("monarchy", members, [SolveAlone(), OrganizerRounds(organizer), GatherOpinions(organizer),
-                                         LeaderDecides(leader)], rounds=rounds, staff=[organizer, leader], seed=seed)
+                                         _leader(leader, members, leader_confidence)],
+                   rounds=rounds, staff=[organizer, leader], seed=seed)
 
 
 def democracy(members: list[Member], organizer: Member, leader: Member | None = None, *,
               rights: Iterable[str] = RIGHTS, rounds: int = 3, voting_rule: str = "plurality",
-              vote: str = "ballot", ballot_summary: bool = False, seed: int = 0) -> Society:
+              vote: str = "ballot", ballot_summary: bool = False, seed: int = 0,
+              leader_confidence: bool = False) -> Society:
     """A monarchy with rights given to the members; without the right to execute the leader still decides.
     `vote`: under the right to execute, members fill in a `ballot`, or their `standing` answers are counted;
     `ballot_summary`: each ballot repeats the organizer's summary (the paper's way; see `MembersVote`)."""
@@ -65,9 +87,11 @@ def democracy(members: list[Member], organizer: Member, leader: Member | None = 
     _weighable(members, vote)
     if ballot_summary and (decider is not None or by_standing):
         raise UsageError("ballot_summary=True puts the summary on ballots, but the members fill in none here")
+    if decider is None:
+        _no_leader(leader_confidence)
     execution = (MembersVote(by_standing=by_standing, shows_summary=ballot_summary, weighted=vote == "weighted")
                  if decider is None
-                 else LeaderDecides(decider))
+                 else _leader(decider, members, leader_confidence))
     staff = [organizer] + ([leader] if leader is not None and "execute" not in granted else [])
     return Society("democracy", members, [
         SolveAlone(), OrganizerRounds(organizer, right_to_know="know" in granted),
@@ -76,11 +100,13 @@ def democracy(members: list[Member], organizer: Member, leader: Member | None = 
 
 
 def debate(members: list[Member], editor: Member | None = None, *, rounds: int = 2, voting_rule: str = "plurality",
-           vote: str = "ballot", seed: int = 0) -> Society:
+           vote: str = "ballot", seed: int = 0, leader_confidence: bool = False) -> Society:
     """Members with different views of the input exchange statements; an editor decides, or they vote."""
     by_standing = _by_standing(vote, decider=editor)
     _weighable(members, vote)
-    execution = (LeaderDecides(editor) if editor is not None
+    if editor is None:
+        _no_leader(leader_confidence)
+    execution = (_leader(editor, members, leader_confidence) if editor is not None
                  else MembersVote(by_standing=by_standing, weighted=vote == "weighted"))
     return Society("debate", members, [SolveAlone(), DebateRounds(), GatherOpinions(), execution], rounds=rounds,
                    voting_rule=voting_rule, staff=[editor] if editor is not None else [], seed=seed)

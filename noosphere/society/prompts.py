@@ -63,6 +63,9 @@ DECIDE = ("Task: {task}\n\nThe members' latest reasoning:\n{reasoning}{summary}\
           "Who holds each:\n{holders}\n\nDecide the final answer: check the reasoning behind each, and trust sound "
           "reasoning over the number who hold it.")
 HOLDERS_LINE = "({label}) {names}"
+HOLDER_CONFIDENCE = "{name} ({p:.2f})"
+CONFIDENCE_NOTE = ("\n\nIn brackets: each member's own probability that its answer is right, from its model's token "
+                   "probabilities.")
 HELD_BY_SUMMARY = "the organizer's summary"
 HELD_BY_NO_ONE = "no one now"
 BALLOT_SUMMARY = "Summary: {summary}\n\n"

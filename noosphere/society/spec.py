@@ -116,6 +116,10 @@ class SocietySpec(BaseModel):
     `ballot`, or each one's `standing` answer is counted as its vote, with no call, or `weighted`: counted
     with the weight of the member's P(True) that it is right (one scoring call a member; its model must
     score options)."""
+    leader_confidence: bool = False
+    """Monarchy, democracy without the right to execute, debate with an editor: whether the one who decides sees,
+    beside each member holding an answer, that member's P(True) that it is right (one scoring call a member; its
+    model must score options). Issue 26's "leaders that see each member's probability"."""
     ballot_summary: bool = False
     """Democracy with the right to execute: whether each ballot repeats the organizer's summary, as the paper's
     voters had it. Off by default: on GSM8K the summary drew votes away from the voters' own answers."""
