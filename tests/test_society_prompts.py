@@ -92,6 +92,12 @@ def _monarchy(model: Model) -> None:
              rounds=3).run_sync("What is 5 + 7?", Observation.of({"note": "count carefully"}))
 
 
+def _monarchy_confidence(model: Model) -> None:
+    """The leader is shown each holder's P(True) in its answer."""
+    monarchy(_crowd(model), Member("organizer", model, "You organise."), Member("leader", model, "You lead."),
+             rounds=1, leader_confidence=True).run_sync("What is 5 + 7?")
+
+
 def _forfeits(model: Model) -> None:
     """Every mission turn forfeited: the organizer asks over an empty discussion, the member is briefed late."""
     monarchy(_crowd(model, ("a",)), Member("organizer", model, "You organise."), Member("leader", model, "You lead."),
@@ -152,6 +158,7 @@ def _artists(model: Model) -> None:
 # (name, run, agents whose first calls break, whether the model scores options)
 SCENARIOS: list[tuple[str, Callable[[Model], None], dict[str, int], bool]] = [
     ("monarchy", _monarchy, {"b": 3, "organizer": 3}, False),
+    ("monarchy-confidence", _monarchy_confidence, {}, True),
     ("forfeits", _forfeits, {"a": 3}, False),
     ("democracy-plurality", _democracy("plurality", summary=True), {}, False),
     ("democracy-approval", _democracy("approval"), {}, False),
