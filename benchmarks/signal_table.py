@@ -47,6 +47,7 @@ from noosphere.bench.bfcl_data import CATEGORIES, load_bfcl
 from noosphere.bench.calibration import auroc, auroc_interval
 from noosphere.errors import UsageError
 from noosphere.llm import Message, Model, open_model
+from noosphere.metaagent.scored import PROGRESS_QUESTION
 from noosphere.runs import load_done
 from noosphere.society import Statement
 from noosphere.trace import read_trace
@@ -57,7 +58,7 @@ CORRECT_QUESTION = "Is the final answer above correct? Answer Yes or No."
 CALLS_QUESTION = bfcl_bench.CALLS_QUESTION  # the call motor's gate asks the same (`bfcl_bench.calls_judged`)
 MINIWOB_QUESTION = "Does the action above move the task toward its goal? Answer Yes or No."
 MINIWOB_AGENTS = ("base", "react")
-TEXTWORLD_QUESTION = "Does the action above bring the game closer to its goal? Answer Yes or No."
+TEXTWORLD_QUESTION = PROGRESS_QUESTION  # the scored ReAct step (`--system react-scored`) asks the same
 FORMAT_INSTRUCTION = "\n\nReply with one JSON object only"
 """Where the format instruction the model layer adds to a system message (`schema_instruction`) starts: the probe
 shows the prompt as the agent wrote it, as GSM8K's and BFCL's do."""

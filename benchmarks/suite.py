@@ -139,13 +139,15 @@ run keeps the games it was made with."""
 
 def _textworld() -> tuple[Config, ...]:
     """Issue 27's TextWorld table: ReAct, Reflexion and the meta-agent with memory none / episodic / conceptual /
-    both, every one on the same 12 games (3 seeds of each challenge, interleaved); the memory runs play their games
+    both, and beside them issue 26's `react-scored` (ReAct choosing by P(True)), every one on the same 12 games
+    (3 seeds of each challenge, interleaved); the memory runs play their games
     in order, so what a game taught carries to the next (`--together` keeps the batch engine full meanwhile)."""
     games = ("--tier", str(TEXTWORLD_TIER), "--challenges", ",".join(TEXTWORLD_CHALLENGES), "--per-challenge",
              str(TEXTWORLD_PER_CHALLENGE), "--max-actions", str(TEXTWORLD_ACTIONS))
     n = TEXTWORLD_PER_CHALLENGE * len(TEXTWORLD_CHALLENGES)
     return (Config("react", ("--system", "react", *games), n),
             Config("reflexion", ("--system", "reflexion", *games), n),
+            Config("react-scored", ("--system", "react-scored", *games), n),
             *(Config(f"metaagent-{memory}", ("--system", "metaagent", "--memory", memory, *games), n,
                      in_order=memory != "none")
               for memory in ("none", "episodic", "conceptual", "both")))

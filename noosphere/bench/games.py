@@ -31,8 +31,9 @@ from noosphere.metaagent import (
     react,
     reflexion,
 )
+from noosphere.metaagent.scored import ScoredDecision
 
-SYSTEMS = ("react", "reflexion", "metaagent")
+SYSTEMS = ("react", "react-scored", "reflexion", "metaagent")
 MEMORY_MODES = {"none": (False, False), "episodic": (True, False), "conceptual": (False, True), "both": (True, True)}
 
 
@@ -48,6 +49,10 @@ def player(model: Model, config: dict[str, Any], memory_folder: Path):  # type: 
     max_actions = config["max_actions"]
     if config["system"] == "react":
         return lambda env: react(model, env, max_actions=max_actions)
+    if config["system"] == "react-scored":
+        ScoredDecision.check(model)
+        decide = ScoredDecision(config.get("candidates", 3))
+        return lambda env: react(model, env, max_actions=max_actions, system="react-scored", decide=decide)
     if config["system"] == "reflexion":
         return lambda env: reflexion(model, env, trials=config.get("trials", 3), max_actions=max_actions)
     episodic, conceptual = MEMORY_MODES[config["memory"]]

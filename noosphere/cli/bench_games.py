@@ -31,7 +31,8 @@ from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.runs import Run
 
-GameSystemOption = Annotated[str, typer.Option(help="react, reflexion or metaagent")]
+GameSystemOption = Annotated[str, typer.Option(
+    help="react, react-scored (ReAct choosing by P(True), issue 26), reflexion or metaagent")]
 MemoryOption = Annotated[str, typer.Option(help="metaagent: none, episodic, conceptual or both")]
 RetrieveOption = Annotated[str, typer.Option(help="metaagent: random (the paper) or relevant")]
 KOption = Annotated[int, typer.Option(min=0, help="metaagent: past episodes recalled per game")]

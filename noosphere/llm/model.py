@@ -131,6 +131,14 @@ class Model:
                                                 format_at), tools=())
         return await self._structured(request, output, tools, agent)
 
+    def instructed(self, messages: str | Message | list[Message] | tuple[Message, ...], output: type[BaseModel], *,
+                   format_at: FormatPlace = "system") -> tuple[Message, ...]:
+        """The messages `complete(messages, output=output)` sends, format instruction included: for a scoring call
+        that reads the structured call's own prompt (and so shares its cached prefix)."""
+        request = Request(as_messages(messages), self.settings)
+        return _with_instruction(request, schema_instruction(output), output.model_json_schema(), self,
+                                 format_at).messages
+
     async def score_options(self, messages: str | Message | list[Message] | tuple[Message, ...],
                             options: list[str] | tuple[str, ...], *, prefix: str = "",
                             normalise: Normalise = "sum", method: Literal["logprob", "samples"] = "logprob",

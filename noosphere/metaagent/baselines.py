@@ -9,6 +9,8 @@ won if any trial wins; its actions are the winning trial's.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from noosphere.concurrent import Forfeit, attempt
 from noosphere.envs import Environment
 from noosphere.llm import Message, Model
@@ -25,8 +27,26 @@ REACT_ROLE = ("You play a text game to complete a task. At each step think brief
 THOUGHT = "what the last observation showed and where the task leads next"
 
 
+def step_form(state: EpisodeState) -> type:
+    """ReAct's reply: a `thought`, then an `action` that can only be one of this step's admissible actions."""
+    return action_form("ReactStep", state.admissible, reason="thought", about=THOUGHT)
+
+
+class Decide(Protocol):
+    """How a ReAct step turns its prompt into the action taken (a failed step still costs an action)."""
+
+    async def __call__(self, model: Model, messages: list[Message], state: EpisodeState, agent: str) -> str: ...
+
+
+async def written_action(model: Model, messages: list[Message], state: EpisodeState, agent: str) -> str:
+    """ReAct's own decision: the action the model writes after its thought; `look` when the call failed, as a
+    wasted move would cost."""
+    completion = await attempt(model.complete(messages, output=step_form(state), agent=agent))
+    return "look" if isinstance(completion, Forfeit) else completion.output.action  # type: ignore[union-attr]
+
+
 async def react(model: Model, env: Environment, *, max_actions: int = 50, lessons: tuple[str, ...] = (),
-                system: str = "react") -> EpisodeResult:
+                system: str = "react", decide: Decide = written_action) -> EpisodeResult:
     start = env.reset()
     state = EpisodeState(start.task, start.observation, start.admissible, start.guide)
     role = f"{REACT_ROLE}\n\n{start.guide}" if start.guide else REACT_ROLE
@@ -34,11 +54,8 @@ async def react(model: Model, env: Environment, *, max_actions: int = 50, lesson
     advice = "".join(f"- {lesson}\n" for lesson in lessons)
     advice = f"Lessons from your earlier attempts:\n{advice}\n" if lessons else ""
     while not state.done and state.t < max_actions:
-        completion = await attempt(model.complete(
-            [Message.system(role), Message.user(f"{advice}{state.percept(recent=10)}\n\nNext step:")],
-            output=action_form("ReactStep", state.admissible, reason="thought", about=THOUGHT), agent=system))
-        # a failed step still costs an action, as a wasted move would
-        action = "look" if isinstance(completion, Forfeit) else completion.output.action  # type: ignore[union-attr]
+        messages = [Message.system(role), Message.user(f"{advice}{state.percept(recent=10)}\n\nNext step:")]
+        action = await decide(model, messages, state, system)
         result = env.step(action)
         state.record(action, result.observation, result.admissible, result.done, result.won)
         model.trace.emit(ActionTaken(step=state.t, action=action, observation=result.observation,

@@ -86,3 +86,17 @@ class EpisodeEnded(Event):
     won: bool
     actions: int
     transitions: int
+
+
+class ActionsJudged(StepEvent):
+    """A scored ReAct step (`noosphere.metaagent.scored`): the action the model wrote, the candidates with the
+    policy's probability of each and the judge's P(True) that it brings the game closer to its goal, and the action
+    taken."""
+
+    kind: str = "ma_judged"
+    written: str
+    chosen: str
+    candidates: list[str]
+    policy: list[float]
+    p_true: list[float]
+    forfeits: int = 0

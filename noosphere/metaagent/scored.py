@@ -1,0 +1,105 @@
+"""ReAct deciding by probabilities: issue 26's option scores in a text game, a configuration beside the papers'.
+
+The signal table (`benchmarks/results/signal/`) found that the 1.5B model's P(True) to "does the action above bring
+the game closer to its goal?", asked after a ReAct step, separates the actions that raised a TextWorld game's score
+from the others (AUROC 0.91), mostly between kinds of action (taking, unlocking, cooking against walking about).
+This step uses that probability where it can act: among a few actions the model itself finds likely.
+
+Each step (`ScoredDecision`):
+1. ReAct's call as it is: the model writes its thought and an admissible action.
+2. The policy: one scoring call gives the probability of every admissible action as the continuation of that same
+   reply after its thought (`Model.score_options`, length normalisation `mean`, so a long action such as "take red
+   hot pepper from fridge" is not outweighed by "look" for its extra tokens). The written action and the most
+   probable others make `candidates` actions in all.
+3. The judge: P(True) of `PROGRESS_QUESTION` after the reply with each candidate as its action (the signal table's
+   question, asked the same way).
+4. The candidate of highest P(True) is taken; among equals, the earlier (the written action first).
+
+Calls per action: one generation and `1 + candidates` scoring calls; the scoring calls share the step's prompt, so
+the local backend evaluates it once and each candidate's few tokens after it. Every step's candidates, their policy
+probabilities and P(True) are an `ActionsJudged` event. A scoring call that fails forfeits only itself: without the
+policy the written action is the only candidate; an unjudged candidate counts as P(True) 0.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from noosphere.concurrent import Forfeit, attempt, gather_turns
+from noosphere.errors import CapabilityError, UsageError
+from noosphere.llm import Message, Model
+from noosphere.metaagent.baselines import step_form
+from noosphere.metaagent.events import ActionsJudged
+from noosphere.metaagent.state import EpisodeState
+
+PROGRESS_QUESTION = "Does the action above bring the game closer to its goal? Answer Yes or No."
+"""What the judge is asked after each candidate: the wording the signal table measured (AUROC 0.91 on TextWorld)."""
+
+
+def reply_with(step: dict[str, str], action: str) -> str:
+    """The step's reply as the model's JSON, with `action` as its action (the thought as the model wrote it)."""
+    return json.dumps({**step, "action": action}, ensure_ascii=False)
+
+
+def reply_head(step: dict[str, str]) -> str:
+    """The reply up to where its action's text begins: `{"thought": "...", "action": "`."""
+    whole = reply_with(step, "")
+    return whole[: whole.rindex('"')]
+
+
+@dataclass(frozen=True)
+class ScoredDecision:
+    """The `Decide` of `react` that picks the action by the judge's P(True) among the policy's likeliest ones."""
+
+    candidates: int = 3
+
+    def __post_init__(self) -> None:
+        if self.candidates < 1:
+            raise UsageError(f"a scored step needs at least one candidate action, not {self.candidates}")
+
+    @staticmethod
+    def check(model: Model) -> None:
+        """Refuse a model that cannot score before any game is played."""
+        if not model.capabilities.logprobs:
+            raise CapabilityError(model.id, "logprobs (the scored ReAct step takes the action of highest P(True) "
+                                            "from token log-probabilities)")
+
+    async def __call__(self, model: Model, messages: list[Message], state: EpisodeState, agent: str) -> str:
+        form = step_form(state)
+        completion = await attempt(model.complete(messages, output=form, agent=agent))
+        if isinstance(completion, Forfeit):
+            return "look"  # as ReAct does: a failed step still costs an action
+        messages = list(model.instructed(messages, form))  # what the model read, its format instruction included
+        step = completion.output.model_dump()  # type: ignore[union-attr]
+        written = str(step["action"])
+        candidates, policy = await self._candidates(model, messages, state, step, written, agent)
+        judged = await gather_turns([
+            lambda action=action: model.p_true(  # type: ignore[misc]
+                [*messages, Message.assistant(reply_with(step, action)), Message.user(PROGRESS_QUESTION)],
+                agent=f"{agent}-judge")
+            for action in candidates])
+        p_true = [0.0 if isinstance(p, Forfeit) else p for p in judged]
+        chosen = candidates[max(range(len(candidates)), key=lambda i: (p_true[i], -i))]
+        model.trace.emit(ActionsJudged(
+            step=state.t + 1, written=written, chosen=chosen, candidates=list(candidates),
+            policy=[round(policy.get(action, 0.0), 4) for action in candidates],
+            p_true=[round(p, 4) for p in p_true], forfeits=sum(isinstance(p, Forfeit) for p in judged)))
+        return chosen
+
+    async def _candidates(self, model: Model, messages: list[Message], state: EpisodeState, step: dict[str, str],
+                          written: str, agent: str) -> tuple[tuple[str, ...], dict[str, float]]:
+        """The written action and the policy's likeliest others, `candidates` in all, with the policy's probabilities
+        (none when the scoring call failed or there is nothing else to choose)."""
+        admissible = tuple(dict.fromkeys(state.admissible))
+        others = [action for action in admissible if action != written]
+        if self.candidates == 1 or not others:
+            return (written,), {}
+        options = [f'{action}"}}' for action in (written, *others)]  # each closes the reply: "go" is not "go east"
+        scores = await attempt(model.score_options(messages, options, prefix=reply_head(step),
+                                                   normalise="mean", agent=f"{agent}-policy"))
+        if isinstance(scores, Forfeit):
+            return (written,), {}
+        policy = {option[:-2]: p for option, p in zip(options, scores.probs, strict=True)}
+        ranked = sorted(others, key=lambda action: -policy[action])
+        return (written, *ranked[: self.candidates - 1]), policy

@@ -1,0 +1,137 @@
+"""ReAct choosing by probabilities (`noosphere.metaagent.scored`), on the scripted model in the two-room game."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noosphere.bench import games as games_bench
+from noosphere.errors import CapabilityError, ModelError, UnknownNameError, UsageError
+from noosphere.llm import Capabilities, Model
+from noosphere.llm.scripted import ScriptedBackend
+from noosphere.metaagent import react
+from noosphere.metaagent.scored import PROGRESS_QUESTION, ScoredDecision, reply_head, reply_with
+from noosphere.trace import Trace
+from tests.skip_policy import GAME_EXTRAS
+from tests.test_hostile_inputs import cli
+from tests.test_metaagent import TwoRooms, by_role, reply
+
+SCORING = Capabilities(json_schema=True, logprobs=True)
+HABIT = {"react-scored": [reply(thought="I will wait and see", action="wait")]}
+"""A model with a habit: whatever it sees, it writes "wait" (which does nothing in the two rooms)."""
+
+
+def judge_of(useful: dict[str, float]) -> Any:
+    """A scorer: the policy favours `look` then `wait` (its habit); the judge's P(True) of each candidate is the
+    weight `useful` gives the action in the reply it judges (0.1 for the others); in the east room the policy ranks
+    `take key` third."""
+    def scorer(request: Any) -> list[float]:
+        if request.options == ("Yes", "No"):
+            action = json.loads(request.messages[-2].content)["action"]
+            p = useful.get(action, 0.1)
+            return [p, 1 - p]
+        habit = {"look": 5.0, "wait": 4.0, "take key": 2.0}
+        return [habit.get(option.removesuffix('"}'), 1.0) for option in request.options]
+    return scorer
+
+
+def scored_model(scorer: Any, script: dict[str, list[str]] = HABIT) -> tuple[Model, ScriptedBackend, Trace]:
+    backend = ScriptedBackend(by_role(script), capabilities=SCORING, scorer=scorer)
+    trace = Trace(None)
+    return Model(backend, trace=trace), backend, trace
+
+
+def test_the_judge_turns_a_habit_of_waiting_into_a_won_game() -> None:
+    model, backend, trace = scored_model(judge_of({"go east": 0.8, "take key": 0.9}))
+    result = asyncio.run(react(model, TwoRooms(), max_actions=5, system="react-scored", decide=ScoredDecision()))
+    assert result.won and result.actions == 2  # the plain ReAct of the same replies waits five times and loses
+    first, second = trace.of_kind("ma_judged")
+    assert first.written == "wait" and first.chosen == "go east"
+    assert first.candidates == ["wait", "look", "go east"]  # the written action, then the policy's likeliest others
+    assert first.p_true == [0.1, 0.1, 0.8] and first.policy[1] > first.policy[0] > first.policy[2]
+    assert second.chosen == "take key" and second.step == 2
+    policy = next(r for r in backend.score_history if r.agent == "react-scored-policy")
+    assert policy.prefix == '{"thought": "I will wait and see", "action": "'
+    assert sorted(policy.options) == sorted(f'{a}"}}' for a in ("go east", "look", "wait"))
+    judged = [r for r in backend.score_history if r.agent == "react-scored-judge"][:3]
+    assert [json.loads(r.messages[-2].content)["action"] for r in judged] == ["wait", "look", "go east"]
+    assert all(r.messages[-1].content == PROGRESS_QUESTION and r.messages[-2].role == "assistant" for r in judged)
+    assert judged[0].messages[:-2] == backend.history[0].messages  # the judge reads ReAct's own prompt
+
+
+def test_among_equals_the_written_action_stands_and_one_candidate_skips_the_policy() -> None:
+    model, _, trace = scored_model(judge_of({}))
+    asyncio.run(react(model, TwoRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
+    assert trace.of_kind("ma_judged")[0].chosen == "wait"
+    model, backend, trace = scored_model(judge_of({"go east": 0.9}))
+    asyncio.run(react(model, TwoRooms(), max_actions=1, system="react-scored", decide=ScoredDecision(1)))
+    assert [r.agent for r in backend.score_history] == ["react-scored-judge"]
+    assert trace.of_kind("ma_judged")[0].candidates == ["wait"]
+
+
+def test_a_failed_scoring_call_forfeits_itself_alone() -> None:
+    def flaky(request: Any) -> Any:
+        if request.options != ("Yes", "No"):
+            return ModelError("scripted", "the policy's call failed")
+        return judge_of({"go east": 0.9})(request)
+    model, _, trace = scored_model(flaky)
+    asyncio.run(react(model, TwoRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
+    event = trace.of_kind("ma_judged")[0]
+    assert event.candidates == ["wait"] and event.policy == [0.0] and event.chosen == "wait"
+
+    def judge_fails_on_look(request: Any) -> Any:
+        if request.options == ("Yes", "No") and json.loads(request.messages[-2].content)["action"] == "look":
+            return ModelError("scripted", "the judge's call failed")
+        return judge_of({"look": 0.99, "go east": 0.6})(request)
+    model, _, trace = scored_model(judge_fails_on_look)
+    asyncio.run(react(model, TwoRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
+    event = trace.of_kind("ma_judged")[0]
+    assert event.forfeits == 1 and event.p_true[1] == 0.0 and event.chosen == "go east"
+
+
+def test_usage_errors_are_raised_not_forfeited(tmp_path: Path) -> None:
+    def wrong_options(request: Any) -> Any:
+        return [1.0]  # a scorer bug: one score for several options
+    model, _, _ = scored_model(wrong_options)
+    with pytest.raises(ValueError):
+        asyncio.run(react(model, TwoRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
+    with pytest.raises(UsageError, match="at least one candidate"):
+        ScoredDecision(0)
+    cannot = Model(ScriptedBackend(by_role(HABIT)), trace=Trace(None))
+    config = {"system": "react-scored", "max_actions": 3, "memory": "none", "seed": 0}
+    with pytest.raises(CapabilityError, match="logprobs"):
+        games_bench.player(cannot, config, tmp_path)
+    games_bench.player(scored_model(judge_of({}))[0], config, tmp_path)
+    with pytest.raises(UnknownNameError):
+        games_bench.check_options("react-scord", "none", "random")
+
+
+def test_the_reply_head_ends_where_the_action_begins() -> None:
+    step = {"thought": 'a "quoted" word', "action": "go east"}
+    assert reply_with(step, "look") == '{"thought": "a \\"quoted\\" word", "action": "look"}'
+    assert reply_with(step, "look").startswith(reply_head(step)) and reply_head(step).endswith('"action": "')
+
+
+def test_bench_textworld_react_scored_plays_and_a_model_that_cannot_score_leaves_no_folder(tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    backend = ScriptedBackend(by_role({"react-scored": [reply(thought="look around", action="look")]}),
+                              capabilities=SCORING, scorer=judge_of({}))
+    args = ["bench", "textworld", "--system", "react-scored", "--challenges", "treasure_hunter", "--per-challenge",
+            "1", "--max-actions", "2", "--games-dir", str(tmp_path / "games"), "--model", "scripted", "--no-cache",
+            "--quiet"]
+    played = cli([*args, "--out", str(tmp_path / "scored")], lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert played.code == 0, played
+    [folder] = (tmp_path / "scored").iterdir()
+    row = json.loads((folder / "items.jsonl").read_text().splitlines()[0])
+    assert row["actions"] == 2 and json.loads((folder / "config.json").read_text())["system"] == "react-scored"
+    judged = [json.loads(line) for line in (folder / "trace.jsonl").read_text().splitlines()
+              if '"ma_judged"' in line]
+    assert len(judged) == 2 and all(event["written"] == "look" and len(event["candidates"]) == 3 for event in judged)
+    text_only = ScriptedBackend(by_role({"react-scored": [reply(thought="look around", action="look")]}))
+    refused = cli([*args, "--out", str(tmp_path / "plain")], lambda model_id, **kwargs: Model(text_only, **kwargs))
+    assert refused.code == 2 and "logprobs" in refused.err, refused
+    assert not (tmp_path / "plain").exists() or not any((tmp_path / "plain").iterdir())
