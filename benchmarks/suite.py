@@ -147,7 +147,8 @@ def _textworld() -> tuple[Config, ...]:
     n = TEXTWORLD_PER_CHALLENGE * len(TEXTWORLD_CHALLENGES)
     return (Config("react", ("--system", "react", *games), n),
             Config("reflexion", ("--system", "reflexion", *games), n),
-            Config("react-scored", ("--system", "react-scored", *games), n),
+            Config("react-scored", ("--system", "react-scored", "--margin", "0.05", *games), n),
+            Config("react-scored-nomargin", ("--system", "react-scored", "--margin", "0", *games), n),
             *(Config(f"metaagent-{memory}", ("--system", "metaagent", "--memory", memory, *games), n,
                      in_order=memory != "none")
               for memory in ("none", "episodic", "conceptual", "both")))

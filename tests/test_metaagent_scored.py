@@ -73,6 +73,16 @@ def test_among_equals_the_written_action_stands_and_one_candidate_skips_the_poli
     assert trace.of_kind("ma_judged")[0].candidates == ["wait"]
 
 
+def test_the_judge_changes_the_written_action_only_by_more_than_its_margin() -> None:
+    for margin, taken in ((0.05, "wait"), (0.0, "go east")):
+        model, _, trace = scored_model(judge_of({"go east": 0.13}))  # 0.03 above the written "wait"
+        decide = ScoredDecision(margin=margin)
+        asyncio.run(react(model, TwoRooms(), max_actions=1, system="react-scored", decide=decide))
+        assert trace.of_kind("ma_judged")[0].chosen == taken
+    with pytest.raises(UsageError, match="margin"):
+        ScoredDecision(margin=1.0)
+
+
 def test_a_failed_scoring_call_forfeits_itself_alone() -> None:
     def flaky(request: Any) -> Any:
         if request.options != ("Yes", "No"):
@@ -127,7 +137,8 @@ def test_bench_textworld_react_scored_plays_and_a_model_that_cannot_score_leaves
     assert played.code == 0, played
     [folder] = (tmp_path / "scored").iterdir()
     row = json.loads((folder / "items.jsonl").read_text().splitlines()[0])
-    assert row["actions"] == 2 and json.loads((folder / "config.json").read_text())["system"] == "react-scored"
+    config = json.loads((folder / "config.json").read_text())
+    assert row["actions"] == 2 and config["system"] == "react-scored" and config["margin"] == 0.05
     judged = [json.loads(line) for line in (folder / "trace.jsonl").read_text().splitlines()
               if '"ma_judged"' in line]
     assert len(judged) == 2 and all(event["written"] == "look" and len(event["candidates"]) == 3 for event in judged)

@@ -51,7 +51,7 @@ def player(model: Model, config: dict[str, Any], memory_folder: Path):  # type: 
         return lambda env: react(model, env, max_actions=max_actions)
     if config["system"] == "react-scored":
         ScoredDecision.check(model)
-        decide = ScoredDecision(config.get("candidates", 3))
+        decide = ScoredDecision(config.get("candidates", 3), config.get("margin", 0.0))  # runs before margins: 0
         return lambda env: react(model, env, max_actions=max_actions, system="react-scored", decide=decide)
     if config["system"] == "reflexion":
         return lambda env: reflexion(model, env, trials=config.get("trials", 3), max_actions=max_actions)

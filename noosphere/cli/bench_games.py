@@ -29,6 +29,7 @@ from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
 from noosphere.envs.textworld_games import CHALLENGES
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
+from noosphere.metaagent.scored import DEFAULT_MARGIN
 from noosphere.runs import Run
 
 GameSystemOption = Annotated[str, typer.Option(
@@ -39,6 +40,9 @@ KOption = Annotated[int, typer.Option(min=0, help="metaagent: past episodes reca
 MaxActionsOption = Annotated[int, typer.Option(min=1, help="step budget per game")]
 GraphOption = Annotated[Path | None, typer.Option(
     help="metaagent: a transition graph in YAML or JSON (edges, defaults) instead of the paper's")]
+MarginOption = Annotated[float, typer.Option(
+    min=0.0, max=0.99, help="react-scored: how much higher another candidate's P(True) must be than the written "
+                            "action's to be taken instead")]
 CreateOnlyOption = Annotated[bool, typer.Option(
     help="write the run folder and stop: score it later with --resume, or beside others with `bench together`")]
 
@@ -53,6 +57,7 @@ class GameOptions:
     k: KOption = 4
     max_actions: MaxActionsOption = 50
     graph: GraphOption = None
+    margin: MarginOption = DEFAULT_MARGIN
     create_only: CreateOnlyOption = False
 
     def config(self, limit: int | None, run: RunOptions) -> dict[str, Any]:
@@ -61,6 +66,8 @@ class GameOptions:
         games_bench.check_options(self.system, self.memory, self.retrieve)
         config = {"system": self.system, "memory": self.memory, "retrieve": self.retrieve, "k": self.k,
                   "max_actions": self.max_actions, **run.config(), "limit": limit}
+        if self.system == "react-scored":
+            config["margin"] = self.margin
         if self.graph is not None:
             config["graph"] = games_bench.load_graph(self.graph).to_data()
         return config

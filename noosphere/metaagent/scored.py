@@ -13,7 +13,14 @@ Each step (`ScoredDecision`):
    probable others make `candidates` actions in all.
 3. The judge: P(True) of `PROGRESS_QUESTION` after the reply with each candidate as its action (the signal table's
    question, asked the same way).
-4. The candidate of highest P(True) is taken; among equals, the earlier (the written action first).
+4. The candidate of highest P(True) is taken if its P(True) exceeds the written action's by at least `margin`;
+   otherwise the written action stands.
+
+Why a margin: with none (`margin=0`, the first run, stop 41) the judge overrode the written action on differences of
+0.01 ("take passkey" 0.706 lost to "examine passkey" 0.718 on a game ReAct wins in one action), while the signal
+table puts the mean P(True) of the actions that raised a score 0.11 above that of the others (0.72 against 0.61).
+The default margin, 0.05, is about half that gap, fixed from the signal table before any run with it: the judge
+may change the model's mind only when it tells a kind of action apart, not on its noise within a kind.
 
 Calls per action: one generation and `1 + candidates` scoring calls; the scoring calls share the step's prompt, so
 the local backend evaluates it once and each candidate's few tokens after it. Every step's candidates, their policy
@@ -48,15 +55,23 @@ def reply_head(step: dict[str, str]) -> str:
     return whole[: whole.rindex('"')]
 
 
+DEFAULT_MARGIN = 0.05
+
+
 @dataclass(frozen=True)
 class ScoredDecision:
-    """The `Decide` of `react` that picks the action by the judge's P(True) among the policy's likeliest ones."""
+    """The `Decide` of `react` that takes the judge's choice among the policy's likeliest actions, by P(True), when it
+    is clearly better than the written action."""
 
     candidates: int = 3
+    margin: float = DEFAULT_MARGIN
+    """How much higher another candidate's P(True) must be than the written action's to be taken instead."""
 
     def __post_init__(self) -> None:
         if self.candidates < 1:
             raise UsageError(f"a scored step needs at least one candidate action, not {self.candidates}")
+        if not 0 <= self.margin < 1:
+            raise UsageError(f"the judge's margin is a difference of probabilities in [0, 1), not {self.margin}")
 
     @staticmethod
     def check(model: Model) -> None:
@@ -80,7 +95,8 @@ class ScoredDecision:
                 agent=f"{agent}-judge")
             for action in candidates])
         p_true = [0.0 if isinstance(p, Forfeit) else p for p in judged]
-        chosen = candidates[max(range(len(candidates)), key=lambda i: (p_true[i], -i))]
+        best = max(range(len(candidates)), key=lambda i: (p_true[i], -i))
+        chosen = candidates[best] if p_true[best] >= p_true[0] + self.margin else written
         model.trace.emit(ActionsJudged(
             step=state.t + 1, written=written, chosen=chosen, candidates=list(candidates),
             policy=[round(policy.get(action, 0.0), 4) for action in candidates],
