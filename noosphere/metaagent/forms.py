@@ -58,8 +58,8 @@ def plan_form(admissible: tuple[str, ...]) -> type[BaseModel]:
     admissible proposal, for one call more per action."""
     return action_form("PlanAndAction", admissible,
                        description="the motor agent's action: the admissible action that carries out the plan",
-                       reason="plan", about="the planning agent's plan: what the last observation showed and where "
-                                            "the task leads next")
+                       reason="plan", about="the planning agent's plan: what the last observation showed, and "
+                                            "which step makes progress now")
 
 
 def focus_form(admissible: tuple[str, ...]) -> type[BaseModel]:

@@ -18,9 +18,9 @@ ROLES = {
     "conscious": "You are the conscious agent. You keep the team's belief state: "
                  "what the task needs, what has been done, what is known about where things are, what is next.",
     "planning": "You are the planning agent, and the motor agent answers in the same reply. In `plan` the planner "
-                "says what the last observation showed and which step of the task comes next: do not repeat "
-                "actions that did nothing. In `action` the motor carries the plan out with exactly one of the "
-                "admissible actions.",
+                "says what the last observation showed and which step makes progress on the task: do not repeat "
+                "actions that did nothing; search likely places first. In `action` the motor carries the plan out "
+                "with exactly one of the admissible actions.",
     "motor": "You are the motor agent. Choose exactly one of the admissible actions: the one that carries out the "
              "plan.",
     "focus": "You are the focus agent. The team lost track. From the task, the last real observation and the "
