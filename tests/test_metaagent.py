@@ -643,13 +643,3 @@ def test_the_conscious_agent_reads_its_dated_belief_before_the_result_it_must_up
                                "Known: In the west room; the key may be east. Next: find the key.", 1)
     assert "Your task is to: take the key." in dated and "Current observation: You are in the east room" in rest
     assert "Write the belief state for timestep 1" in rest and "result of the last action" in rest
-
-
-def test_a_plan_carried_out_leaves_the_context_with_its_action() -> None:
-    """The planner must not read its last plan as if it were still to do: it copied it, back and forth."""
-    model, backend, _ = scripted(by_role(winning_script()))
-    assert asyncio.run(MetaAgent(model).play(TwoRooms())).won
-    first, second = [r.messages[-1].content for r in calls(backend, "planning")]
-    assert "Plan:" not in first and "Plan: go east" not in second and "1. go east ->" in second
-    [after] = [r.messages[-1].content for r in calls(backend, "conscious")][1:2]
-    assert "Plan: go east" not in after and "1. go east ->" in after

@@ -191,10 +191,7 @@ class ExternalPerception:
 
     async def act(self, state: EpisodeState, turn: Turn) -> Said:
         action = state.pending_action or "look"
-        # a plan carried out is history (the action stands in the recent actions): left in the context, the 1.5B
-        # planner copied it as its next plan, and went back and forth between two rooms (TextWorld, stop 41)
         state.pending_action = state.proposal = None
-        state.plan = ""
         result = turn.env.step(action)
         state.record(action, result.observation, result.admissible, result.done, result.won)
         turn.trace.emit(ActionTaken(step=state.t, action=action, observation=result.observation,

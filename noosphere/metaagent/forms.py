@@ -22,13 +22,11 @@ class Belief(BaseModel):
     # and then its own role into it, step after step (ALFWorld, stop 16).
     location: str = Field(min_length=1, max_length=120,
                           description="where the team is now")
-    progress: str = Field(max_length=160, description="what the actions taken so far achieved (nothing before "
-                                                      "the first action), and what is held")
+    progress: str = Field(max_length=160, description="what has been achieved so far, and what is held")
     known: str = Field(max_length=240, description="where the things the task needs are, and which places "
                                                    "were searched and found empty")
-    next: str = Field(min_length=1, max_length=160, description="the next step towards the task: what to do with "
-                                                                 "a thing the task needs if it is here, else where "
-                                                                 "to go")
+    next: str = Field(min_length=1, max_length=160, description="the next step towards the task: where to go or "
+                                                                 "what to do there")
 
     def text(self) -> str:
         parts = (("At", self.location), ("Done", self.progress), ("Known", self.known), ("Next", self.next))
