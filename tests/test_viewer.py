@@ -275,6 +275,22 @@ def test_metaagent_path_heatmap_beliefs_retrievals_and_focus(view: Any) -> None:
     viewer.shot("metaagent")
 
 
+def test_a_scored_react_runs_judge_shows_its_candidates_and_the_actions_it_changed(view: Any, tmp_path: Path) -> None:
+    shutil.copytree(RUNS / "metaagent", tmp_path / "judged")
+    judged = [{"kind": "ma_judged", "ts": 1.0, "step": 1, "written": "go west", "chosen": "examine locker",
+               "candidates": ["go west", "open locker", "examine locker"], "policy": [0.5, 0.3, 0.2],
+               "p_true": [0.59, 0.69, 0.7]},
+              {"kind": "ma_judged", "ts": 2.0, "step": 2, "written": "take cane", "chosen": "take cane",
+               "candidates": ["take cane"], "policy": [0.0], "p_true": [0.8]}]
+    with (tmp_path / "judged" / "trace.jsonl").open("a") as trace:
+        trace.writelines(json.dumps(event) + "\n" for event in judged)
+    panel = view(tmp_path / "judged").tab("metaagent")
+    judge = card(panel, "Judge (1 of 2 actions changed)")
+    rows = judge.locator("tbody tr")
+    assert rows.count() == 2 and "open locker: 0.30, 0.69" in rows.first.inner_text()
+    assert rows.first.get_attribute("class") == "focus" and rows.nth(1).get_attribute("class") in (None, "")
+
+
 def test_benchmark_metrics_items_and_a_click_into_an_items_trace(view: Any) -> None:
     # The run scored two problems at a time, so its items' events interleave in the trace.
     owners = [json.loads(line).get("item_id") for line in (RUNS / "bench-society" / "trace.jsonl").open()]

@@ -5,7 +5,8 @@
 // target, valid, fallback}; ma_action {step, action, observation, reward, done, won}; ma_belief {step,
 // belief}; ma_retrieval {step, memory: episodic|conceptual, method: random|relevant, items: [str]};
 // ma_focus {step, reason, loop}; ma_focus_outcome {step, loop, action, recovered}: the first action after
-// that loop did something. Older traces put `recovered` on ma_focus itself.
+// that loop did something. Older traces put `recovered` on ma_focus itself. ma_judged {step, written, chosen,
+// candidates, policy, p_true}: a react-scored step, the written action and the judge's candidates.
 
 function transitionPath(transitions) {
   const path = el("div", {class: "path"});
@@ -56,6 +57,7 @@ function metaView(events) {
   const last = actions[actions.length - 1];
   const reward = actions.reduce((sum, a) => sum + (a.reward || 0), 0);
   const focus = of("ma_focus");
+  const judged = of("ma_judged");
   const outcomes = new Map(of("ma_focus_outcome").map((o) => [o.loop, o]));
   const recovered = (f) => (outcomes.size ? Boolean(outcomes.get(f.loop)?.recovered) : Boolean(f.recovered));
   return el("div", {class: "meta"},
@@ -81,5 +83,10 @@ function metaView(events) {
       of("ma_retrieval"), (r) => [String(r.step), r.memory, r.method,
         el("ul", null, (r.items || []).map((item) => el("li", null, asText(item))))])),
     section(`Focus-loop recoveries (${focus.length})`, pagedTable(["step", "reason", "recovered"], focus,
-      (f) => [String(f.step), block(f.reason), mark(recovered(f))])));
+      (f) => [String(f.step), block(f.reason), mark(recovered(f))])),
+    judged.length ? section(`Judge (${judged.filter((j) => j.chosen !== j.written).length} of ${judged.length} ` +
+      "actions changed)", pagedTable(["step", "written", "candidates: policy, P(True)", "taken"], judged,
+      (j) => [String(j.step), j.written, el("ul", null, j.candidates.map((c, i) =>
+        el("li", null, `${c}: ${num(j.policy[i])}, ${num(j.p_true[i])}`))), j.chosen],
+      (tr, j) => { if (j.chosen !== j.written) tr.classList.add("focus"); })) : null);
 }

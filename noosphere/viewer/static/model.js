@@ -130,6 +130,8 @@ const DESCRIBE = {
   ma_action: (e) => `${short(e.action, 40)} → ${short(e.observation, 50)}` +
     `${e.done ? (e.won ? " (won)" : " (done)") : ""}`,
   ma_belief: (e) => short(e.belief, 90),
+  ma_judged: (e) => `${short(e.written, 30)} → ${short(e.chosen, 30)}` +
+    `${e.written === e.chosen ? "" : " (the judge's pick)"}`,
   ma_retrieval: (e) => `${e.memory} (${e.method}): ${(e.items || []).length} items`,
   ma_focus: (e) => (e.loop ? `focus loop ${e.loop}: ${e.reason}`
     : `${e.reason}${e.recovered ? " (recovered)" : " (not recovered)"}`),
