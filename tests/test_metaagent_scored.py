@@ -14,7 +14,7 @@ from noosphere.errors import CapabilityError, ModelError, UnknownNameError, Usag
 from noosphere.llm import Capabilities, Model
 from noosphere.llm.scripted import ScriptedBackend
 from noosphere.metaagent import react
-from noosphere.metaagent.scored import PROGRESS_QUESTION, ScoredDecision, reply_head, reply_with
+from noosphere.metaagent.scored import PROGRESS_QUESTION, ScoredDecision, reply_head, reply_tail, reply_with
 from noosphere.trace import Trace
 from tests.skip_policy import GAME_EXTRAS
 from tests.test_hostile_inputs import cli
@@ -120,10 +120,12 @@ def test_usage_errors_are_raised_not_forfeited(tmp_path: Path) -> None:
         games_bench.check_options("react-scord", "none", "random")
 
 
-def test_the_reply_head_ends_where_the_action_begins() -> None:
+def test_the_reply_head_ends_where_the_action_begins_and_the_tail_completes_it() -> None:
     step = {"thought": 'a "quoted" word', "action": "go east"}
     assert reply_with(step, "look") == '{"thought": "a \\"quoted\\" word", "action": "look"}'
     assert reply_with(step, "look").startswith(reply_head(step)) and reply_head(step).endswith('"action": "')
+    for action in ("look", 'read "Cooking" book', "take café"):
+        assert reply_head(step) + reply_tail(action) == reply_with(step, action)
 
 
 def test_bench_textworld_react_scored_plays_and_a_model_that_cannot_score_leaves_no_folder(tmp_path: Path) -> None:

@@ -58,6 +58,12 @@ def reply_head(step: dict[str, str]) -> str:
 DEFAULT_MARGIN = 0.05
 
 
+def reply_tail(action: str) -> str:
+    """The rest of the reply after `reply_head`: the action as JSON writes it, then the reply's end (so "go" is not
+    scored as the start of "go east")."""
+    return json.dumps(action, ensure_ascii=False)[1:] + "}"
+
+
 @dataclass(frozen=True)
 class ScoredDecision:
     """The `Decide` of `react` that takes the judge's choice among the policy's likeliest actions, by P(True), when it
@@ -111,11 +117,11 @@ class ScoredDecision:
         others = [action for action in admissible if action != written]
         if self.candidates == 1 or not others:
             return (written,), {}
-        options = [f'{action}"}}' for action in (written, *others)]  # each closes the reply: "go" is not "go east"
-        scores = await attempt(model.score_options(messages, options, prefix=reply_head(step),
-                                                   normalise="mean", agent=f"{agent}-policy"))
+        actions = (written, *others)
+        scores = await attempt(model.score_options(messages, [reply_tail(action) for action in actions],
+                                                   prefix=reply_head(step), normalise="mean", agent=f"{agent}-policy"))
         if isinstance(scores, Forfeit):
             return (written,), {}
-        policy = {option[:-2]: p for option, p in zip(options, scores.probs, strict=True)}
+        policy = dict(zip(actions, scores.probs, strict=True))
         ranked = sorted(others, key=lambda action: -policy[action])
         return (written, *ranked[: self.candidates - 1]), policy
