@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from noosphere.bench import games as games_bench
+from noosphere.envs import Reset, Step
 from noosphere.errors import CapabilityError, ModelError, UnknownNameError, UsageError
 from noosphere.llm import Capabilities, Model
 from noosphere.llm.scripted import ScriptedBackend
@@ -21,6 +22,20 @@ from tests.test_hostile_inputs import cli
 from tests.test_metaagent import TwoRooms, by_role, reply
 
 SCORING = Capabilities(json_schema=True, logprobs=True)
+EXTRAS = ("inventory", "sing")
+
+
+class BusyRooms(TwoRooms):
+    """The two rooms with two more actions that do nothing: more actions than a step's three candidates."""
+
+    def reset(self) -> Reset:
+        start = super().reset()
+        return Reset(start.task, start.observation, (*start.admissible, *EXTRAS))
+
+    def step(self, action: str) -> Step:
+        result = super().step(action)
+        return Step(result.observation, result.reward, result.done, result.won,
+                    (*result.admissible, *EXTRAS) if result.admissible else ())
 HABIT = {"react-scored": [reply(thought="I will wait and see", action="wait")]}
 """A model with a habit: whatever it sees, it writes "wait" (which does nothing in the two rooms)."""
 
@@ -47,7 +62,7 @@ def scored_model(scorer: Any, script: dict[str, list[str]] = HABIT) -> tuple[Mod
 
 def test_the_judge_turns_a_habit_of_waiting_into_a_won_game() -> None:
     model, backend, trace = scored_model(judge_of({"go east": 0.8, "take key": 0.9}))
-    result = asyncio.run(react(model, TwoRooms(), max_actions=5, system="react-scored", decide=ScoredDecision()))
+    result = asyncio.run(react(model, BusyRooms(), max_actions=5, system="react-scored", decide=ScoredDecision()))
     assert result.won and result.actions == 2  # the plain ReAct of the same replies waits five times and loses
     first, second = trace.of_kind("ma_judged")
     assert first.written == "wait" and first.chosen == "go east"
@@ -56,28 +71,35 @@ def test_the_judge_turns_a_habit_of_waiting_into_a_won_game() -> None:
     assert second.chosen == "take key" and second.step == 2
     policy = next(r for r in backend.score_history if r.agent == "react-scored-policy")
     assert policy.prefix == '{"thought": "I will wait and see", "action": "'
-    assert sorted(policy.options) == sorted(f'{a}"}}' for a in ("go east", "look", "wait"))
+    assert sorted(policy.options) == sorted(f'{a}"}}' for a in ("go east", "look", "wait", *EXTRAS))
     judged = [r for r in backend.score_history if r.agent == "react-scored-judge"][:3]
     assert [json.loads(r.messages[-2].content)["action"] for r in judged] == ["wait", "look", "go east"]
     assert all(r.messages[-1].content == PROGRESS_QUESTION and r.messages[-2].role == "assistant" for r in judged)
     assert judged[0].messages[:-2] == backend.history[0].messages  # the judge reads ReAct's own prompt
 
 
-def test_among_equals_the_written_action_stands_and_one_candidate_skips_the_policy() -> None:
+def test_among_equals_the_written_action_stands_and_calls_that_cannot_change_the_pick_are_not_made() -> None:
     model, _, trace = scored_model(judge_of({}))
-    asyncio.run(react(model, TwoRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
+    asyncio.run(react(model, BusyRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
     assert trace.of_kind("ma_judged")[0].chosen == "wait"
     model, backend, trace = scored_model(judge_of({"go east": 0.9}))
-    asyncio.run(react(model, TwoRooms(), max_actions=1, system="react-scored", decide=ScoredDecision(1)))
-    assert [r.agent for r in backend.score_history] == ["react-scored-judge"]
-    assert trace.of_kind("ma_judged")[0].candidates == ["wait"]
+    asyncio.run(react(model, BusyRooms(), max_actions=1, system="react-scored", decide=ScoredDecision(1)))
+    assert backend.score_history == []  # one candidate: no policy, nothing to judge it against
+    event = trace.of_kind("ma_judged")[0]
+    assert event.candidates == ["wait"] and event.p_true == [None] and event.chosen == "wait"
+    model, backend, trace = scored_model(judge_of({"go east": 0.9}))  # three actions, three candidates: no policy
+    asyncio.run(react(model, TwoRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
+    assert [r.agent for r in backend.score_history] == ["react-scored-judge"] * 3
+    event = trace.of_kind("ma_judged")[0]
+    assert event.candidates == ["wait", "go east", "look"] and event.policy == [None] * 3
+    assert event.chosen == "go east"
 
 
-def test_the_judge_changes_the_written_action_only_by_more_than_its_margin() -> None:
+def test_the_judge_changes_the_written_action_only_by_at_least_its_margin() -> None:
     for margin, taken in ((0.05, "wait"), (0.0, "go east")):
         model, _, trace = scored_model(judge_of({"go east": 0.13}))  # 0.03 above the written "wait"
         decide = ScoredDecision(margin=margin)
-        asyncio.run(react(model, TwoRooms(), max_actions=1, system="react-scored", decide=decide))
+        asyncio.run(react(model, BusyRooms(), max_actions=1, system="react-scored", decide=decide))
         assert trace.of_kind("ma_judged")[0].chosen == taken
     with pytest.raises(UsageError, match="margin"):
         ScoredDecision(margin=1.0)
@@ -89,18 +111,35 @@ def test_a_failed_scoring_call_forfeits_itself_alone() -> None:
             return ModelError("scripted", "the policy's call failed")
         return judge_of({"go east": 0.9})(request)
     model, _, trace = scored_model(flaky)
-    asyncio.run(react(model, TwoRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
+    asyncio.run(react(model, BusyRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
     event = trace.of_kind("ma_judged")[0]
-    assert event.candidates == ["wait"] and event.policy == [0.0] and event.chosen == "wait"
+    assert event.candidates == ["wait"] and event.policy == [None] and event.chosen == "wait"
 
     def judge_fails_on_look(request: Any) -> Any:
         if request.options == ("Yes", "No") and json.loads(request.messages[-2].content)["action"] == "look":
             return ModelError("scripted", "the judge's call failed")
         return judge_of({"look": 0.99, "go east": 0.6})(request)
     model, _, trace = scored_model(judge_fails_on_look)
-    asyncio.run(react(model, TwoRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
+    asyncio.run(react(model, BusyRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
     event = trace.of_kind("ma_judged")[0]
-    assert event.forfeits == 1 and event.p_true[1] == 0.0 and event.chosen == "go east"
+    assert event.forfeits == 1 and event.p_true[1] is None and event.chosen == "go east"
+
+    def judge_fails_on_the_written(request: Any) -> Any:
+        if request.options == ("Yes", "No") and json.loads(request.messages[-2].content)["action"] == "wait":
+            return ModelError("scripted", "the judge's call failed")
+        return judge_of({"look": 0.99, "go east": 0.99})(request)
+    model, _, trace = scored_model(judge_fails_on_the_written)
+    asyncio.run(react(model, BusyRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
+    event = trace.of_kind("ma_judged")[0]
+    assert event.forfeits == 1 and event.chosen == "wait"  # nothing is judged better than an unjudged written action
+
+
+def test_a_run_saved_before_margins_existed_resumes_without_one(tmp_path: Path) -> None:
+    for config, taken in (({}, "go east"), ({"margin": 0.05}, "wait")):
+        model, _, trace = scored_model(judge_of({"go east": 0.13}))
+        play = games_bench.player(model, {"system": "react-scored", "max_actions": 1, **config}, tmp_path)
+        asyncio.run(play(BusyRooms()))
+        assert trace.of_kind("ma_judged")[0].chosen == taken
 
 
 def test_usage_errors_are_raised_not_forfeited(tmp_path: Path) -> None:
@@ -144,6 +183,8 @@ def test_bench_textworld_react_scored_plays_and_a_model_that_cannot_score_leaves
     judged = [json.loads(line) for line in (folder / "trace.jsonl").read_text().splitlines()
               if '"ma_judged"' in line]
     assert len(judged) == 2 and all(event["written"] == "look" and len(event["candidates"]) == 3 for event in judged)
+    plain = cli([*args[:2], "--system", "react", "--margin", "0.1", *args[4:], "--out", str(tmp_path / "react")])
+    assert plain.code == 2 and "--margin is the react-scored judge's" in plain.err and not (tmp_path / "react").exists()
     text_only = ScriptedBackend(by_role({"react-scored": [reply(thought="look around", action="look")]}))
     refused = cli([*args, "--out", str(tmp_path / "plain")], lambda model_id, **kwargs: Model(text_only, **kwargs))
     assert refused.code == 2 and "logprobs" in refused.err, refused

@@ -281,7 +281,7 @@ def test_a_scored_react_runs_judge_shows_its_candidates_and_the_actions_it_chang
                "candidates": ["go west", "open locker", "examine locker"], "policy": [0.5, 0.3, 0.2],
                "p_true": [0.59, 0.69, 0.7]},
               {"kind": "ma_judged", "ts": 2.0, "step": 2, "written": "take cane", "chosen": "take cane",
-               "candidates": ["take cane"], "policy": [0.0], "p_true": [0.8]}]
+               "candidates": ["take cane"], "policy": [None], "p_true": [None]}]
     with (tmp_path / "judged" / "trace.jsonl").open("a") as trace:
         trace.writelines(json.dumps(event) + "\n" for event in judged)
     panel = view(tmp_path / "judged").tab("metaagent")
@@ -289,6 +289,7 @@ def test_a_scored_react_runs_judge_shows_its_candidates_and_the_actions_it_chang
     rows = judge.locator("tbody tr")
     assert rows.count() == 2 and "open locker: 0.30, 0.69" in rows.first.inner_text()
     assert rows.first.get_attribute("class") == "focus" and rows.nth(1).get_attribute("class") in (None, "")
+    assert "take cane: –, –" in rows.nth(1).inner_text()  # not scored: nothing to choose between
 
 
 def test_benchmark_metrics_items_and_a_click_into_an_items_trace(view: Any) -> None:

@@ -40,9 +40,9 @@ KOption = Annotated[int, typer.Option(min=0, help="metaagent: past episodes reca
 MaxActionsOption = Annotated[int, typer.Option(min=1, help="step budget per game")]
 GraphOption = Annotated[Path | None, typer.Option(
     help="metaagent: a transition graph in YAML or JSON (edges, defaults) instead of the paper's")]
-MarginOption = Annotated[float, typer.Option(
+MarginOption = Annotated[float | None, typer.Option(
     min=0.0, max=0.99, help="react-scored: how much higher another candidate's P(True) must be than the written "
-                            "action's to be taken instead")]
+                            f"action's to be taken instead [default: {DEFAULT_MARGIN}]")]
 CreateOnlyOption = Annotated[bool, typer.Option(
     help="write the run folder and stop: score it later with --resume, or beside others with `bench together`")]
 
@@ -57,7 +57,7 @@ class GameOptions:
     k: KOption = 4
     max_actions: MaxActionsOption = 50
     graph: GraphOption = None
-    margin: MarginOption = DEFAULT_MARGIN
+    margin: MarginOption = None
     create_only: CreateOnlyOption = False
 
     def config(self, limit: int | None, run: RunOptions) -> dict[str, Any]:
@@ -67,7 +67,9 @@ class GameOptions:
         config = {"system": self.system, "memory": self.memory, "retrieve": self.retrieve, "k": self.k,
                   "max_actions": self.max_actions, **run.config(), "limit": limit}
         if self.system == "react-scored":
-            config["margin"] = self.margin
+            config["margin"] = DEFAULT_MARGIN if self.margin is None else self.margin
+        elif self.margin is not None:
+            raise UsageError(f"--margin is the react-scored judge's; --system {self.system} has no judge")
         if self.graph is not None:
             config["graph"] = games_bench.load_graph(self.graph).to_data()
         return config

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from pydantic import BaseModel
+
 from noosphere.concurrent import Forfeit, attempt
 from noosphere.envs import Environment
 from noosphere.llm import Message, Model
@@ -27,7 +29,7 @@ REACT_ROLE = ("You play a text game to complete a task. At each step think brief
 THOUGHT = "what the last observation showed and where the task leads next"
 
 
-def step_form(state: EpisodeState) -> type:
+def step_form(state: EpisodeState) -> type[BaseModel]:
     """ReAct's reply: a `thought`, then an `action` that can only be one of this step's admissible actions."""
     return action_form("ReactStep", state.admissible, reason="thought", about=THOUGHT)
 

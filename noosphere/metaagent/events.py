@@ -97,6 +97,8 @@ class ActionsJudged(StepEvent):
     written: str
     chosen: str
     candidates: list[str]
-    policy: list[float]
-    p_true: list[float]
+    policy: list[float | None]
+    """The policy's probability of each candidate; None where it was not scored (every action a candidate anyway)."""
+    p_true: list[float | None]
+    """The judge's P(True) of each candidate; None where its call failed or there was nothing to judge."""
     forfeits: int = 0

@@ -22,10 +22,17 @@ table puts the mean P(True) of the actions that raised a score 0.11 above that o
 The default margin, 0.05, is about half that gap, fixed from the signal table before any run with it: the judge
 may change the model's mind only when it tells a kind of action apart, not on its noise within a kind.
 
-Calls per action: one generation and `1 + candidates` scoring calls; the scoring calls share the step's prompt, so
-the local backend evaluates it once and each candidate's few tokens after it. Every step's candidates, their policy
-probabilities and P(True) are an `ActionsJudged` event. A scoring call that fails forfeits only itself: without the
-policy the written action is the only candidate; an unjudged candidate counts as P(True) 0.
+Calls per action: one generation and `1 + candidates` scoring calls (fewer where the game offers at most `candidates`
+actions: no policy call, as every one is a candidate; none with a single one); the scoring calls share the step's
+prompt, so the local backend evaluates it once and each candidate's few tokens after it. Every step's candidates,
+their policy probabilities and P(True) are an `ActionsJudged` event (None where not scored). A scoring call that
+fails forfeits only itself: without the policy the written action is the only candidate; an unjudged candidate
+cannot be taken, and without the written action's own P(True) the written action stands.
+
+The reply the policy continues and the judge reads is the model's reply re-serialised (`json.dumps`: a space after
+each colon and comma), not its text as decoded (compact JSON from the grammar): the candidates then differ only in
+their action. The signal table judged the text as decoded. Scoring calls read the prompt of the step's first
+attempt (`Model.instructed`), not a repair turn's.
 """
 
 from __future__ import annotations
@@ -42,6 +49,9 @@ from noosphere.metaagent.state import EpisodeState
 
 PROGRESS_QUESTION = "Does the action above bring the game closer to its goal? Answer Yes or No."
 """What the judge is asked after each candidate: the wording the signal table measured (AUROC 0.91 on TextWorld)."""
+DEFAULT_MARGIN = 0.05
+"""How much higher the judge's P(True) of another candidate must be than the written action's: about half the gap the
+signal table measured between the actions that raised a TextWorld score and the others."""
 
 
 def reply_with(step: dict[str, str], action: str) -> str:
@@ -53,9 +63,6 @@ def reply_head(step: dict[str, str]) -> str:
     """The reply up to where its action's text begins: `{"thought": "...", "action": "`."""
     whole = reply_with(step, "")
     return whole[: whole.rindex('"')]
-
-
-DEFAULT_MARGIN = 0.05
 
 
 def reply_tail(action: str) -> str:
@@ -95,28 +102,36 @@ class ScoredDecision:
         step = completion.output.model_dump()  # type: ignore[union-attr]
         written = str(step["action"])
         candidates, policy = await self._candidates(model, messages, state, step, written, agent)
-        judged = await gather_turns([
-            lambda action=action: model.p_true(  # type: ignore[misc]
-                [*messages, Message.assistant(reply_with(step, action)), Message.user(PROGRESS_QUESTION)],
-                agent=f"{agent}-judge")
-            for action in candidates])
-        p_true = [0.0 if isinstance(p, Forfeit) else p for p in judged]
-        best = max(range(len(candidates)), key=lambda i: (p_true[i], -i))
-        chosen = candidates[best] if p_true[best] >= p_true[0] + self.margin else written
+        judged: list[float | Forfeit | None] = [None]  # one candidate: nothing to judge it against
+        if len(candidates) > 1:
+            judged = list(await gather_turns([
+                lambda action=action: model.p_true(  # type: ignore[misc]
+                    [*messages, Message.assistant(reply_with(step, action)), Message.user(PROGRESS_QUESTION)],
+                    agent=f"{agent}-judge")
+                for action in candidates]))
+        p_true = [p if isinstance(p, float) else None for p in judged]
+        chosen = written
+        if p_true[0] is not None:  # without the written action's own P(True) nothing is judged better than it
+            best = max(range(len(candidates)), key=lambda i: (p_true[i] or 0.0, -i))
+            if (p_true[best] or 0.0) >= p_true[0] + self.margin:
+                chosen = candidates[best]
         model.trace.emit(ActionsJudged(
             step=state.t + 1, written=written, chosen=chosen, candidates=list(candidates),
-            policy=[round(policy.get(action, 0.0), 4) for action in candidates],
-            p_true=[round(p, 4) for p in p_true], forfeits=sum(isinstance(p, Forfeit) for p in judged)))
+            policy=[round(policy[action], 4) if action in policy else None for action in candidates],
+            p_true=[None if p is None else round(p, 4) for p in p_true],
+            forfeits=sum(isinstance(p, Forfeit) for p in judged)))
         return chosen
 
     async def _candidates(self, model: Model, messages: list[Message], state: EpisodeState, step: dict[str, str],
                           written: str, agent: str) -> tuple[tuple[str, ...], dict[str, float]]:
         """The written action and the policy's likeliest others, `candidates` in all, with the policy's probabilities
-        (none when the scoring call failed or there is nothing else to choose)."""
+        (none when the scoring call failed, or when every admissible action is a candidate anyway: no call then)."""
         admissible = tuple(dict.fromkeys(state.admissible))
         others = [action for action in admissible if action != written]
         if self.candidates == 1 or not others:
             return (written,), {}
+        if len(others) < self.candidates:
+            return (written, *others), {}
         actions = (written, *others)
         scores = await attempt(model.score_options(messages, [reply_tail(action) for action in actions],
                                                    prefix=reply_head(step), normalise="mean", agent=f"{agent}-policy"))
