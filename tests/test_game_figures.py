@@ -162,10 +162,14 @@ def test_the_suite_summary_draws_a_row_per_run_and_memory_off_and_on_side_by_sid
     assert write_transition_pair(tmp_path / "none.png", ("react", [row("g", True, 1)]), ("react", []), "t") is None
 
 
-def test_the_textworld_table_is_six_configurations_on_the_same_12_games_of_40_actions(suite: Any) -> None:
+def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_12_games_of_40_actions(
+        suite: Any) -> None:
     table = suite.SUITES["textworld"]
-    assert [c.name for c in table.configs] == ["react", "reflexion", "metaagent-none", "metaagent-episodic",
-                                               "metaagent-conceptual", "metaagent-both"]
+    assert [c.name for c in table.configs] == ["react", "reflexion", "react-scored", "react-scored-nomargin",
+                                               "metaagent-none", "metaagent-episodic", "metaagent-conceptual",
+                                               "metaagent-both"]
+    margins = {c.name: c.args[c.args.index("--margin") + 1] for c in table.configs if "--margin" in c.args}
+    assert margins == {"react-scored": "0.05", "react-scored-nomargin": "0"}
     games = {c.args[c.args.index("--tier"):] for c in table.configs}
     assert games == {("--tier", "1", "--challenges", "coin_collector,treasure_hunter,cooking,custom",
                       "--per-challenge", "3", "--max-actions", "40")}
