@@ -105,32 +105,32 @@ def test_the_judge_changes_the_written_action_only_by_at_least_its_margin() -> N
         ScoredDecision(margin=1.0)
 
 
+def judged_step(scorer: Any) -> Any:
+    """The `ma_judged` event of one scored step in the busy rooms, the model writing "wait"."""
+    model, _, trace = scored_model(scorer)
+    asyncio.run(react(model, BusyRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
+    return trace.of_kind("ma_judged")[0]
+
+
+def judge_failing_on(action: str, useful: dict[str, float]) -> Any:
+    """`judge_of(useful)`, except that the judge's call about `action` fails at run time."""
+    def scorer(request: Any) -> Any:
+        if request.options == ("Yes", "No") and json.loads(request.messages[-2].content)["action"] == action:
+            return ModelError("scripted", "the judge's call failed")
+        return judge_of(useful)(request)
+    return scorer
+
+
 def test_a_failed_scoring_call_forfeits_itself_alone() -> None:
-    def flaky(request: Any) -> Any:
+    def policy_fails(request: Any) -> Any:
         if request.options != ("Yes", "No"):
             return ModelError("scripted", "the policy's call failed")
         return judge_of({"go east": 0.9})(request)
-    model, _, trace = scored_model(flaky)
-    asyncio.run(react(model, BusyRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
-    event = trace.of_kind("ma_judged")[0]
+    event = judged_step(policy_fails)
     assert event.candidates == ["wait"] and event.policy == [None] and event.chosen == "wait"
-
-    def judge_fails_on_look(request: Any) -> Any:
-        if request.options == ("Yes", "No") and json.loads(request.messages[-2].content)["action"] == "look":
-            return ModelError("scripted", "the judge's call failed")
-        return judge_of({"look": 0.99, "go east": 0.6})(request)
-    model, _, trace = scored_model(judge_fails_on_look)
-    asyncio.run(react(model, BusyRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
-    event = trace.of_kind("ma_judged")[0]
+    event = judged_step(judge_failing_on("look", {"look": 0.99, "go east": 0.6}))
     assert event.forfeits == 1 and event.p_true[1] is None and event.chosen == "go east"
-
-    def judge_fails_on_the_written(request: Any) -> Any:
-        if request.options == ("Yes", "No") and json.loads(request.messages[-2].content)["action"] == "wait":
-            return ModelError("scripted", "the judge's call failed")
-        return judge_of({"look": 0.99, "go east": 0.99})(request)
-    model, _, trace = scored_model(judge_fails_on_the_written)
-    asyncio.run(react(model, BusyRooms(), max_actions=1, system="react-scored", decide=ScoredDecision()))
-    event = trace.of_kind("ma_judged")[0]
+    event = judged_step(judge_failing_on("wait", {"look": 0.99, "go east": 0.99}))
     assert event.forfeits == 1 and event.chosen == "wait"  # nothing is judged better than an unjudged written action
 
 
