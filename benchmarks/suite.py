@@ -137,6 +137,11 @@ its success rate says whether the tier holds; a change of tier starts a new suit
 run keeps the games it was made with."""
 
 
+HELDOUT_SEED = 3
+"""The held-out check of `react-scored` (stop 41): the same challenges and budget on games 3, 4 and 5 of each
+challenge, which no run had played when the judge and its margin were chosen on games 0-2."""
+
+
 def _textworld() -> tuple[Config, ...]:
     """Issue 27's TextWorld table: ReAct, Reflexion and the meta-agent with memory none / episodic / conceptual /
     both, and beside them issue 26's `react-scored` (ReAct choosing by P(True)), every one on the same 12 games
@@ -149,6 +154,9 @@ def _textworld() -> tuple[Config, ...]:
             Config("reflexion", ("--system", "reflexion", *games), n),
             Config("react-scored", ("--system", "react-scored", "--margin", "0.05", *games), n),
             Config("react-scored-nomargin", ("--system", "react-scored", "--margin", "0", *games), n),
+            *(Config(f"{name}-heldout", (*system, "--seed", str(HELDOUT_SEED), *games), n)
+              for name, system in (("react", ("--system", "react")),
+                                   ("react-scored", ("--system", "react-scored", "--margin", "0.05")))),
             *(Config(f"metaagent-{memory}", ("--system", "metaagent", "--memory", memory, *games), n,
                      in_order=memory != "none")
               for memory in ("none", "episodic", "conceptual", "both")))

@@ -166,10 +166,12 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
         suite: Any) -> None:
     table = suite.SUITES["textworld"]
     assert [c.name for c in table.configs] == ["react", "reflexion", "react-scored", "react-scored-nomargin",
-                                               "metaagent-none", "metaagent-episodic", "metaagent-conceptual",
-                                               "metaagent-both"]
+                                               "react-heldout", "react-scored-heldout", "metaagent-none",
+                                               "metaagent-episodic", "metaagent-conceptual", "metaagent-both"]
     margins = {c.name: c.args[c.args.index("--margin") + 1] for c in table.configs if "--margin" in c.args}
-    assert margins == {"react-scored": "0.05", "react-scored-nomargin": "0"}
+    assert margins == {"react-scored": "0.05", "react-scored-nomargin": "0", "react-scored-heldout": "0.05"}
+    seeds = {c.name: c.args[c.args.index("--seed") + 1] for c in table.configs if "--seed" in c.args}
+    assert seeds == {"react-heldout": "3", "react-scored-heldout": "3"}
     games = {c.args[c.args.index("--tier"):] for c in table.configs}
     assert games == {("--tier", "1", "--challenges", "coin_collector,treasure_hunter,cooking,custom",
                       "--per-challenge", "3", "--max-actions", "40")}
