@@ -159,7 +159,10 @@ def _textworld() -> tuple[Config, ...]:
                                    ("react-scored", ("--system", "react-scored", "--margin", "0.05")))),
             *(Config(f"metaagent-{memory}", ("--system", "metaagent", "--memory", memory, *games), n,
                      in_order=memory != "none")
-              for memory in ("none", "episodic", "conceptual", "both")))
+              for memory in ("none", "episodic", "conceptual", "both")),
+            *(Config(f"metaagent-{memory}-judged", ("--system", "metaagent", "--memory", memory, "--judge", *games), n,
+                     in_order=memory != "none")
+              for memory in ("none", "both")))
 
 
 def _textworld_tiers() -> tuple[Config, ...]:

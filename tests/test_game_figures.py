@@ -167,7 +167,9 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
     table = suite.SUITES["textworld"]
     assert [c.name for c in table.configs] == ["react", "reflexion", "react-scored", "react-scored-nomargin",
                                                "react-heldout", "react-scored-heldout", "metaagent-none",
-                                               "metaagent-episodic", "metaagent-conceptual", "metaagent-both"]
+                                               "metaagent-episodic", "metaagent-conceptual", "metaagent-both",
+                                               "metaagent-none-judged", "metaagent-both-judged"]
+    assert [c.name for c in table.configs if "--judge" in c.args] == ["metaagent-none-judged", "metaagent-both-judged"]
     margins = {c.name: c.args[c.args.index("--margin") + 1] for c in table.configs if "--margin" in c.args}
     assert margins == {"react-scored": "0.05", "react-scored-nomargin": "0", "react-scored-heldout": "0.05"}
     seeds = {c.name: c.args[c.args.index("--seed") + 1] for c in table.configs if "--seed" in c.args}
@@ -177,7 +179,7 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                       "--per-challenge", "3", "--max-actions", "40")}
     assert {c.limit for c in table.configs} == {12}
     assert [c.name for c in table.configs if c.in_order] == ["metaagent-episodic", "metaagent-conceptual",
-                                                             "metaagent-both"]
+                                                             "metaagent-both", "metaagent-both-judged"]
     assert table.memory_pair == ("metaagent-none", "metaagent-both")
     assert [c.name for c in suite.SUITES["textworld-tiers"].configs][:3] == ["tier1-react", "tier1-reflexion",
                                                                              "tier1-metaagent"]

@@ -14,12 +14,12 @@ from noosphere.envs import Reset, Step
 from noosphere.errors import CapabilityError, ModelError, UnknownNameError, UsageError
 from noosphere.llm import Capabilities, Model
 from noosphere.llm.scripted import ScriptedBackend
-from noosphere.metaagent import react
+from noosphere.metaagent import MetaAgent, react
 from noosphere.metaagent.scored import PROGRESS_QUESTION, ScoredDecision, reply_head, reply_tail, reply_with
 from noosphere.trace import Trace
 from tests.skip_policy import GAME_EXTRAS
 from tests.test_hostile_inputs import cli
-from tests.test_metaagent import TwoRooms, by_role, reply
+from tests.test_metaagent import TwoRooms, belief, by_role, reply
 
 SCORING = Capabilities(json_schema=True, logprobs=True)
 EXTRAS = ("inventory", "sing")
@@ -184,8 +184,50 @@ def test_bench_textworld_react_scored_plays_and_a_model_that_cannot_score_leaves
               if '"ma_judged"' in line]
     assert len(judged) == 2 and all(event["written"] == "look" and len(event["candidates"]) == 3 for event in judged)
     plain = cli([*args[:2], "--system", "react", "--margin", "0.1", *args[4:], "--out", str(tmp_path / "react")])
-    assert plain.code == 2 and "--margin is the react-scored judge's" in plain.err and not (tmp_path / "react").exists()
+    assert plain.code == 2 and "--margin is the judge's" in plain.err and not (tmp_path / "react").exists()
     text_only = ScriptedBackend(by_role({"react-scored": [reply(thought="look around", action="look")]}))
     refused = cli([*args, "--out", str(tmp_path / "plain")], lambda model_id, **kwargs: Model(text_only, **kwargs))
     assert refused.code == 2 and "logprobs" in refused.err, refused
     assert not (tmp_path / "plain").exists() or not any((tmp_path / "plain").iterdir())
+
+
+WAITING_TEAM = {"conscious": [belief()], "planning": [reply(plan="wait and see what happens", action="wait")],
+                "focus": [reply(situation="nothing has changed", action="wait")]}
+"""A meta-agent team with the same habit: its planner and motor write "wait" whatever the belief says."""
+
+
+def test_the_meta_agents_motor_is_judged_on_the_planners_reply_when_asked() -> None:
+    model, backend, trace = scored_model(judge_of({"go east": 0.8, "take key": 0.9}), WAITING_TEAM)
+    result = asyncio.run(MetaAgent(model, judge=ScoredDecision()).play(BusyRooms()))
+    assert result.won and result.actions == 2
+    first, second = trace.of_kind("ma_judged")
+    assert (first.written, first.chosen, first.candidates) == ("wait", "go east", ["wait", "look", "go east"])
+    assert (second.written, second.chosen) == ("wait", "take key")
+    assert [e.action for e in trace.of_kind("ma_action")] == ["go east", "take key"]
+    policy = next(r for r in backend.score_history if r.agent == "planning+motor-policy")
+    assert policy.prefix == '{"plan": "wait and see what happens", "action": "'
+    planning = next(r for r in backend.history if r.agent == "planning+motor")
+    judged = next(r for r in backend.score_history if r.agent == "planning+motor-judge")
+    assert judged.messages[:-2] == planning.messages  # the planner's own prompt, then its reply with a candidate
+    assert json.loads(judged.messages[-2].content) == {"plan": "wait and see what happens", "action": "wait"}
+    model, backend, trace = scored_model(judge_of({"go east": 0.8, "take key": 0.9}), WAITING_TEAM)
+    unjudged = asyncio.run(MetaAgent(model, max_actions=4).play(BusyRooms()))
+    assert not unjudged.won and backend.score_history == [] and trace.of_kind("ma_judged") == []
+
+
+def test_the_meta_agents_judge_is_refused_without_scores_and_its_options_are_checked(tmp_path: Path) -> None:
+    cannot = Model(ScriptedBackend(by_role(WAITING_TEAM)), trace=Trace(None))
+    with pytest.raises(CapabilityError, match="logprobs"):
+        MetaAgent(cannot, judge=ScoredDecision())
+    config = {"system": "metaagent", "memory": "none", "max_actions": 2, "seed": 0, "judge": True, "margin": 0.05}
+    with pytest.raises(CapabilityError, match="logprobs"):
+        games_bench.player(cannot, config, tmp_path)
+    model, _, trace = scored_model(judge_of({"go east": 0.13}), WAITING_TEAM)  # 0.03 above "wait": under the margin
+    asyncio.run(games_bench.player(model, config, tmp_path)(BusyRooms()))
+    assert {e.chosen for e in trace.of_kind("ma_judged")} == {"wait"}
+    args = ["bench", "textworld", "--challenges", "treasure_hunter", "--per-challenge", "1", "--max-actions", "2",
+            "--games-dir", str(tmp_path / "games"), "--model", "scripted", "--no-cache", "--quiet"]
+    for system, said in (("react", "has no judge"), ("react-scored", "always judges")):
+        refused = cli([*args, "--system", system, "--judge", "--out", str(tmp_path / system)])
+        assert refused.code == 2 and "--judge is the meta-agent's" in refused.err and said in refused.err, refused
+        assert not (tmp_path / system).exists()

@@ -41,8 +41,11 @@ MaxActionsOption = Annotated[int, typer.Option(min=1, help="step budget per game
 GraphOption = Annotated[Path | None, typer.Option(
     help="metaagent: a transition graph in YAML or JSON (edges, defaults) instead of the paper's")]
 MarginOption = Annotated[float | None, typer.Option(
-    min=0.0, max=0.99, help="react-scored: how much higher another candidate's P(True) must be than the written "
-                            f"action's to be taken instead [default: {DEFAULT_MARGIN}]")]
+    min=0.0, max=0.99, help="react-scored, metaagent --judge: how much higher another candidate's P(True) must be "
+                            f"than the written action's to be taken instead [default: {DEFAULT_MARGIN}]")]
+JudgeOption = Annotated[bool, typer.Option(
+    help="metaagent: the motor's action judged by P(True) among the likeliest admissible actions, as react-scored's "
+         "is (a model that can score)")]
 CreateOnlyOption = Annotated[bool, typer.Option(
     help="write the run folder and stop: score it later with --resume, or beside others with `bench together`")]
 
@@ -58,6 +61,7 @@ class GameOptions:
     max_actions: MaxActionsOption = 50
     graph: GraphOption = None
     margin: MarginOption = None
+    judge: JudgeOption = False
     create_only: CreateOnlyOption = False
 
     def config(self, limit: int | None, run: RunOptions) -> dict[str, Any]:
@@ -66,10 +70,16 @@ class GameOptions:
         games_bench.check_options(self.system, self.memory, self.retrieve)
         config = {"system": self.system, "memory": self.memory, "retrieve": self.retrieve, "k": self.k,
                   "max_actions": self.max_actions, **run.config(), "limit": limit}
-        if self.system == "react-scored":
+        if self.judge and self.system != "metaagent":
+            raise UsageError(f"--judge is the meta-agent's; --system {self.system} "
+                             + ("always judges" if self.system == "react-scored" else "has no judge"))
+        if self.judge:
+            config["judge"] = True
+        if self.system == "react-scored" or self.judge:
             config["margin"] = DEFAULT_MARGIN if self.margin is None else self.margin
         elif self.margin is not None:
-            raise UsageError(f"--margin is the react-scored judge's; --system {self.system} has no judge")
+            raise UsageError(f"--margin is the judge's (react-scored, or metaagent --judge); --system {self.system} "
+                             "has no judge here")
         if self.graph is not None:
             config["graph"] = games_bench.load_graph(self.graph).to_data()
         return config

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from noosphere.concurrent import Forfeit, attempt
 from noosphere.envs import Environment
 from noosphere.llm import Message, Model
+from noosphere.llm.model import FormatPlace
 from noosphere.metaagent.events import ActionTaken, BeliefWritten, FocusOutcome
 from noosphere.metaagent.forms import PICK, Belief, Note, action_form, focus_form, plan_form, with_pick
 from noosphere.metaagent.orchestrator import Offer
@@ -34,6 +35,7 @@ from noosphere.trace import Trace
 
 if TYPE_CHECKING:
     from noosphere.metaagent.recollection import MemorySettings
+    from noosphere.metaagent.scored import ScoredDecision
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,9 @@ class Turn:
     """The orchestrator's choice after this agent, asked in the same call when the agent makes one."""
     refocus: bool = False
     """The focus loop follows this turn whatever the agent says."""
+    judge: ScoredDecision | None = None
+    """With a judge, the motor's action is the judge's choice by P(True) among the likeliest admissible actions
+    (issue 26's `react-scored` step, on the planning and motor agents' reply); without, the action as written."""
 
     @property
     def trace(self) -> Trace:
@@ -71,6 +76,11 @@ class Agent(Protocol):
     async def act(self, state: EpisodeState, turn: Turn) -> Said: ...
 
 
+FORMAT_AT: FormatPlace = "end"
+"""Where a language agent's call puts its format instruction: after its role's question, so that consecutive agents'
+prompts share the whole context before it."""
+
+
 def _nothing(state: EpisodeState) -> None:
     return None
 
@@ -88,6 +98,8 @@ class LanguageAgent:
     """The other roles whose fields this agent's form carries (planning: the motor's action)."""
     forfeit: Callable[[EpisodeState], None] = _nothing
     """What a failed call withdraws from the state."""
+    judged: bool = False
+    """Its reply ends in the motor's `action`, which the turn's judge (if any) may replace."""
 
     def label(self, offer: Offer | None) -> str:
         return "+".join((self.name, *self.shares, *(("orchestrator",) if offer else ())))
@@ -96,13 +108,19 @@ class LanguageAgent:
         label, messages, output = self.label(turn.offer), self.messages(state), self.output(state)
         if turn.offer is not None:
             messages, output = asking_also(messages, turn.offer.question()), with_pick(output, turn.offer.successors)
-        completion = await attempt(turn.model.complete(messages, output=output, agent=label, format_at="end"))
+        completion = await attempt(turn.model.complete(messages, output=output, agent=label, format_at=FORMAT_AT))
         if isinstance(completion, Forfeit):  # the agent forfeits its turn; saying nothing usable is a hallucination
             state.needs_focus = f"{self.name} gave no usable output ({type(completion.error).__name__})"
             self.forfeit(state)
             return Said("", label)
         pick = getattr(completion.output, PICK) if turn.offer is not None else None
-        return Said(self.apply(state, completion.output, turn), label, pick)
+        reply = completion.output
+        if self.judged and turn.judge is not None:
+            step = {name: value for name, value in reply.model_dump().items() if name != PICK}
+            read = turn.model.instructed(messages, output, format_at=FORMAT_AT)  # the prompt the reply answered
+            action = await turn.judge.choose(turn.model, list(read), step, state, label)
+            reply = reply.model_copy(update={"action": action})
+        return Said(self.apply(state, reply, turn), label, pick)
 
 
 def _in_context(node: str, question: Callable[[EpisodeState], str]) -> Callable[[EpisodeState], list[Message]]:
@@ -146,9 +164,10 @@ def _rule(state: EpisodeState, output: Any, turn: Turn) -> str:
 
 
 PLANNING = LanguageAgent("planning", _in_context("planning", lambda s: "Plan the next step, and act."),
-                         lambda s: plan_form(s.admissible), _plan, shares=("motor",), forfeit=_forget_plan)
+                         lambda s: plan_form(s.admissible), _plan, shares=("motor",), forfeit=_forget_plan,
+                         judged=True)
 MOTOR_ALONE = LanguageAgent("motor", _in_context("motor", lambda s: "Choose the action that carries out the plan."),
-                            lambda s: action_form("MotorAction", s.admissible), _act)
+                            lambda s: action_form("MotorAction", s.admissible), _act, judged=True)
 LESSON = LanguageAgent("learning", _in_context("learning", lambda s: "The task was solved. One general rule:"),
                        lambda s: Note, _rule)
 """The learning agent after a won game that taught no rule on the way: a won game teaches at least one."""

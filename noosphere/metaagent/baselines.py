@@ -11,27 +11,17 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pydantic import BaseModel
-
 from noosphere.concurrent import Forfeit, attempt
 from noosphere.envs import Environment
 from noosphere.llm import Message, Model
 from noosphere.metaagent.engine import EpisodeResult
 from noosphere.metaagent.events import ActionTaken, EpisodeEnded, EpisodeStarted
-from noosphere.metaagent.forms import Note, action_form
+from noosphere.metaagent.forms import Note, step_form
 from noosphere.metaagent.prompts import ROLES
 from noosphere.metaagent.state import EpisodeState
 
 REACT_ROLE = ("You play a text game to complete a task. At each step think briefly about what you know and what "
               "to do, then choose exactly one admissible action.")
-
-
-THOUGHT = "what the last observation showed and where the task leads next"
-
-
-def step_form(state: EpisodeState) -> type[BaseModel]:
-    """ReAct's reply: a `thought`, then an `action` that can only be one of this step's admissible actions."""
-    return action_form("ReactStep", state.admissible, reason="thought", about=THOUGHT)
 
 
 class Decide(Protocol):
@@ -43,7 +33,7 @@ class Decide(Protocol):
 async def written_action(model: Model, messages: list[Message], state: EpisodeState, agent: str) -> str:
     """ReAct's own decision: the action the model writes after its thought; `look` when the call failed, as a
     wasted move would cost."""
-    completion = await attempt(model.complete(messages, output=step_form(state), agent=agent))
+    completion = await attempt(model.complete(messages, output=step_form(state.admissible), agent=agent))
     return "look" if isinstance(completion, Forfeit) else completion.output.action  # type: ignore[union-attr]
 
 

@@ -26,6 +26,7 @@ from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, Trans
 from noosphere.metaagent.hallucination import flag_hallucination
 from noosphere.metaagent.orchestrator import FOCUS, choose, focus_decided, offer
 from noosphere.metaagent.recollection import MemorySettings
+from noosphere.metaagent.scored import ScoredDecision
 from noosphere.metaagent.state import EpisodeState
 
 
@@ -49,8 +50,12 @@ class EpisodeResult:
 
 class MetaAgent:
     def __init__(self, model: Model, *, graph: TransitionGraph = DEFAULT_GRAPH, memory: MemorySettings | None = None,
-                 max_actions: int = 50, max_transitions: int | None = None, seed: int = 0) -> None:
+                 max_actions: int = 50, max_transitions: int | None = None, seed: int = 0,
+                 judge: ScoredDecision | None = None) -> None:
         graph.check_agents(set(AGENTS))
+        if judge is not None:
+            judge.check(model)
+        self.judge = judge
         self.model, self.memory = model, memory
         remembers = memory is not None and memory.active
         # without a memory those agents would only spend turns: the orchestrator is not offered them
@@ -62,7 +67,7 @@ class MetaAgent:
     async def play(self, env: Environment) -> EpisodeResult:
         start = env.reset()
         state = EpisodeState(start.task, start.observation, start.admissible, start.guide)
-        turn = Turn(self.model, env, self.memory, self.seed)
+        turn = Turn(self.model, env, self.memory, self.seed, judge=self.judge)
         trace = self.model.trace
         trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system="metaagent"))
         if self.memory is not None:

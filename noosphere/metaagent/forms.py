@@ -48,6 +48,14 @@ def action_form(name: str, admissible: tuple[str, ...], *, description: str = "o
                        reason_description=about, listed=len(admissible) <= ADMISSIBLE_SHOWN)
 
 
+THOUGHT = "what the last observation showed and where the task leads next"
+
+
+def step_form(admissible: tuple[str, ...]) -> type[BaseModel]:
+    """ReAct's reply: a `thought`, then an `action` that can only be one of this step's admissible actions."""
+    return action_form("ReactStep", admissible, reason="thought", about=THOUGHT)
+
+
 def plan_form(admissible: tuple[str, ...]) -> type[BaseModel]:
     """The planning and motor agents' shared call: the planner's `plan`, then the motor's `action`, one of
     the admissible actions, as the paper's planning prompt asks. Free to write any command, the 1.5B

@@ -29,6 +29,9 @@ their policy probabilities and P(True) are an `ActionsJudged` event (None where 
 fails forfeits only itself: without the policy the written action is the only candidate; an unjudged candidate
 cannot be taken, and without the written action's own P(True) the written action stands.
 
+The meta-agent takes the same judge (`MetaAgent(judge=...)`, `--judge`): `choose` is given the planning and motor
+agents' reply, whose last field is the motor's action, and the prompt that call read.
+
 The reply the policy continues and the judge reads is the model's reply re-serialised (`json.dumps`: a space after
 each colon and comma), not its text as decoded (compact JSON from the grammar): the candidates then differ only in
 their action. The signal table judged the text as decoded. Scoring calls read the prompt of the step's first
@@ -43,8 +46,8 @@ from dataclasses import dataclass
 from noosphere.concurrent import Forfeit, attempt, gather_turns
 from noosphere.errors import CapabilityError, UsageError
 from noosphere.llm import Message, Model
-from noosphere.metaagent.baselines import step_form
 from noosphere.metaagent.events import ActionsJudged
+from noosphere.metaagent.forms import step_form
 from noosphere.metaagent.state import EpisodeState
 
 PROGRESS_QUESTION = "Does the action above bring the game closer to its goal? Answer Yes or No."
@@ -94,12 +97,18 @@ class ScoredDecision:
                                             "from token log-probabilities)")
 
     async def __call__(self, model: Model, messages: list[Message], state: EpisodeState, agent: str) -> str:
-        form = step_form(state)
+        form = step_form(state.admissible)
         completion = await attempt(model.complete(messages, output=form, agent=agent))
         if isinstance(completion, Forfeit):
             return "look"  # as ReAct does: a failed step still costs an action
-        messages = list(model.instructed(messages, form))  # what the model read, its format instruction included
         step = completion.output.model_dump()  # type: ignore[union-attr]
+        return await self.choose(model, list(model.instructed(messages, form)), step, state, agent)
+
+    async def choose(self, model: Model, messages: list[Message], step: dict[str, str], state: EpisodeState,
+                     agent: str) -> str:
+        """The action taken after a reply `step` whose last field is its `action` (the other fields, such as a
+        thought or a plan, as the model wrote them), given the `messages` the model read (its format instruction
+        included): the written action, or the judge's pick among the policy's likeliest by at least `margin`."""
         written = str(step["action"])
         candidates, policy = await self._candidates(model, messages, state, step, written, agent)
         judged: list[float | Forfeit | None] = [None]  # one candidate: nothing to judge it against
