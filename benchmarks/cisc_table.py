@@ -1,10 +1,11 @@
-"""Recount a weighted best-of-N run (`bench gsm8k --system best-of-n --weighted`) at every budget.
+"""Recount a weighted best-of-N run (`bench gsm8k --system best-of-n --weights p-true|sequence`) at every budget.
 
-Each row keeps every sample's number and P(True), so one run answers several questions at once:
-the plain majority and the P(True)-weighted vote (CISC) over the first k samples, for every k. A
-weighted vote over k samples costs 2k calls (k generations, k scoring calls), a plain vote k, so
-the table also pairs them at equal calls. It prints a markdown table and the signal of P(True) on
-the samples (AUROC of P(True) against the sample being right, with a 95 % DeLong interval).
+Each row keeps every sample's number and weight, so one run answers several questions at once:
+the plain majority and the weighted vote (CISC) over the first k samples, for every k. With P(True)
+a weighted vote over k samples costs 2k calls (k generations, k scoring calls), a plain vote k, so
+the table also pairs them at equal calls; with the sample's own sequence probability both cost k.
+It prints a markdown table and the signal of the weight on the samples (AUROC of the weight against
+the sample being right, with a 95 % DeLong interval).
 
     python benchmarks/cisc_table.py RUN_DIR [--json]
 """
@@ -21,11 +22,23 @@ from noosphere.bench.calibration import auroc, auroc_interval
 from noosphere.bench.gsm8k import majority, weighted_votes
 from noosphere.runs import load_done
 
+WEIGHT_FIELDS = {"p_true": ("P(True)", 2), "token_probability": ("sequence probability", 1)}
+"""A row's per-sample weight field: what it is, and the calls a weighted sample costs (a scoring call for P(True);
+none more for the sample's own probability)."""
 
-def recount(rows: list[dict[str, Any]], k: int, weighted: bool) -> float:
+
+def weight_field(rows: list[dict[str, Any]]) -> str:
+    found = {name for row in rows for s in row["samples"] for name in WEIGHT_FIELDS if name in s}
+    if len(found) != 1:
+        raise SystemExit(f"the rows' samples carry {sorted(found) or 'no'} weights; expected one of "
+                         f"{sorted(WEIGHT_FIELDS)}")
+    return found.pop()
+
+
+def recount(rows: list[dict[str, Any]], k: int, weighted: bool, field: str = "p_true") -> float:
     right = 0
     for row in rows:
-        samples = [(s["number"], s["p_true"]) for s in row["samples"][:k]]
+        samples = [(s["number"], s.get(field)) for s in row["samples"][:k]]
         numbers = [number for number, _ in samples if number is not None]
         votes: dict[str, float] = (weighted_votes(samples) if weighted
                                    else {n: float(c) for n, c in Counter(numbers).items()})
@@ -38,13 +51,16 @@ def table(run: Path) -> dict[str, Any]:
     if not rows:
         raise SystemExit(f"{run} has no weighted best-of-N rows with samples")
     n = len(rows[0]["samples"])
-    results = [{"samples": k, "plain": round(recount(rows, k, False), 1), "plain_calls": k,
-                "weighted": round(recount(rows, k, True), 1), "weighted_calls": 2 * k} for k in range(1, n + 1)]
-    scored = [(s["p_true"], s["number"] == row["gold"]) for row in rows for s in row["samples"]
-              if s["number"] is not None and s["p_true"] is not None]
+    field = weight_field(rows)
+    per_sample = WEIGHT_FIELDS[field][1]
+    results = [{"samples": k, "plain": round(recount(rows, k, False, field), 1), "plain_calls": k,
+                "weighted": round(recount(rows, k, True, field), 1), "weighted_calls": per_sample * k}
+               for k in range(1, n + 1)]
+    scored = [(s[field], s["number"] == row["gold"]) for row in rows for s in row["samples"]
+              if s["number"] is not None and s.get(field) is not None]
     probs, truth = [p for p, _ in scored], [t for _, t in scored]
     interval = auroc_interval(probs, truth)
-    return {"run": str(run), "problems": len(rows), "rows": results,
+    return {"run": str(run), "problems": len(rows), "rows": results, "weight": field,
             "signal": {"samples": len(scored), "right": sum(truth), "auroc": auroc(probs, truth),
                        "ci95": list(interval) if interval else None}}
 
@@ -59,13 +75,15 @@ def main() -> None:
         print(json.dumps(result, indent=2))
         return
     print(f"{result['problems']} problems of {result['run']}\n")
-    print("| samples k | plain majority (k calls) | weighted by P(True) (2k calls) |\n|---|---|---|")
+    what, per_sample = WEIGHT_FIELDS[result["weight"]]
+    calls = f"{per_sample}k calls" if per_sample > 1 else "k calls"
+    print(f"| samples k | plain majority (k calls) | weighted by {what} ({calls}) |\n|---|---|---|")
     for row in result["rows"]:
         print(f"| {row['samples']} | {row['plain']} | {row['weighted']} |")
     signal = result["signal"]
     ci = f" (95 % CI {signal['ci95'][0]:.2f}-{signal['ci95'][1]:.2f})" if signal["ci95"] else ""
     area = f"{signal['auroc']:.3f}" if signal["auroc"] is not None else "undefined"
-    print(f"\nP(True) against a sample being right: AUROC {area}{ci} over {signal['samples']} samples "
+    print(f"\n{what} against a sample being right: AUROC {area}{ci} over {signal['samples']} samples "
           f"({signal['right']} right)")
 
 

@@ -247,6 +247,9 @@ SUITES: dict[str, Suite] = {
         # issue 26: six samples, each also scored by P(True); `benchmarks/cisc_table.py` recounts the plain and
         # weighted votes at every number of samples, and so at equal calls
         Config("best-of-n-weighted", ("--system", "best-of-n", "--n", "6", "--weighted"), 30),
+        # the same six samples weighted by their own probability, read while they are generated: plain and weighted
+        # votes of one run are at equal calls (6 a problem)
+        Config("best-of-n-sequence", ("--system", "best-of-n", "--n", "6", "--weights", "sequence"), 30),
         # the monarchy whose leader sees each member's P(True) in its answer (three scoring calls more a problem)
         Config("monarchy-confidence", ("--system", "society", "--society", MONARCHY, "--set", "leader_confidence=true"),
                50),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from noosphere.bench.answer_spread import answer_spread
 from noosphere.bench.gsm8k import load_gsm8k, normalise_number, planned_calls
+from noosphere.errors import CapabilityError
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.observation import Observation
 from noosphere.society.config import build_society, load_society_spec
@@ -338,7 +340,7 @@ def test_weighted_best_of_n_lets_a_believed_minority_outvote_a_doubted_majority(
         return {"Yes": 0.9, "No": 0.1} if '"7"' in solution else {"Yes": 0.3, "No": 0.7}
 
     model, backend, trace = scripted(reply, scorer=scorer)
-    scored = asyncio.run(solve_best_of_n(model, 3, GsmItem("q", "3 + 4?", "7"), weighted=True))
+    scored = asyncio.run(solve_best_of_n(model, 3, GsmItem("q", "3 + 4?", "7"), weights="p-true"))
     assert scored.prediction == "7" and scored.correct
     assert scored.detail["plain"] == "8" and scored.detail["votes"] == {"8": 2, "7": 1}
     assert scored.confidence == pytest.approx(0.9 / 1.5)
@@ -352,3 +354,39 @@ def test_weighted_is_refused_outside_best_of_n(data: Path, tmp_path: Path) -> No
     code, _, err = invoke(["bench", "gsm8k", "--system", "base", "--weighted", "--data", str(data),
                            "--out", str(tmp_path / "runs")])
     assert code == 2 and "--weighted" in err and not (tmp_path / "runs").exists()
+
+
+def test_sequence_weights_come_free_with_the_samples_and_outvote_a_doubted_majority() -> None:
+    """CISC with the samples' own probabilities: no scoring call, so plain and weighted are at equal calls."""
+    import asyncio
+
+    from noosphere.bench.gsm8k import GsmItem, solve_best_of_n
+    from noosphere.llm import Capabilities, Reply, Usage
+
+    answers = {"sample-0": ("8", -6.0), "sample-1": ("7", -0.5), "sample-2": ("8", -5.0)}
+
+    def reply(request: Any) -> Any:
+        number, logprob = answers[request.agent]
+        assert request.logprobs  # the sample asked for its own log-probability
+        return Reply(json.dumps({"reasoning": "3 + 4", "answer": number}), usage=Usage(10, 5), logprob=logprob)
+
+    backend = ScriptedBackend(reply, capabilities=Capabilities(json_schema=True, logprobs=True))
+    scored = asyncio.run(solve_best_of_n(Model(backend), 3, GsmItem("q", "3 + 4?", "7"), weights="sequence"))
+    assert scored.prediction == "7" and scored.detail["plain"] == "8" and len(backend.history) == 3
+    assert backend.score_history == []
+    probabilities = [s["token_probability"] for s in scored.detail["samples"]]
+    assert probabilities == pytest.approx([math.exp(-6 / 5), math.exp(-0.5 / 5), math.exp(-5 / 5)], abs=1e-6)
+    assert scored.confidence == pytest.approx(probabilities[1] / sum(probabilities), abs=1e-4)
+    cannot = Model(ScriptedBackend(reply, capabilities=Capabilities(json_schema=True)))
+    with pytest.raises(CapabilityError, match="logprobs"):
+        asyncio.run(solve_best_of_n(cannot, 3, GsmItem("q", "3 + 4?", "7"), weights="sequence"))
+
+
+def test_vote_weights_are_checked_before_a_run(data: Path, tmp_path: Path) -> None:
+    for args, said in ((["--weights", "sequence", "--system", "base"], "apply to --system best-of-n"),
+                       (["--weights", "sequenze", "--system", "best-of-n", "--n", "2"], "sequence"),
+                       (["--weighted", "--weights", "sequence", "--system", "best-of-n", "--n", "2"],
+                        "--weighted means --weights p-true")):
+        code, _, err = invoke(["bench", "gsm8k", *args, "--data", str(data), "--out", str(tmp_path / "runs")])
+        assert code == 2 and said in err, err
+        assert not (tmp_path / "runs").exists()

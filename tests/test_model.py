@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 from pydantic import BaseModel, Field
@@ -16,7 +17,19 @@ from noosphere.errors import (
     ScriptExhaustedError,
     UsageError,
 )
-from noosphere.llm import Budget, CallCache, Capabilities, Message, ScriptedBackend, Settings, ToolSpec, UsageLedger
+from noosphere.llm import (
+    Budget,
+    CallCache,
+    Capabilities,
+    Message,
+    Model,
+    Reply,
+    ScriptedBackend,
+    Settings,
+    ToolSpec,
+    Usage,
+    UsageLedger,
+)
 from noosphere.llm import model as model_module
 from noosphere.llm.messages import MediaPart
 from tests.helpers import scripted
@@ -206,6 +219,27 @@ async def test_cache_makes_reruns_free_and_marks_them(tmp_path) -> None:
     different_seed = model.bind(settings=Settings(seed=1))
     with pytest.raises(ScriptExhaustedError):
         await different_seed.complete("same prompt")
+
+
+async def test_a_reply_carries_its_own_log_probability_when_asked_and_the_cache_keeps_it(tmp_path) -> None:
+    logprobs = Capabilities(json_schema=True, logprobs=True)
+    backend = ScriptedBackend([Reply("plain"), Reply("red", usage=Usage(4, 2), logprob=-1.0),
+                               Reply("red", usage=Usage(4, 2), logprob=-1.0)], capabilities=logprobs)
+    model = Model(backend, cache=CallCache(tmp_path / "calls.sqlite"))
+    unasked = await model.complete("name a colour")
+    assert unasked.logprob is None and unasked.token_probability is None
+    asked = await model.complete("name a colour", logprobs=True)  # the cached reply has none: asked again
+    assert not asked.cached and len(backend.history) == 2 and backend.history[1].logprobs
+    assert asked.logprob == -1.0 and asked.token_probability == pytest.approx(math.exp(-0.5))
+    again = await model.complete("name a colour", logprobs=True)
+    assert again.cached and again.logprob == -1.0 and len(backend.history) == 2
+    silent = Model(ScriptedBackend([Reply("red")], capabilities=logprobs))
+    with pytest.raises(ModelError, match="no log-probability"):
+        await silent.complete("name a colour", logprobs=True)
+    cannot = Model(ScriptedBackend(["red"], capabilities=Capabilities(json_schema=True)))
+    with pytest.raises(CapabilityError, match="logprobs"):
+        await cannot.complete("name a colour", logprobs=True)
+    assert cannot.backend.history == []  # type: ignore[attr-defined]
 
 
 async def test_context_overflow_errors_or_truncates() -> None:

@@ -83,3 +83,19 @@ def test_p_true_prefers_the_true_proposition() -> None:
 
     right, wrong = asyncio.run(run())
     assert right > 0.5 > wrong
+
+
+def test_a_replys_own_log_probability_is_the_score_of_its_text() -> None:
+    """The log-probability a generation keeps, token by token, is what scoring its text after the same prompt
+    gives: sampled token ids, logits positions or the normalisation wrong would break the equality."""
+    model = _model()
+
+    async def run() -> tuple[str, float | None, int, float]:
+        reply = await model.complete(QUESTION, settings=Settings(max_tokens=4), logprobs=True)
+        scored = await model.score_options(QUESTION, [reply.text, "Blue"])
+        return reply.text, reply.logprob, reply.logprob_tokens, scored.logprobs[0]
+
+    text, logprob, tokens, scored = asyncio.run(run())
+    assert logprob is not None and logprob < 0 and tokens >= 1, (text, logprob)
+    assert logprob == pytest.approx(scored, abs=0.05), (text, logprob, scored)
+    assert 0 < math.exp(logprob / tokens) <= 1

@@ -192,6 +192,34 @@ async def test_a_provider_with_logprobs_scores_options_and_one_without_is_an_err
 
 
 @pytest.mark.provider_double
+async def test_a_providers_reply_carries_the_sum_of_its_token_logprobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from noosphere.llm import open_model
+    from noosphere.llm.litellm_backend import import_litellm
+
+    litellm = import_litellm()
+    sent: list[dict[str, Any]] = []
+    tokens = SimpleNamespace(content=[SimpleNamespace(token="Re", logprob=-0.25), SimpleNamespace(token="d",
+                                                                                                  logprob=-0.5)])
+    replies = iter([SimpleNamespace(choices=[SimpleNamespace(logprobs=tokens, message=SimpleNamespace(content="Red"),
+                                                             finish_reason="stop")],
+                                    usage=SimpleNamespace(prompt_tokens=9, completion_tokens=2)),
+                    _fake_response(None)])
+
+    async def fake_acompletion(**kwargs: Any) -> Any:
+        sent.append(kwargs)
+        return next(replies)
+
+    monkeypatch.setattr(litellm, "acompletion", fake_acompletion)
+    model = open_model("litellm:openai/gpt-4o-mini", trace=Trace(None))
+    completion = await model.complete("Name a primary colour.", logprobs=True)
+    assert sent[0]["logprobs"] is True and "top_logprobs" not in sent[0]
+    assert completion.logprob == pytest.approx(-0.75) and completion.token_probability == pytest.approx(
+        math.exp(-0.375))
+    with pytest.raises(ModelError, match="no logprobs"):
+        await model.complete("Name another.", logprobs=True)
+
+
+@pytest.mark.provider_double
 def test_a_provider_model_without_logprobs_declares_it() -> None:
     from noosphere.llm import open_model
 

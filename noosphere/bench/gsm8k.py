@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -103,22 +104,32 @@ async def solve_base(model: Model, item: GsmItem) -> Scored:
 CORRECT_QUESTION = "Is the final answer above correct? Answer Yes or No."
 
 
-async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weighted: bool = False) -> Scored:
+Weights = Literal["none", "p-true", "sequence"]
+WEIGHTS: tuple[Weights, ...] = ("none", "p-true", "sequence")
+
+
+async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weights: Weights = "none") -> Scored:
     """N seeded samples in parallel; the most frequent number wins (ties: the one seen first).
 
-    `weighted` (confidence-informed self-consistency, CISC): each sample's vote counts P(True), the
-    model's probability of "Yes" to "is the final answer correct?" asked after that sample, so a
-    number the model believes in outweighs one it doubts. That costs one scoring call a sample (the
-    sample's own conversation is still in the engine's cache: only the question is evaluated). The
-    row keeps every sample's number and P(True), and the plain vote, so any vote can be recounted.
+    Weighted votes (confidence-informed self-consistency, CISC) count each sample's confidence instead of 1:
+    - `p-true`: P(True), the model's probability of "Yes" to "is the final answer correct?" asked after that
+      sample, so a number the model believes in outweighs one it doubts. That costs one scoring call a sample
+      (the sample's own conversation is still in the engine's cache: only the question is evaluated).
+    - `sequence`: the sample's own probability, length-normalised (`Completion.token_probability`, the geometric
+      mean of its tokens' probabilities), read while it was generated: no call more than the plain vote's, so
+      the plain and the weighted vote of the same samples are a comparison at equal calls.
+    The row keeps every sample's number and weight, and the plain vote, so any vote can be recounted.
     """
     messages = [Message.system(SOLVER_ROLE), Message.user(item.question)]
 
     async def sample(index: int) -> tuple[str | None, float | None]:
         settings = model.settings.with_(temperature=SAMPLE_TEMPERATURE, seed=model.settings.seed + index)
-        completion = await model.complete(messages, output=Statement, settings=settings, agent=f"sample-{index}")
+        completion = await model.complete(messages, output=Statement, settings=settings, agent=f"sample-{index}",
+                                          logprobs=weights == "sequence")
         number = normalise_number(completion.output.answer) if completion.output else None
-        if not weighted or number is None:
+        if weights == "sequence":
+            return number, completion.token_probability
+        if weights == "none" or number is None:
             return number, None
         p = await model.p_true([*messages, Message.assistant(completion.text), Message.user(CORRECT_QUESTION)],
                                agent=f"judge-{index}")
@@ -133,17 +144,18 @@ async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weighted: bool
     failed = sum(1 for r in results if isinstance(r, Forfeit))
     detail: dict[str, object] = {"votes": dict(votes), "failed": failed,
                                  "no_number": sum(1 for r in results if isinstance(r, tuple) and r[0] is None)}
-    if not weighted:
+    if weights == "none":
         # its confidence: the share of the N samples that gave the winning number (self-consistency)
         return _scored(item, plain, votes[plain] / n if plain is not None else None, **detail)
-    weights = weighted_votes(drawn)
-    best = majority(weights, numbers)
-    total = sum(weights.values())
-    detail |= {"plain": plain, "weights": {k: round(v, 4) for k, v in weights.items()},
-               "samples": [{"number": number, "p_true": round(p, 6) if p is not None else None}
+    weight = weighted_votes(drawn)
+    best = majority(weight, numbers)
+    total = sum(weight.values())
+    field = "p_true" if weights == "p-true" else "token_probability"
+    detail |= {"plain": plain, "weights": {k: round(v, 4) for k, v in weight.items()},
+               "samples": [{"number": number, field: round(p, 6) if p is not None else None}
                            for number, p in drawn]}
     # its confidence: the share of the weight behind the winning number
-    return _scored(item, best, weights[best] / total if best is not None and total > 0 else None, **detail)
+    return _scored(item, best, weight[best] / total if best is not None and total > 0 else None, **detail)
 
 
 def majority(votes: Mapping[str, float], order: list[str]) -> str | None:

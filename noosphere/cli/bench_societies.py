@@ -55,7 +55,7 @@ def _settings(pairs: list[str]) -> dict[str, Any]:
 def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights: str | None, vote: str | None,
                   n: int | None, options: RunOptions, limit: int | None, data: Path | None,
                   match_run: Path | None = None, settings: list[str] | None = None,
-                  weighted: bool = False, offset: int = 0) -> dict[str, Any]:
+                  weights: str = "none", offset: int = 0) -> dict[str, Any]:
     """Check the options of a new GSM8K run; the society file is read now and saved whole with the run."""
     systems = ("base", "best-of-n", "society")
     if system not in systems:
@@ -79,8 +79,10 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
             first = str(error["loc"][0]) if error["loc"] else ""
             flag = f"--{first}" if flags.get(first) is not None else f"--set {'.'.join(map(str, error['loc']))}"
             raise UsageError(f"invalid {flag}: {error['msg']}") from exc
-    if weighted and system != "best-of-n":
-        raise UsageError("--weighted weighs best-of-n's samples by P(True); it applies to --system best-of-n")
+    if weights not in gsm8k_bench.WEIGHTS:
+        raise UnknownNameError("vote weight", weights, gsm8k_bench.WEIGHTS)
+    if weights != "none" and system != "best-of-n":
+        raise UsageError("--weights (and --weighted) weigh best-of-n's samples; they apply to --system best-of-n")
     if system == "society" and spec is None:
         raise UsageError("--system society needs --society FILE (see examples/societies)")
     if system == "best-of-n" and n is None:
@@ -96,7 +98,14 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
             "society": spec.model_dump() if spec is not None else None,
             "society_file": str(society) if society else None,
             "matched_run": str(match_run) if match_run is not None and system == "best-of-n" else None,
-            "weighted": weighted}
+            "weighted": weights != "none", "weights": weights}
+
+
+def _weights(weighted: bool, weights: str) -> str:
+    """`--weighted` is `--weights p-true`; both at once must agree."""
+    if weighted and weights not in ("none", "p-true"):
+        raise UsageError(f"--weighted means --weights p-true; it cannot go with --weights {weights}")
+    return "p-true" if weighted else weights
 
 
 def _one_economy_at_a_time(config: dict[str, Any], parallel: int) -> None:
@@ -138,8 +147,11 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         match_run: Annotated[Path | None, typer.Option(
             help="best-of-n: a society run folder; N is its mean calls per problem, measured")] = None,
         weighted: Annotated[bool, typer.Option(
-            help="best-of-n: weigh each sample's vote by P(True), the model's probability that its answer is "
-                 "right (CISC; one scoring call a sample)")] = False,
+            help="best-of-n: the same as --weights p-true")] = False,
+        weights: Annotated[str, typer.Option(
+            help="best-of-n: each sample's vote weighted by p-true (P(True) that its answer is right; one scoring "
+                 "call a sample) or sequence (its own length-normalised probability; no call more), CISC; or none")
+        ] = "none",
         limit: Annotated[int | None, typer.Option(min=1, help="first N problems of the file")] = None,
         offset: OffsetOption = 0,
         data: Annotated[Path | None, typer.Option(help="a GSM8K JSONL file")] = None,
@@ -149,7 +161,8 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
         resume = options.resume
         config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, vote, n, options, limit,
-                                                             data, match_run, set_, weighted, offset)
+                                                             data, match_run, set_, _weights(weighted, weights),
+                                                             offset)
         # refused before the run is opened (a resumed one's result.json stays as it was)
         _one_economy_at_a_time(Run.saved_config(resume) if resume is not None else config, options.items_at_once)
 
@@ -161,7 +174,8 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             if saved["system"] == "base":
                 solve: Solve = partial(gsm8k_bench.solve_base, llm)
             elif saved["system"] == "best-of-n":
-                solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"], weighted=saved.get("weighted", False))
+                solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"],
+                                weights=saved.get("weights") or ("p-true" if saved.get("weighted") else "none"))
             else:
                 spec = SocietySpec.model_validate(saved["society"])
 

@@ -73,6 +73,9 @@ class GenerationJob:
     """A scoring job generates nothing: it evaluates `tokens` and returns the log-probability of each
     token from this position on (an option after its prompt). Its prefix up to here is shared as usual."""
     token_logprobs: list[float] = field(default_factory=list)
+    """A scoring job's: each scored token's log-probability. A generation's with `logprobs`: each generated token's."""
+    logprobs: bool = False
+    """A generation that keeps the log-probability of each token it generates (under the raw logits)."""
     isolated: bool = False
     """Decode this job alone, from an empty sequence: nothing runs beside it and no cached prefix is used, so
     every matrix it goes through has the same shape whatever else was asked, and greedy output does not
@@ -351,15 +354,19 @@ class BatchEngine:
         """Read the log-probability of each scored token from the step's logits; finish once all are read."""
         job = slot.job
         assert job is not None
-        n_vocab = int(self._llama.llama_vocab_n_tokens(self._vocab))
         for index, target in slot.scored_at:
-            logits = np.ctypeslib.as_array(self._llama.llama_get_logits_ith(self._ctx, index), shape=(n_vocab,))
-            values = logits.astype(np.float64)
-            top = values.max()
-            job.token_logprobs.append(float(values[target] - top - np.log(np.exp(values - top).sum())))
+            job.token_logprobs.append(self._logprob(index, target))
         slot.scored_at = []
         if not slot.pending:
             self._finish(slot, reason="scored")
+
+    def _logprob(self, index: int, token: int) -> float:
+        """`token`'s log-probability under the logits the last step kept at batch position `index`."""
+        n_vocab = int(self._llama.llama_vocab_n_tokens(self._vocab))
+        logits = np.ctypeslib.as_array(self._llama.llama_get_logits_ith(self._ctx, index), shape=(n_vocab,))
+        values = logits.astype(np.float64)
+        top = values.max()
+        return float(values[token] - top - np.log(np.exp(values - top).sum()))
 
     def _sample(self, slot: _Slot, index: int) -> None:
         job = slot.job
@@ -369,6 +376,8 @@ class BatchEngine:
         if self._llama.llama_vocab_is_eog(self._vocab, token):
             self._finish(slot, reason="stop")
             return
+        if job.logprobs:  # the sampler read the logits without changing them
+            job.token_logprobs.append(self._logprob(index, token))
         slot.output.append(token)
         slot.text.extend(self._piece(token))
         self.stats.generated_tokens += 1

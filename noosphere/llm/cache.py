@@ -47,6 +47,7 @@ def _reply_from_json(raw: str) -> Reply:
         tool_calls=tuple(ToolCall(**call) for call in data.get("tool_calls", ())),
         usage=Usage(**data.get("usage", {})),
         finish_reason=data.get("finish_reason", "stop"),
+        logprob=data.get("logprob"),
     )
 
 

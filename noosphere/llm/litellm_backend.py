@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 from noosphere.environment import environment
@@ -106,6 +107,8 @@ class LiteLLMBackend:
             # With tools, the pinned LiteLLM checks for its MCP gateway first, which imports the optional
             # `mcp` package and fails without it; noosphere never routes tools through that gateway.
             args["_skip_mcp_handler"] = True
+        if request.logprobs:
+            args["logprobs"] = True
         return args
 
     async def score(self, request: ScoreRequest) -> ScoreReply:
@@ -135,7 +138,13 @@ class LiteLLMBackend:
 
     async def generate(self, request: Request) -> Reply:
         response = await self._acompletion(self._arguments(request), request.messages, request.settings)
-        return _reply(import_litellm(), response)
+        reply = _reply(import_litellm(), response)
+        if not request.logprobs:
+            return reply
+        content = _field(_field(response.choices[0], "logprobs"), "content")
+        if not content:
+            raise ModelError(self.model_id, "the provider returned no logprobs for this reply")
+        return replace(reply, logprob=sum(float(_field(token, "logprob")) for token in content))
 
     async def _acompletion(self, args: dict[str, Any], messages: tuple[Message, ...], settings: Settings) -> Any:
         litellm = import_litellm()

@@ -118,7 +118,7 @@ class LocalBackend:
                         reused_prompt_tokens=sum(r.reused_prompt_tokens for r in results)))
 
     async def generate(self, request: Request) -> Reply:
-        if self.slots is None:
+        if self.slots is None and not request.logprobs:  # a reply's log-probability comes from the engine
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self.loaded.thread, self._generate_serially, request)
         settings = request.settings
@@ -126,7 +126,7 @@ class LocalBackend:
         job = GenerationJob(tokens, settings.max_tokens, settings.temperature, settings.top_p, settings.seed,
                             stop=(*settings.stop, *stops),
                             grammar=self._grammar(request.json_schema) if request.json_schema else None,
-                            isolated=self.deterministic)
+                            isolated=self.deterministic, logprobs=request.logprobs)
         try:
             result = await asyncio.wrap_future(self.engine.submit(job))
         except asyncio.CancelledError:
@@ -134,7 +134,8 @@ class LocalBackend:
             raise
         return Reply(text=result.text, usage=Usage(result.prompt_tokens, result.completion_tokens,
                                                          reused_prompt_tokens=result.reused_prompt_tokens),
-                     finish_reason=result.finish_reason)
+                     finish_reason=result.finish_reason,
+                     logprob=sum(result.token_logprobs) if request.logprobs else None)
 
     def _generate_serially(self, request: Request) -> Reply:
         from llama_cpp import LlamaGrammar

@@ -108,21 +108,24 @@ class Model:
     async def complete(self, messages: str | Message | list[Message] | tuple[Message, ...], *,
                        output: type[OutputT] | None = None, tools: list[ToolSpec] | tuple[ToolSpec, ...] = (),
                        settings: Settings | None = None, agent: str | None = None,
-                       format_at: FormatPlace = "system") -> Completion[OutputT]:
+                       format_at: FormatPlace = "system", logprobs: bool = False) -> Completion[OutputT]:
         """One call. `format_at` places the output-format instruction: in the system message (the
         default), or after the prompt ("end"), for callers whose calls share a long context but ask
-        for different forms, so that the context stays a shared prefix."""
+        for different forms, so that the context stays a shared prefix. `logprobs` asks for the reply's own
+        log-probability (`Completion.logprob`, free on the local backend); a model that cannot give one
+        (`capabilities.logprobs` False) is refused before the call."""
         settings = settings or self.settings
         tools = tuple(tools)
         if output is not None and tools:
             raise UsageError("ask for either a structured output or tools in one call, not both")
-        request = Request(as_messages(messages), settings, tools=tools, agent=agent)
+        request = Request(as_messages(messages), settings, tools=tools, agent=agent, logprobs=logprobs)
         missing = self.capabilities.missing(request.needs())
         if missing:
             raise CapabilityError(self.id, ", ".join(missing))
         if output is None and not tools:
             reply, latency, cached = await self._call(request, agent, attempt=1)
-            return Completion(reply.text, None, reply.tool_calls, reply.usage, latency, self.id, cached=cached)
+            return Completion(reply.text, None, reply.tool_calls, reply.usage, latency, self.id, cached=cached,
+                              logprob=reply.logprob, logprob_tokens=reply.usage.completion_tokens)
         if output is not None:
             request = _with_instruction(request, schema_instruction(output), output.model_json_schema(), self,
                                         format_at)
@@ -270,7 +273,7 @@ class Model:
                                                repair="json_repaired", detail=repair))
             if error is None:
                 return Completion(reply.text, value, calls, usage, time.perf_counter() - started, self.id,
-                                  attempt, tuple(repairs), cached)
+                                  attempt, tuple(repairs), cached, reply.logprob, reply.usage.completion_tokens)
             if reply.finish_reason == "length":
                 error = (f"the reply was cut off at the limit of {request.settings.max_tokens} tokens before it "
                          f"was complete ({error}); keep every text field short")
@@ -299,9 +302,13 @@ class Model:
         key = request_key(self.backend.fingerprint, request) if self.cache is not None else None
         started = time.perf_counter()
         reply = self.cache.get(key) if self.cache is not None and key is not None else None
+        if reply is not None and request.logprobs and reply.logprob is None:
+            reply = None  # cached by a call that did not ask for its log-probability: asked again
         cached = reply is not None
         if reply is None:
             reply = await self._generate_with_retries(request, agent)
+            if request.logprobs and reply.logprob is None:
+                raise ModelError(self.id, "the backend returned no log-probability for a reply that asked for one")
             if self.cache is not None and key is not None:
                 self.cache.put(key, reply)
         latency = time.perf_counter() - started

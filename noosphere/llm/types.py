@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
 
@@ -104,6 +105,8 @@ class Request:
     tools: tuple[ToolSpec, ...] = ()
     agent: str | None = None
     """Who is asking (a processor, a member); for accounting and scripted routing, not the cache key."""
+    logprobs: bool = False
+    """The reply must carry its own log-probability (`Reply.logprob`): a model that cannot give one is refused."""
 
     def needs(self) -> set[str]:
         needed: set[str] = set()
@@ -111,6 +114,8 @@ class Request:
             needed |= message.needs()
         if self.tools:
             needed.add("tools")
+        if self.logprobs:
+            needed.add("logprobs")
         return needed
 
 
@@ -122,6 +127,9 @@ class Reply:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = Usage()
     finish_reason: str = "stop"
+    logprob: float | None = None
+    """With `Request.logprobs`: the sum of the generated tokens' log-probabilities under the model's own distribution
+    (its logits before temperature, top-p or a grammar shaped the choice), over `usage.completion_tokens` tokens."""
 
 
 @dataclass(frozen=True)
@@ -177,3 +185,15 @@ class Completion(Generic[T]):
     attempts: int = 1
     repairs: tuple[Repair, ...] = ()
     cached: bool = False
+    logprob: float | None = None
+    """The reply's log-probability when the call asked for it (`complete(..., logprobs=True)`): the sum over its
+    `logprob_tokens` generated tokens (the accepted attempt's, not a repaired one's)."""
+    logprob_tokens: int = 0
+
+    @property
+    def token_probability(self) -> float | None:
+        """The geometric mean of the generated tokens' probabilities, exp(logprob / tokens): the reply's probability
+        normalised by its length, in (0, 1] (None without a log-probability)."""
+        if self.logprob is None or self.logprob_tokens <= 0:
+            return None
+        return math.exp(self.logprob / self.logprob_tokens)
