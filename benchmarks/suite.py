@@ -250,6 +250,9 @@ SUITES: dict[str, Suite] = {
         # the same six samples weighted by their own probability, read while they are generated: plain and weighted
         # votes of one run are at equal calls (6 a problem)
         Config("best-of-n-sequence", ("--system", "best-of-n", "--n", "6", "--weights", "sequence"), 30),
+        # and on 100 problems no prompt was tuned on (51-150)
+        Config("best-of-n-sequence-heldout", ("--system", "best-of-n", "--n", "6", "--weights", "sequence", "--offset",
+                                              "50"), 100),
         # the monarchy whose leader sees each member's P(True) in its answer (three scoring calls more a problem)
         Config("monarchy-confidence", ("--system", "society", "--society", MONARCHY, "--set", "leader_confidence=true"),
                50),
