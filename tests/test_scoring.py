@@ -215,8 +215,9 @@ async def test_a_providers_reply_carries_the_sum_of_its_token_logprobs(monkeypat
     assert sent[0]["logprobs"] is True and "top_logprobs" not in sent[0]
     assert completion.logprob == pytest.approx(-0.75) and completion.token_probability == pytest.approx(
         math.exp(-0.375))
-    with pytest.raises(ModelError, match="no logprobs"):
+    with pytest.raises(ModelError, match="no log-probability"):
         await model.complete("Name another.", logprobs=True)
+    assert model.ledger.total.prompt_tokens == 9 + 12  # the reply without logprobs was paid for: it is counted
 
 
 @pytest.mark.provider_double

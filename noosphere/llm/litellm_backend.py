@@ -143,7 +143,7 @@ class LiteLLMBackend:
             return reply
         content = _field(_field(response.choices[0], "logprobs"), "content")
         if not content:
-            raise ModelError(self.model_id, "the provider returned no logprobs for this reply")
+            return reply  # no `logprob`: the model refuses it after counting what the reply cost
         return replace(reply, logprob=sum(float(_field(token, "logprob")) for token in content))
 
     async def _acompletion(self, args: dict[str, Any], messages: tuple[Message, ...], settings: Settings) -> Any:

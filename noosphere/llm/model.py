@@ -307,7 +307,10 @@ class Model:
         cached = reply is not None
         if reply is None:
             reply = await self._generate_with_retries(request, agent)
-            if request.logprobs and reply.logprob is None:
+            if request.logprobs and reply.logprob is None:  # generated (and paid for) all the same: counted
+                self.ledger.record(agent, reply.usage, cached=False)
+                if allowance is not None:
+                    allowance.add(reply.usage)
                 raise ModelError(self.id, "the backend returned no log-probability for a reply that asked for one")
             if self.cache is not None and key is not None:
                 self.cache.put(key, reply)
