@@ -35,15 +35,27 @@ def weight_field(rows: list[dict[str, Any]]) -> str:
     return found.pop()
 
 
-def recount(rows: list[dict[str, Any]], k: int, weighted: bool, field: str = "p_true") -> float:
-    right = 0
+def verdicts(rows: list[dict[str, Any]], k: int, weighted: bool, field: str = "p_true") -> list[bool]:
+    """For each row, whether the vote over its first k samples (plain, or weighted by `field`) gives the gold."""
+    right = []
     for row in rows:
         samples = [(s["number"], s.get(field)) for s in row["samples"][:k]]
         numbers = [number for number, _ in samples if number is not None]
         votes: dict[str, float] = (weighted_votes(samples) if weighted
                                    else {n: float(c) for n, c in Counter(numbers).items()})
-        right += majority(votes, numbers) == row["gold"]
-    return 100 * right / len(rows)
+        right.append(majority(votes, numbers) == row["gold"])
+    return right
+
+
+def recount(rows: list[dict[str, Any]], k: int, weighted: bool, field: str = "p_true") -> float:
+    return 100 * sum(verdicts(rows, k, weighted, field)) / len(rows)
+
+
+def paired(rows: list[dict[str, Any]], k: int, field: str) -> tuple[int, int]:
+    """Problems the weighted vote of k samples gets right and the plain one wrong, and the other way round."""
+    plain, weighted = verdicts(rows, k, False, field), verdicts(rows, k, True, field)
+    return (sum(w and not p for p, w in zip(plain, weighted, strict=True)),
+            sum(p and not w for p, w in zip(plain, weighted, strict=True)))
 
 
 def table(run: Path) -> dict[str, Any]:
@@ -54,7 +66,8 @@ def table(run: Path) -> dict[str, Any]:
     field = weight_field(rows)
     per_sample = WEIGHT_FIELDS[field][1]
     results = [{"samples": k, "plain": round(recount(rows, k, False, field), 1), "plain_calls": k,
-                "weighted": round(recount(rows, k, True, field), 1), "weighted_calls": per_sample * k}
+                "weighted": round(recount(rows, k, True, field), 1), "weighted_calls": per_sample * k,
+                "won_lost": list(paired(rows, k, field))}
                for k in range(1, n + 1)]
     scored = [(s[field], s["number"] == row["gold"]) for row in rows for s in row["samples"]
               if s["number"] is not None and s.get(field) is not None]
@@ -77,9 +90,11 @@ def main() -> None:
     print(f"{result['problems']} problems of {result['run']}\n")
     what, per_sample = WEIGHT_FIELDS[result["weight"]]
     calls = f"{per_sample}k calls" if per_sample > 1 else "k calls"
-    print(f"| samples k | plain majority (k calls) | weighted by {what} ({calls}) |\n|---|---|---|")
+    print(f"| samples k | plain majority (k calls) | weighted by {what} ({calls}) | weighted vs plain, problem by "
+          "problem |\n|---|---|---|---|")
     for row in result["rows"]:
-        print(f"| {row['samples']} | {row['plain']} | {row['weighted']} |")
+        won, lost = row["won_lost"]
+        print(f"| {row['samples']} | {row['plain']} | {row['weighted']} | +{won} / -{lost} |")
     signal = result["signal"]
     ci = f" (95 % CI {signal['ci95'][0]:.2f}-{signal['ci95'][1]:.2f})" if signal["ci95"] else ""
     area = f"{signal['auroc']:.3f}" if signal["auroc"] is not None else "undefined"

@@ -1,0 +1,45 @@
+"""`benchmarks/cisc_table.py`: plain and weighted votes recounted at every number of samples, problem by problem."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import load_script
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "cisc_table.py"
+
+
+def row(item: str, gold: str, samples: list[tuple[str, float]], field: str) -> dict[str, Any]:
+    return {"id": item, "gold": gold, "correct": False, "error": None,
+            "samples": [{"number": number, field: weight} for number, weight in samples]}
+
+
+def write(folder: Path, rows: list[dict[str, Any]]) -> Path:
+    folder.mkdir()
+    (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_sequence_weights_cost_no_call_and_each_problem_is_counted_for_or_against(tmp_path: Path) -> None:
+    cisc = load_script(SCRIPT, "cisc_table_script")
+    field = "token_probability"
+    rows = [row("a", "7", [("8", 0.5), ("7", 0.9), ("8", 0.3)], field),  # weighted wins it at k = 3
+            row("b", "5", [("5", 0.2), ("6", 0.9)], field),  # plain wins it at k = 2 (first seen)
+            row("c", "1", [("1", 0.6), ("1", 0.6)], field)]  # both right
+    result = cisc.table(write(tmp_path / "run", rows))
+    assert result["weight"] == field
+    by_k = {r["samples"]: r for r in result["rows"]}
+    assert by_k[2]["weighted_calls"] == by_k[2]["plain_calls"] == 2
+    assert by_k[2]["won_lost"] == [1, 1]  # a: 8 vs 7 on weight; b: 5 first seen vs 6 heavier
+    assert by_k[1]["won_lost"] == [0, 0] and by_k[1]["plain"] == by_k[1]["weighted"]
+    assert by_k[3]["weighted"] == pytest.approx(200 / 3, abs=0.1) and by_k[3]["plain"] == pytest.approx(
+        200 / 3, abs=0.1)  # a goes to the weight (7: 0.9 against 8: 0.8), plain keeps 8 (two votes)
+    p_true = cisc.table(write(tmp_path / "ptrue", [row("a", "7", [("7", 0.9), ("8", 0.4)], "p_true")]))
+    assert p_true["weight"] == "p_true" and p_true["rows"][1]["weighted_calls"] == 4
+    mixed = [row("a", "7", [("7", 0.9)], "p_true"), row("b", "7", [("7", 0.9)], field)]
+    with pytest.raises(SystemExit, match="expected one of"):
+        cisc.table(write(tmp_path / "mixed", mixed))
