@@ -203,7 +203,11 @@ async def test_a_providers_reply_carries_the_sum_of_its_token_logprobs(monkeypat
     replies = iter([SimpleNamespace(choices=[SimpleNamespace(logprobs=tokens, message=SimpleNamespace(content="Red"),
                                                              finish_reason="stop")],
                                     usage=SimpleNamespace(prompt_tokens=9, completion_tokens=2)),
-                    _fake_response(None)])
+                    _fake_response(None),
+                    SimpleNamespace(choices=[SimpleNamespace(  # a token without its logprob: none for the reply
+                        logprobs=SimpleNamespace(content=[SimpleNamespace(token="Re", logprob=None)]),
+                        message=SimpleNamespace(content="Red"), finish_reason="stop")],
+                        usage=SimpleNamespace(prompt_tokens=9, completion_tokens=1))])
 
     async def fake_acompletion(**kwargs: Any) -> Any:
         sent.append(kwargs)
@@ -218,6 +222,8 @@ async def test_a_providers_reply_carries_the_sum_of_its_token_logprobs(monkeypat
     with pytest.raises(ModelError, match="no log-probability"):
         await model.complete("Name another.", logprobs=True)
     assert model.ledger.total.prompt_tokens == 9 + 12  # the reply without logprobs was paid for: it is counted
+    with pytest.raises(ModelError, match="no log-probability"):
+        await model.complete("And another.", logprobs=True)
 
 
 @pytest.mark.provider_double

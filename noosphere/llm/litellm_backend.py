@@ -142,9 +142,10 @@ class LiteLLMBackend:
         if not request.logprobs:
             return reply
         content = _field(_field(response.choices[0], "logprobs"), "content")
-        if not content:
+        values = [_field(token, "logprob") for token in content or ()]
+        if not values or any(value is None for value in values):
             return reply  # no `logprob`: the model refuses it after counting what the reply cost
-        return replace(reply, logprob=sum(float(_field(token, "logprob")) for token in content))
+        return replace(reply, logprob=sum(float(value) for value in values))
 
     async def _acompletion(self, args: dict[str, Any], messages: tuple[Message, ...], settings: Settings) -> Any:
         litellm = import_litellm()
