@@ -390,3 +390,18 @@ def test_vote_weights_are_checked_before_a_run(data: Path, tmp_path: Path) -> No
         code, _, err = invoke(["bench", "gsm8k", *args, "--data", str(data), "--out", str(tmp_path / "runs")])
         assert code == 2 and said in err, err
         assert not (tmp_path / "runs").exists()
+
+
+def test_weights_a_model_cannot_give_are_refused_before_any_problem_and_leave_no_folder(data: Path,
+                                                                                           tmp_path: Path) -> None:
+    from noosphere.llm import Capabilities
+
+    backend = ScriptedBackend(lambda request: json.dumps({"reasoning": "3 + 4", "answer": "7"}),
+                              capabilities=Capabilities(json_schema=True))
+    for weights in ("sequence", "p-true"):
+        code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--n", "2", "--weights", weights, "--data",
+                               str(data), "--out", str(tmp_path / weights), "--no-cache", "--quiet"],
+                              lambda model_id, **kwargs: Model(backend, **kwargs))
+        assert code == 2 and "logprobs" in err, err
+        assert not (tmp_path / weights).exists() or not any((tmp_path / weights).iterdir())
+    assert backend.history == []

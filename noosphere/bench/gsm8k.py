@@ -22,6 +22,7 @@ from noosphere.bench.data import shared_data
 from noosphere.bench.runner import Scored
 from noosphere.concurrent import Forfeit, gather_turns
 from noosphere.datafiles import read_json_lines
+from noosphere.errors import CapabilityError
 from noosphere.llm import Message, Model
 from noosphere.society import Society, Statement
 from noosphere.society.spec import SocietySpec
@@ -106,6 +107,12 @@ CORRECT_QUESTION = "Is the final answer above correct? Answer Yes or No."
 
 Weights = Literal["none", "p-true", "sequence"]
 WEIGHTS: tuple[Weights, ...] = ("none", "p-true", "sequence")
+
+
+def check_weights(model: Model, weights: str) -> None:
+    """Refuse weights the model cannot give before any problem: both kinds come from token probabilities."""
+    if weights != "none" and not model.capabilities.logprobs:
+        raise CapabilityError(model.id, f"logprobs (best-of-N weighted by {weights} reads token probabilities)")
 
 
 async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weights: Weights = "none") -> Scored:

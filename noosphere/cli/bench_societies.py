@@ -174,8 +174,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             if saved["system"] == "base":
                 solve: Solve = partial(gsm8k_bench.solve_base, llm)
             elif saved["system"] == "best-of-n":
-                solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"],
-                                weights=saved.get("weights") or ("p-true" if saved.get("weighted") else "none"))
+                weights = saved.get("weights") or ("p-true" if saved.get("weighted") else "none")
+                gsm8k_bench.check_weights(llm, weights)
+                solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"], weights=weights)
             else:
                 spec = SocietySpec.model_validate(saved["society"])
 
