@@ -99,7 +99,9 @@ class LanguageAgent:
     forfeit: Callable[[EpisodeState], None] = _nothing
     """What a failed call withdraws from the state."""
     judged: bool = False
-    """Its reply ends in the motor's `action`, which the turn's judge (if any) may replace."""
+    """Its reply ends in the motor's `action`, which the turn's judge (if any) may replace. Where the call also carried
+    the orchestrator's pick (a custom graph that offers a choice after it), the judge reads the reply without it, as
+    if it ended at the action."""
 
     def label(self, offer: Offer | None) -> str:
         return "+".join((self.name, *self.shares, *(("orchestrator",) if offer else ())))
