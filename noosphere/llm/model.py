@@ -305,14 +305,11 @@ class Model:
         if reply is not None and request.logprobs and reply.logprob is None:
             reply = None  # cached by a call that did not ask for its log-probability: asked again
         cached = reply is not None
+        missing_logprob = False
         if reply is None:
             reply = await self._generate_with_retries(request, agent)
-            if request.logprobs and reply.logprob is None:  # generated (and paid for) all the same: counted
-                self.ledger.record(agent, reply.usage, cached=False)
-                if allowance is not None:
-                    allowance.add(reply.usage)
-                raise ModelError(self.id, "the backend returned no log-probability for a reply that asked for one")
-            if self.cache is not None and key is not None:
+            missing_logprob = request.logprobs and reply.logprob is None  # refused below, once counted and traced
+            if self.cache is not None and key is not None and not missing_logprob:
                 self.cache.put(key, reply)
         latency = time.perf_counter() - started
         self.ledger.record(agent, reply.usage, cached=cached)
@@ -325,6 +322,8 @@ class Model:
             completion_tokens=reply.usage.completion_tokens, reused_prompt_tokens=reply.usage.reused_prompt_tokens,
             cost_usd=reply.usage.cost_usd, latency_s=latency,
             cached=cached, finish_reason=reply.finish_reason))
+        if missing_logprob:
+            raise ModelError(self.id, "the backend returned no log-probability for a reply that asked for one")
         return reply, latency, cached
 
     async def _generate_with_retries(self, request: Request, agent: str | None) -> Reply:
