@@ -7,6 +7,10 @@ the table also pairs them at equal calls; with the sample's own sequence probabi
 It prints a markdown table and the signal of the weight on the samples (AUROC of the weight against
 the sample being right, with a 95 % DeLong interval).
 
+A society run whose vote weighs standing answers by their replies' probability (`bench gsm8k --system society
+--vote sequence`) is recounted the same way, its members' standing answers standing for the samples: the plain
+count and the weighted vote over the same answers, in the same run, at the society's calls.
+
     python benchmarks/cisc_table.py RUN_DIR [--json]
 """
 
@@ -58,10 +62,20 @@ def paired(rows: list[dict[str, Any]], k: int, field: str) -> tuple[int, int]:
             sum(p and not w for p, w in zip(plain, weighted, strict=True)))
 
 
+def with_samples(row: dict[str, Any]) -> dict[str, Any]:
+    """A society row's standing answers, in member order, as samples weighted by their replies' probability."""
+    if "samples" in row or "standing_probability" not in row:
+        return row
+    likely = row["standing_probability"]
+    return {**row, "samples": [{"number": number, "token_probability": likely.get(member)}
+                               for member, number in row["standing"].items()]}
+
+
 def table(run: Path) -> dict[str, Any]:
-    rows = sorted((r for r in load_done(run / "items.jsonl").values() if r.get("samples")), key=lambda r: r["id"])
+    rows = sorted((with_samples(r) for r in load_done(run / "items.jsonl").values()), key=lambda r: r["id"])
+    rows = [r for r in rows if r.get("samples")]
     if not rows:
-        raise SystemExit(f"{run} has no weighted best-of-N rows with samples")
+        raise SystemExit(f"{run} has no weighted best-of-N rows with samples, nor society rows with probabilities")
     n = len(rows[0]["samples"])
     field = weight_field(rows)
     per_sample = WEIGHT_FIELDS[field][1]
@@ -73,7 +87,9 @@ def table(run: Path) -> dict[str, Any]:
               if s["number"] is not None and s.get(field) is not None]
     probs, truth = [p for p, _ in scored], [t for _, t in scored]
     interval = auroc_interval(probs, truth)
+    society = "standing" in rows[0]  # the row's own prediction is the society's decision (its vote, weighted)
     return {"run": str(run), "problems": len(rows), "rows": results, "weight": field,
+            "society": round(100 * sum(bool(r["correct"]) for r in rows) / len(rows), 1) if society else None,
             "signal": {"samples": len(scored), "right": sum(truth), "auroc": auroc(probs, truth),
                        "ci95": list(interval) if interval else None}}
 
@@ -90,7 +106,12 @@ def main() -> None:
     print(f"{result['problems']} problems of {result['run']}\n")
     what, per_sample = WEIGHT_FIELDS[result["weight"]]
     calls = f"{per_sample}k calls" if per_sample > 1 else "k calls"
-    print(f"| samples k | plain majority (k calls) | weighted by {what} ({calls}) | weighted vs plain, problem by "
+    if result["society"] is not None:  # the first k members' standing answers; every k costs the society's calls
+        print(f"The society decided {result['society']} (its own vote, ties broken by its seed).\n")
+        calls = "the society's calls"
+    first = "members k" if result["society"] is not None else "samples k"
+    plain_calls = "same calls" if result["society"] is not None else "k calls"
+    print(f"| {first} | plain majority ({plain_calls}) | weighted by {what} ({calls}) | weighted vs plain, problem by "
           "problem |\n|---|---|---|---|")
     for row in result["rows"]:
         won, lost = row["won_lost"]
@@ -98,7 +119,7 @@ def main() -> None:
     signal = result["signal"]
     ci = f" (95 % CI {signal['ci95'][0]:.2f}-{signal['ci95'][1]:.2f})" if signal["ci95"] else ""
     area = f"{signal['auroc']:.3f}" if signal["auroc"] is not None else "undefined"
-    print(f"\n{what} against a sample being right: AUROC {area}{ci} over {signal['samples']} samples "
+    print(f"\n{what} against an answer being right: AUROC {area}{ci} over {signal['samples']} samples "
           f"({signal['right']} right)")
 
 

@@ -259,6 +259,14 @@ SUITES: dict[str, Suite] = {
         # the best society of the table, its standing answers weighted by each member's P(True)
         Config("democracy-weighted", ("--system", "society", "--society", DEMOCRACY, "--rights",
                                       "know,change,execute", "--vote", "weighted"), 50),
+        # the same democracy, each standing answer weighted by the probability of the reply that gave it (read in
+        # that call: the plain count and the weighted vote of one run are at equal calls, recounted by
+        # `cisc_table.py`), on problems no prompt was tuned on; then best-of-N weighted the same way at the calls
+        # that run measured, on the same problems
+        Config("democracy-sequence", ("--system", "society", "--society", DEMOCRACY, "--rights",
+                                      "know,change,execute", "--vote", "sequence", "--offset", "50"), 30),
+        Config("best-of-n-sequence-match", ("--system", "best-of-n", "--weights", "sequence", "--offset", "50"), 30,
+               match="democracy-sequence"),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
@@ -313,7 +321,7 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> No
     folder = out / config.name
     parallel = 1 if config.in_order else args.parallel or suite.parallel
     command = [sys.executable, "-m", "noosphere", "bench", suite.benchmark, "--quiet", "--parallel", str(parallel)]
-    existing = [] if getattr(args, "new", False) else run_folders(folder, _offset(args))
+    existing = [] if getattr(args, "new", False) else run_folders(folder, _offset(args, config))
     if existing and finished(existing[-1]):
         print(f"== {config.name}: finished ({existing[-1]})", flush=True)
         return
@@ -322,7 +330,7 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> No
     else:
         command += _new_run(config, folder, args)
         if config.match:
-            matched = run_folders(out / config.match, _offset(args))
+            matched = run_folders(out / config.match, _offset(args, config))
             if not matched:
                 print(f"== {config.name}: skipped until {config.match} has run (its calls set N)", flush=True)
                 return
@@ -331,12 +339,17 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> No
     subprocess.run(command, check=False)
 
 
-def _offset(args: argparse.Namespace) -> int:
+def _offset(args: argparse.Namespace, config: Config | None = None) -> int:
+    """The items a configuration's runs leave out first: its own `--offset` (a held-out configuration), else the
+    suite's (`--offset`), else none."""
+    if config is not None and "--offset" in config.args:
+        return int(config.args[config.args.index("--offset") + 1])
     return getattr(args, "offset", None) or 0
 
 
 def _new_run(config: Config, folder: Path, args: argparse.Namespace) -> list[str]:
-    offset = ["--offset", str(_offset(args))] if _offset(args) else []
+    own = "--offset" in config.args  # a held-out configuration's items are its own, whatever the suite's offset
+    offset = ["--offset", str(_offset(args))] if _offset(args) and not own else []
     return [*config.args, "--limit", str(args.limit or config.limit), *offset, "--model", args.model, "--out",
             str(folder)]
 

@@ -231,6 +231,40 @@ def test_vote_override_counts_standing_answers_and_is_refused_where_nobody_votes
     assert code == 2 and "where they vote" in err and not (tmp_path / "x").exists()
 
 
+def test_a_vote_by_sequence_probability_records_what_each_standing_answer_weighed(data: Path,
+                                                                                  tmp_path: Path) -> None:
+    """`--vote sequence`: the members' replies carry their own probability; the likely 7 outweighs two unlikely
+    8s at the plain count's calls, and the row keeps each weight for `cisc_table.py` to recount both votes."""
+    import math
+
+    from noosphere.llm import Capabilities, Reply, Usage
+
+    def likely(number: str, logprob: float) -> Reply:
+        return Reply(json.dumps({"reasoning": "r", "answer": number}), usage=Usage(10, 2), logprob=logprob)
+
+    script = by_agent({"planner": [likely("7", -0.2)], "calculator": [likely("8", -4.0)],
+                       "checker": [likely("8", -4.0)], "organizer": [json.dumps({"summary": "8", "answer": "8"})]})
+    backend = ScriptedBackend(script, capabilities=Capabilities(json_schema=True, logprobs=True))
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"),
+                           "--rounds", "0", "--rights", "know,execute", "--vote", "sequence", "--data", str(data),
+                           "--limit", "1", "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"],
+                          lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    [row] = rows(run_dir)
+    assert (row["decided_by"], row["prediction"], row["calls"]) == ("sequence", "7", 3 + 1)
+    assert row["standing"] == {"planner": "7", "calculator": "8", "checker": "8"}
+    assert row["standing_probability"] == pytest.approx({"planner": math.exp(-0.1), "calculator": math.exp(-2.0),
+                                                         "checker": math.exp(-2.0)})
+    cannot = ScriptedBackend(script, capabilities=Capabilities(json_schema=True))
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / "democracy.yaml"),
+                           "--rights", "know,execute", "--vote", "sequence", "--data", str(data),
+                           "--out", str(tmp_path / "cannot"), "--no-cache", "--quiet"],
+                          lambda model_id, **kwargs: Model(cannot, **kwargs))
+    assert code == 2 and "vote='sequence'" in err and cannot.history == []
+    assert not (tmp_path / "cannot").exists() or not any((tmp_path / "cannot").iterdir())
+
+
 def test_a_vote_records_each_ballot_beside_the_voters_own_answer(data: Path, tmp_path: Path) -> None:
     vote_for = {label: json.dumps({"reasoning": "r", "choice": label}) for label in "AB"}  # A is 7, B is 8
     script = by_agent({"planner": [said("7"), vote_for["A"]], "calculator": [said("8"), vote_for["A"]],

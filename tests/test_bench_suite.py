@@ -201,6 +201,26 @@ def test_best_of_n_matches_the_calls_of_the_society_run_once_there_is_one(suite:
     assert ran[0][-2:] == ["--match-run", str(monarchy)]
 
 
+def test_a_held_out_configuration_resumes_its_own_run_and_matches_the_society_on_its_items(
+        suite: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A configuration with its own `--offset` finds its runs by that offset, whatever the suite's; best-of-N
+    matched to it takes N from the society's run on the same held-out items."""
+    fresh = commands(suite, monkeypatch, "gsm8k", "democracy-sequence", tmp_path)
+    assert fresh.count("--offset") == 1 and fresh[fresh.index("--offset") + 1] == "50"
+    assert fresh[fresh.index("--vote") + 1] == "sequence"
+    society = tmp_path / "democracy-sequence" / "20260101-000000-abcdef"
+    society.mkdir(parents=True)
+    (society / "config.json").write_text(json.dumps({"offset": 50}))
+    assert commands(suite, monkeypatch, "gsm8k", "democracy-sequence", tmp_path)[-2:] == ["--resume", str(society)]
+    matched = commands(suite, monkeypatch, "gsm8k", "best-of-n-sequence-match", tmp_path)
+    assert matched[-2:] == ["--match-run", str(society)] and matched[matched.index("--offset") + 1] == "50"
+    held_out = tmp_path / "best-of-n-sequence-heldout" / "20260102-000000-abcdef"
+    held_out.mkdir(parents=True)
+    (held_out / "config.json").write_text(json.dumps({"offset": 50}))
+    resumed = commands(suite, monkeypatch, "gsm8k", "best-of-n-sequence-heldout", tmp_path, offset=10)
+    assert resumed[-2:] == ["--resume", str(held_out)]
+
+
 def test_bfcl_base_gate_is_the_call_motors_gate_without_the_workspace(suite: Any, tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     base_gate = commands(suite, monkeypatch, "bfcl", "base-gate", tmp_path)

@@ -43,3 +43,18 @@ def test_sequence_weights_cost_no_call_and_each_problem_is_counted_for_or_agains
     mixed = [row("a", "7", [("7", 0.9)], "p_true"), row("b", "7", [("7", 0.9)], field)]
     with pytest.raises(SystemExit, match="expected one of"):
         cisc.table(write(tmp_path / "mixed", mixed))
+
+
+def test_a_society_weighing_standing_answers_is_recounted_over_its_members(tmp_path: Path) -> None:
+    """The members' standing answers stand for the samples: plain count and weighted vote, one run, same calls."""
+    cisc = load_script(SCRIPT, "cisc_table_script")
+    rows = [{"id": "a", "gold": "7", "correct": True, "error": None, "standing": {"m1": "8", "m2": "7", "m3": "8"},
+             "standing_probability": {"m1": 0.3, "m2": 0.9, "m3": 0.4}},  # the weight takes 7 over two 8s
+            {"id": "b", "gold": "5", "correct": False, "error": None, "standing": {"m1": "5", "m2": "6", "m3": None},
+             "standing_probability": {"m1": 0.5, "m2": 0.7, "m3": None}}]
+    result = cisc.table(write(tmp_path / "society", rows))
+    assert result["weight"] == "token_probability" and result["society"] == 50.0
+    by_k = {r["samples"]: r for r in result["rows"]}
+    assert set(by_k) == {1, 2, 3}
+    assert (by_k[3]["plain"], by_k[3]["weighted"], by_k[3]["won_lost"]) == (50.0, 50.0, [1, 1])
+    assert result["signal"]["samples"] == 5  # the answer without a number is not scored

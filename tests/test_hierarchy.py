@@ -54,6 +54,33 @@ def test_a_society_answers_as_one_member_of_a_larger_one_and_votes_through_its_o
     assert tallied.tied == ["12", "13"] and result.decided_by == "vote" and result.answer == "13"  # seed 0 draws it
 
 
+def test_a_sub_societys_answer_weighs_the_mean_of_its_peers_in_a_vote_by_sequence_probability() -> None:
+    """A society has no probability of its own: in a vote by the replies' probability its answer stands and
+    counts the mean of the members' weights, so a likely peer's answer outweighs it."""
+    import math
+
+    from noosphere.llm import Capabilities, Reply, Usage
+
+    def likely(answer: str, logprob: float) -> Reply:
+        return Reply(said(answer), usage=Usage(10, 2), logprob=logprob)
+
+    model, _, trace = scripted(by_agent({
+        "inner/a": [likely("12", -0.1)], "inner/o": [json.dumps({"summary": "agreed", "answer": "12"})],
+        "inner/l": [likely("12", -0.1)], "solo": [likely("13", -0.2)], "other": [likely("13", -4.0)],
+        "outer/o": [json.dumps({"question": "Sure?"}), json.dumps({"summary": "split", "answer": "12"})]}),
+        capabilities=Capabilities(json_schema=True, logprobs=True))
+    inner = monarchy([Member("inner/a", model, "a")], Member("inner/o", model, "o"), Member("inner/l", model, "l"),
+                     rounds=0)
+    outer = democracy([SubSociety.of("team", inner), Member("solo", model, "s"), Member("other", model, "x")],
+                      Member("outer/o", model, "o"), rights={"execute"}, rounds=0, vote="sequence")
+    result = outer.run_sync("5 + 7?")
+    weights = {e.voter: e.weight for e in trace.of_kind("soc_ballot") if getattr(e, "society", None) is None}
+    solo, other = math.exp(-0.1), math.exp(-2.0)
+    assert weights == pytest.approx({"team": (solo + other) / 2, "solo": solo, "other": other}, abs=1e-6)
+    assert (result.answer, result.decided_by) == ("13", "sequence")  # 13: solo + other outweigh the team's mean
+    assert not trace.of_kind("soc_forfeit")
+
+
 def by_role(queues: dict[str, list[Any]]) -> Any:
     """Each agent gets its own copy of the queue named by the last part of its name."""
     per_agent: dict[str, list[Any]] = defaultdict(list)

@@ -263,6 +263,84 @@ def test_a_member_whose_belief_forfeits_counts_as_no_information() -> None:
     assert [b.weight for b in trace.of_kind("soc_ballot")] == [0.3, 0.5, 0.5]
 
 
+def likely(answer: str, logprob: float, tokens: int = 4):
+    """A statement with its reply's own log-probability, as a model that gives one returns it."""
+    import json
+
+    from noosphere.llm import Reply, Usage
+    return Reply(json.dumps(said(answer)), usage=Usage(10, tokens), logprob=logprob)
+
+
+def test_a_vote_by_sequence_probability_weighs_each_answer_by_its_replys_own_probability_at_no_call() -> None:
+    """One debater holds 6 in a reply its model found likely; two hold 5 in replies it found unlikely: 6 wins,
+    with the calls of a plain count of standing answers (which takes 5) and no scoring call."""
+    import math
+
+    from noosphere.llm import Capabilities
+
+    script = {"a": [likely("6", -0.4), likely("6", -0.2)], "b": [likely("5", -6.0), likely("5", -8.0)],
+              "c": [likely("5", -6.0), likely("5", -8.0)]}
+    model, backend, trace = scripted(by_agent(script), capabilities=Capabilities(json_schema=True, logprobs=True))
+    result = debate(members(model), rounds=1, vote="sequence").run_sync("What is 3 x 2?")
+    assert (result.answer, result.decided_by) == ("6", "sequence")
+    weights = {"a": math.exp(-0.2 / 4), "b": math.exp(-8.0 / 4), "c": math.exp(-8.0 / 4)}  # each one's last reply
+    assert [(b.voter, b.ranking) for b in trace.of_kind("soc_ballot")] == [("a", ["6"]), ("b", ["5"]), ("c", ["5"])]
+    assert [b.weight for b in trace.of_kind("soc_ballot")] == pytest.approx(list(weights.values()), abs=1e-6)
+    assert result.support == pytest.approx(weights["a"] / sum(weights.values()), abs=1e-5)
+    spoken = [(e.member, e.round, e.probability) for e in trace.of_kind("soc_message")]
+    assert spoken == [("a", 0, pytest.approx(math.exp(-0.1))), ("b", 0, pytest.approx(math.exp(-1.5))),
+                      ("c", 0, pytest.approx(math.exp(-1.5))), ("a", 1, pytest.approx(weights["a"])),
+                      ("b", 1, pytest.approx(weights["b"])), ("c", 1, pytest.approx(weights["c"]))]
+    assert [r.probability for r in result.records] == [e[2] for e in spoken]
+    assert len(backend.history) == 3 + 3 and backend.score_history == []
+    assert all(r.logprobs for r in backend.history)  # every answering turn took its own probability
+    model, backend, _ = scripted(by_agent(script), capabilities=Capabilities(json_schema=True, logprobs=True))
+    counted = debate(members(model), rounds=1, vote="standing").run_sync("What is 3 x 2?")
+    assert (counted.answer, len(backend.history)) == ("5", 6)  # the plain count, at the same calls
+    assert not any(r.logprobs for r in backend.history) and {r.probability for r in counted.records} == {None}
+
+
+def test_a_democracy_weighs_each_standing_answer_by_the_reply_that_made_it_the_members() -> None:
+    """The organizer's rounds leave a member's answer standing with the mission's probability; a member who
+    changes its answer in the opinion phase stands by the pick, weighed by that reply's probability."""
+    import json
+    import math
+
+    from noosphere.llm import Capabilities, Reply, Usage
+
+    def pick(letter: str, logprob: float) -> Reply:
+        return Reply(json.dumps({"reasoning": "on reflection", "choice": letter}), usage=Usage(10, 2),
+                     logprob=logprob)
+
+    model, backend, trace = scripted(by_agent({
+        "a": [likely("12", -4.0), likely("sub", -0.1), pick("A", -3.0)],
+        "b": [likely("13", -0.4), likely("sub", -0.1), pick("B", -0.2)],
+        "c": [likely("12", -4.0), likely("sub", -0.1), pick("B", -0.2)],
+        "organizer": [{"question": "Check?"}, {"summary": "13 it is", "answer": "13"}]}),
+        capabilities=Capabilities(json_schema=True, logprobs=True))
+    result = democracy(members(model), Member("organizer", model, "o"), rights={"change", "execute"}, rounds=1,
+                       vote="sequence").run_sync("5 + 7?")
+    rounds = {(r.member, r.phase): r.probability for r in result.records}
+    assert rounds[("a", "mindstorm")] == pytest.approx(math.exp(-1.0))  # the mission's answer, still standing
+    assert rounds[("c", "opinion")] == pytest.approx(math.exp(-0.1))  # c took 13 in a likely pick
+    assert (result.answer, result.decided_by) == ("13", "sequence")  # b and c on 13 outweigh a on 12
+    assert [(b.voter, b.ranking) for b in trace.of_kind("soc_ballot")] == [("a", ["12"]), ("b", ["13"]), ("c", ["13"])]
+    assert [b.weight for b in trace.of_kind("soc_ballot")] == pytest.approx(
+        [math.exp(-1.5), math.exp(-0.1), math.exp(-0.1)], abs=1e-6)  # each one's pick, kept or changed
+    organizer_calls = [r for r in backend.history if r.agent == "organizer"]
+    assert organizer_calls and not any(r.logprobs for r in organizer_calls)  # only the members' answers are taken
+    assert backend.score_history == []
+
+
+def test_a_vote_by_sequence_probability_is_refused_before_any_call_on_a_model_that_cannot_give_one() -> None:
+    model, backend, _ = scripted([])
+    with pytest.raises(CapabilityError, match="vote='sequence'"):
+        debate(members(model), rounds=1, vote="sequence")
+    with pytest.raises(CapabilityError, match="logprobs"):
+        democracy(members(model), Member("organizer", model, "o"), vote="sequence")
+    assert backend.history == []
+
+
 def test_debaters_without_an_editor_may_be_counted_by_their_standing_answers() -> None:
     model, backend, trace = scripted(by_agent({"a": [said("6"), said("6")], "b": [said("5"), said("6")],
                                                "c": [said("5"), said("5")]}))

@@ -192,6 +192,9 @@ async def solve_society(society: Society, item: GsmItem) -> Scored:
     standing = {r.member: normalise_number(r.answer) for r in result.records if r.member in present}
     # each member's last number, the answers the decision chose among (see `answer_spread`)
     detail: dict[str, object] = {"decided_by": result.decided_by, "standing": standing}
+    likely = {r.member: r.probability for r in result.records if r.member in present}
+    if any(p is not None for p in likely.values()):  # a vote by sequence probability: what each answer weighed
+        detail["standing_probability"] = likely
     if result.ballots:  # each voter's first choice: with `standing`, whether it voted for its own answer
         detail["ballots"] = {b.voter: normalise_number(b.ranking[0]) if b.ranking else None for b in result.ballots}
     if society.economy is not None:  # the ledger lives across problems: record how it stands after each

@@ -136,8 +136,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         rights: Annotated[str | None, typer.Option(
             help="democracy rights, comma-separated (know,change,execute), overriding the society file")] = None,
         vote: Annotated[str | None, typer.Option(
-            help="how members vote where they do: ballot (each is asked) or standing (each one's last answer is "
-                 "counted), overriding the society file")] = None,
+            help="how members vote where they do: ballot (each is asked), standing (each one's last answer is "
+                 "counted), weighted (counted with the member's P(True)) or sequence (with its reply's "
+                 "probability), overriding the society file")] = None,
         set_: Annotated[list[str] | None, typer.Option(
             "--set", help="any society setting, overriding the file: KEY=VALUE with a YAML value, repeatable "
                           "(e.g. --set editor=null for a debate whose members vote)")] = None,
@@ -184,9 +185,11 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                     return build_society(spec, member_models(opener, saved, llm), saved["model"])
 
                 # Members keep a history while they work, so problems scored at once need a society each;
-                # an economy is one society throughout, because its ledger carries over.
+                # an economy is one society throughout, because its ledger carries over. One is built now, so that
+                # what the society's models cannot do (a weighted vote's probabilities) is refused before any problem.
+                first = build()
                 if spec.organisation == "economy":
-                    solve = partial(gsm8k_bench.solve_society, _economy_as_left(build(), resume))
+                    solve = partial(gsm8k_bench.solve_society, _economy_as_left(first, resume))
                 else:
                     solve = partial(gsm8k_bench.solve_in_new_society, build)
             return [(i.id, i, i.gold) for i in items], solve

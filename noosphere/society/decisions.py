@@ -8,7 +8,7 @@ voting rule; every ballot and tally goes into the trace.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -19,6 +19,9 @@ from noosphere.society.member import Member
 from noosphere.society.phases import said_line, transcript
 from noosphere.society.session import Session, Statement
 from noosphere.society.voting import Ballot, tally
+
+VoteWeights = Literal["none", "p-true", "sequence"]
+"""What a counted standing answer weighs besides 1: nothing, its member's P(True), or its reply's probability."""
 
 
 class Summary(BaseModel):
@@ -46,12 +49,13 @@ class GatherOpinions:
         if self.right_to_change and len(options) > 1:
             choice = choice_model(len(options))
 
-            async def turn(member: Member) -> Any:
-                return await member.ask(prompts.CHANGE.format(task=session.task, options=lettered(options)), choice)
+            async def turn(member: Member) -> tuple[Any, float | None]:
+                return await session.answering(member, prompts.CHANGE.format(task=session.task,
+                                                                          options=lettered(options)), choice)
 
-            for name, pick in (await session.each(session.members, self.name, round_, turn)).items():
+            for name, (pick, probability) in (await session.each(session.members, self.name, round_, turn)).items():
                 answer = picked(options, pick.choice)
-                session.say(name, self.name, round_, Statement(reasoning=pick.reasoning, answer=answer))
+                session.say(name, self.name, round_, Statement(reasoning=pick.reasoning, answer=answer), probability)
         if self.organizer is not None:
             # a fresh brief with the whole discussion, not the next turn of the organizer's conversation: asked
             # there, the summary followed the last sub-question (GSM8K: "3 sprints per day"; three members' 260
@@ -132,10 +136,12 @@ class MembersVote:
 
     name: str = "execution"
     by_standing: bool = False
-    weighted: bool = False
-    """With `by_standing`: each standing answer counts the member's P(True) that it is right, asked of the
-    member after its own conversation (`Member.belief`). A member whose turn forfeits counts 0.5, no
-    information either way; a unanimous society asks nothing."""
+    weights: VoteWeights = "none"
+    """With `by_standing`, what each standing answer counts besides 1. `p-true`: the member's P(True) that it is
+    right, asked of the member after its own conversation (`Member.belief`, one scoring call a member); a member
+    whose turn forfeits counts 0.5, no information either way; a unanimous society asks nothing. `sequence`: the
+    probability the member's model gave the reply that made it its answer (taken in that same call, so no call
+    at all); an answer without one (a sub-society's) counts the mean of the others'."""
     shows_summary: bool = False
     """Whether the ballot repeats the organizer's summary. Off, each member votes on its own reading of the
     discussion, which is what makes a plurality of independent voters more often right than any one of them."""
@@ -143,8 +149,11 @@ class MembersVote:
     async def run(self, session: Session) -> None:
         round_ = session.phase(self.name, session.rounds + 2)
         options = session.options()
-        if self.by_standing and self.weighted and len(options) > 1:
+        if self.by_standing and self.weights == "p-true" and len(options) > 1:
             await count_weighted(session, self.name, round_)
+            return
+        if self.by_standing and self.weights == "sequence" and len(options) > 1:
+            count_by_probability(session)
             return
         if self.by_standing:
             count_standing(session, decided_by="count")
@@ -216,6 +225,17 @@ async def count_weighted(session: Session, phase: str, round_: int) -> None:
     weights = {m.name: beliefs.get(m.name, NEUTRAL_WEIGHT) for m in voters}
     ballots = [Ballot(m.name, (latest[m.name].answer,)) for m in voters]
     MembersVote.count(session, ballots, decided_by="weighted", standing=True, weights=weights)
+
+
+def count_by_probability(session: Session) -> None:
+    """Count the standing answers, each with the weight of the probability its member's model gave the reply
+    that made it the member's answer (`Contribution.probability`); one without counts the mean of the others'."""
+    latest = {name: r for name, r in session.latest().items() if r.answer.strip()}
+    known = [r.probability for r in latest.values() if r.probability is not None]
+    fill = sum(known) / len(known) if known else 1.0
+    weights = {name: r.probability if r.probability is not None else fill for name, r in latest.items()}
+    ballots = [Ballot(name, (r.answer,)) for name, r in latest.items()]
+    MembersVote.count(session, ballots, decided_by="sequence", standing=True, weights=weights)
 
 
 def hold_vote(session: Session, ballots: list[Ballot], options: list[str], *, standing: bool = False,

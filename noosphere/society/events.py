@@ -43,6 +43,8 @@ class MemberSpoke(MemberTurnEvent):
     to: str = "all"
     text: str
     answer: str = ""
+    probability: float | None = None
+    """The probability the member's model gave this reply, where the society takes it (a vote weighted by it)."""
 
 
 class MemberForfeited(MemberTurnEvent):

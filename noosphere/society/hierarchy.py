@@ -66,6 +66,11 @@ class SubSociety(Member):
         """A society has no probability of its own to give; its turn in a weighted vote forfeits."""
         raise TurnRefused(f"{self.name} is a society: it has no probability to weigh its answer by")
 
+    async def ask_scored(self, prompt: str, output: type[OutputT], *,
+                         media: tuple[MediaPart, ...] = ()) -> tuple[OutputT, float | None]:
+        """The society's decision has no probability of its own: the answer stands, without a weight."""
+        return await self.ask(prompt, output, media=media), None
+
     async def reply(self, prompt: str) -> tuple[str, int]:
         """A conversation turn (a role-play's) is not a question a society can answer by deciding."""
         raise TurnRefused(f"{self.name} is a society: it answers statements and ballots, not a conversation")

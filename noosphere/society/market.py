@@ -135,12 +135,14 @@ class MarketRounds:
         return received, still_open
 
     async def _answer_again(self, session: Session, round_: int, received: dict[str, str]) -> None:
-        async def answer(member: Member) -> Statement:
+        async def answer(member: Member) -> tuple[Statement, float | None]:
             bought = prompts.BOUGHT.format(delivered=received[member.name]) if member.name in received else ""
-            return await member.ask(prompts.ANSWER_AGAIN.format(bought=bought, task=session.task), Statement)
+            return await session.answering(member, prompts.ANSWER_AGAIN.format(bought=bought, task=session.task),
+                                        Statement)
 
-        for name, statement in (await session.each(session.members, self.name, round_, answer)).items():
-            session.say(name, self.name, round_, statement)
+        for name, (statement, probability) in (await session.each(session.members, self.name, round_,
+                                                                  answer)).items():
+            session.say(name, self.name, round_, statement, probability)
 
     def _spawn(self, session: Session) -> None:
         for parent in list(session.members):

@@ -70,16 +70,25 @@ class Member:
 
         `alone`: a judgement from a prompt that briefs the member fully (an organizer's summary of the
         whole discussion); without its history, and it does not join it."""
+        return (await self._turn(prompt, output, media, alone=alone, logprobs=False))[0]
+
+    async def ask_scored(self, prompt: str, output: type[OutputT], *,
+                         media: tuple[MediaPart, ...] = ()) -> tuple[OutputT, float | None]:
+        """`ask`, with the probability this member's model gave its own reply: the geometric mean of the
+        reply's token probabilities (`Completion.token_probability`), taken from the same call, so weighing
+        an answer by it costs nothing. A model that cannot give one is refused (`CapabilityError`)."""
+        return await self._turn(prompt, output, media, alone=False, logprobs=True)
+
+    async def _turn(self, prompt: str, output: type[OutputT], media: tuple[MediaPart, ...], *, alone: bool,
+                    logprobs: bool) -> tuple[OutputT, float | None]:
         message = Message("user", prompt, media)
         history = [] if alone else self.history
         completion = await self.model.complete([Message.system(self.role), *history, message], output=output,
-                                               agent=self.name)
+                                               agent=self.name, logprobs=logprobs)
         assert completion.output is not None
-        if alone:
-            return completion.output
-        # the message itself, media and all: later turns ask about the same picture or recording
-        self.history += [message, Message.assistant(completion.text)]
-        return completion.output
+        if not alone:  # the message itself, media and all: later turns ask about the same picture or recording
+            self.history += [message, Message.assistant(completion.text)]
+        return completion.output, completion.token_probability
 
     async def score(self, prompt: str, options: tuple[str, ...], *, media: tuple[MediaPart, ...] = ()) -> OptionScores:
         """How likely this member's model finds each option as its reply to `prompt` after its role and history

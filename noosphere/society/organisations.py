@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from noosphere.errors import CapabilityError, UnknownNameError, UsageError
-from noosphere.society.decisions import GatherOpinions, LeaderDecides, MembersVote
+from noosphere.society.decisions import GatherOpinions, LeaderDecides, MembersVote, VoteWeights
 from noosphere.society.economy import Economy
 from noosphere.society.hierarchy import SubSociety
 from noosphere.society.market import MarketRounds, PayReward
@@ -16,9 +16,16 @@ from noosphere.society.society import Society
 RIGHTS = ("know", "change", "execute")
 """Democracy's rights: to know the others' answers each round, to change to another's answer, to vote."""
 
-VOTES = ("ballot", "standing", "weighted")
+VOTES = ("ballot", "standing", "weighted", "sequence")
 """How members vote where they do: each fills in a ballot, or each one's standing answer is counted, or
-counted with the weight of the member's probability that it is right (P(True), as CISC weighs samples)."""
+counted with the weight of the member's probability that it is right (`weighted`: P(True), as CISC weighs
+samples, one scoring call a member), or of the probability its model gave the reply that made it the member's
+answer (`sequence`: taken in that call, no call more)."""
+WEIGHTS_OF_VOTE: dict[str, VoteWeights] = {"weighted": "p-true", "sequence": "sequence"}
+
+
+def _weights(vote: str) -> VoteWeights:
+    return WEIGHTS_OF_VOTE.get(vote, "none")
 
 
 def _by_standing(vote: str, *, decider: Member | None = None) -> bool:
@@ -34,8 +41,8 @@ def _by_standing(vote: str, *, decider: Member | None = None) -> bool:
 def _weighable(members: list[Member], vote: str) -> None:
     """A weighted vote asks each member's model for a probability: one that cannot give it is refused now,
     before any call, rather than forfeiting every weight (a sub-society, which has none, forfeits its own)."""
-    if vote == "weighted":
-        _scorable(members, "vote='weighted' weighs {name}'s answer by its probability",
+    if vote in WEIGHTS_OF_VOTE:
+        _scorable(members, f"vote={vote!r} weighs {{name}}'s answer by its probability",
                   "use vote='standing' or a model that scores options")
 
 
@@ -89,7 +96,7 @@ def democracy(members: list[Member], organizer: Member, leader: Member | None = 
         raise UsageError("ballot_summary=True puts the summary on ballots, but the members fill in none here")
     if decider is None:
         _no_leader(leader_confidence)
-    execution = (MembersVote(by_standing=by_standing, shows_summary=ballot_summary, weighted=vote == "weighted")
+    execution = (MembersVote(by_standing=by_standing, shows_summary=ballot_summary, weights=_weights(vote))
                  if decider is None
                  else _leader(decider, members, leader_confidence))
     staff = [organizer] + ([leader] if leader is not None and "execute" not in granted else [])
@@ -107,7 +114,7 @@ def debate(members: list[Member], editor: Member | None = None, *, rounds: int =
     if editor is None:
         _no_leader(leader_confidence)
     execution = (_leader(editor, members, leader_confidence) if editor is not None
-                 else MembersVote(by_standing=by_standing, weighted=vote == "weighted"))
+                 else MembersVote(by_standing=by_standing, weights=_weights(vote)))
     return Society("debate", members, [SolveAlone(), DebateRounds(), GatherOpinions(), execution], rounds=rounds,
                    voting_rule=voting_rule, staff=[editor] if editor is not None else [], seed=seed)
 
@@ -123,6 +130,6 @@ def economy_of_minds(members: list[Member], arbiter: Member, *, rounds: int = 2,
     _weighable(members, vote)
     ledger = Economy({m.name: start for m in members}, rent=rent, brigade_share=brigade_share)
     return Society("economy", members, [SolveAlone(), MarketRounds(ledger, arbiter, spawn_above),
-                                        MembersVote(by_standing=_by_standing(vote), weighted=vote == "weighted"),
+                                        MembersVote(by_standing=_by_standing(vote), weights=_weights(vote)),
                                         PayReward(ledger)], rounds=rounds, voting_rule=voting_rule, staff=[arbiter],
                    seed=seed, economy=ledger)

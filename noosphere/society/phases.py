@@ -134,12 +134,12 @@ class SolveAlone:
     async def run(self, session: Session) -> None:
         session.phase(self.name)
 
-        async def turn(member: Member) -> Statement:
+        async def turn(member: Member) -> tuple[Statement, float | None]:
             prompt, media = briefing(session, member)
-            return await member.ask(prompt, Statement, media=media)
+            return await session.answering(member, prompt, Statement, media=media)
 
-        for name, statement in (await session.each(session.members, self.name, 0, turn)).items():
-            session.say(name, self.name, 0, statement)
+        for name, (statement, probability) in (await session.each(session.members, self.name, 0, turn)).items():
+            session.say(name, self.name, 0, statement, probability)
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ class OrganizerRounds:
                 standing = session.latest().get(name)
                 session.record(name, self.name, round_, prompts.ROUND_REPLY.format(reasoning=reply.reasoning,
                                                                                   answer=reply.answer),
-                               standing.answer if standing else "")
+                               standing.answer if standing else "", standing.probability if standing else None)
 
 
 @dataclass(frozen=True)
@@ -201,12 +201,13 @@ class DebateRounds:
         for round_ in session.phase_rounds(self.name):
             latest = session.latest()
 
-            async def turn(member: Member, latest: dict[str, Contribution] = latest) -> Statement:
+            async def turn(member: Member, latest: dict[str, Contribution] = latest) -> tuple[Statement, float | None]:
                 others = "\n".join(said_line(r) for name, r in latest.items() if name != member.name)
                 brief, media = catch_up(session, member)
-                return await member.ask(prompts.DEBATE_TURN.format(
+                return await session.answering(member, prompts.DEBATE_TURN.format(
                     brief=brief, lead=lead, others=others or prompts.NO_STATEMENTS, task=session.task),
                     Statement, media=media)
 
-            for name, statement in (await session.each(session.members, self.name, round_, turn)).items():
-                session.say(name, self.name, round_, statement)
+            for name, (statement, probability) in (await session.each(session.members, self.name, round_,
+                                                                      turn)).items():
+                session.say(name, self.name, round_, statement, probability)

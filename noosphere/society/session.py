@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from noosphere.concurrent import Forfeit, gather_turns
 from noosphere.errors import BudgetExceededError
+from noosphere.llm.messages import MediaPart
 from noosphere.observation import Observation
 from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted
 from noosphere.society.member import Member
@@ -20,6 +21,7 @@ from noosphere.society.voting import Ballot
 from noosphere.trace import Trace
 
 T = TypeVar("T")
+OutputT = TypeVar("OutputT", bound=BaseModel)
 
 
 class Statement(BaseModel):
@@ -37,6 +39,9 @@ class Contribution:
     round: int
     text: str
     answer: str
+    probability: float | None = None
+    """The probability the member's model gave the reply that made `answer` its answer (the geometric mean of
+    the reply's token probabilities), where the session asks for it (`Session.answer_probabilities`)."""
 
 
 def default_key(answer: str) -> str:
@@ -76,6 +81,9 @@ class Session:
     spent: list[BudgetExceededError] = field(default_factory=list)
     """Budgets that ran out during the current phase: no member takes a turn after that, and the society
     stops after the phase."""
+    answer_probabilities: bool = False
+    """Whether each turn that gives a member's answer also takes the probability of its reply (a vote
+    weighted by it, `MembersVote.weights == "sequence"`): from the same call, so at no extra cost."""
 
     def __post_init__(self) -> None:
         self._gate = asyncio.Semaphore(self.max_concurrency)
@@ -94,14 +102,26 @@ class Session:
         self.trace.emit(PhaseStarted(phase=name, round=round))
         return round
 
-    def say(self, member: str, phase: str, round: int, statement: Statement) -> Contribution:
-        return self.record(member, phase, round, statement.reasoning, statement.answer)
+    async def answering(self, member: Member, prompt: str, output: type[OutputT], *,
+                     media: tuple[MediaPart, ...] = ()) -> tuple[OutputT, float | None]:
+        """A member's turn that gives its answer to the task: its reply, and the reply's probability where
+        the session takes it (`answer_probabilities`), else None."""
+        if self.answer_probabilities:
+            return await member.ask_scored(prompt, output, media=media)
+        return await member.ask(prompt, output, media=media), None
 
-    def record(self, member: str, phase: str, round: int, text: str, answer: str) -> Contribution:
-        """Keep and trace one contribution; `answer` is the member's answer to the task ("": none yet)."""
-        contribution = Contribution(member, phase, round, text, answer)
+    def say(self, member: str, phase: str, round: int, statement: Statement,
+            probability: float | None = None) -> Contribution:
+        return self.record(member, phase, round, statement.reasoning, statement.answer, probability)
+
+    def record(self, member: str, phase: str, round: int, text: str, answer: str,
+               probability: float | None = None) -> Contribution:
+        """Keep and trace one contribution; `answer` is the member's answer to the task ("": none yet),
+        `probability` that of the reply that gave it (None: not taken)."""
+        contribution = Contribution(member, phase, round, text, answer, probability)
         self.records.append(contribution)
-        self.trace.emit(MemberSpoke(phase=phase, round=round, member=member, text=text, answer=answer))
+        self.trace.emit(MemberSpoke(phase=phase, round=round, member=member, text=text, answer=answer,
+                                    probability=probability))
         return contribution
 
     def latest(self, members: Sequence[Member] | None = None) -> dict[str, Contribution]:

@@ -81,6 +81,7 @@ class Society:
         session = Session(task, observation, self.members, trace, random.Random(self.seed), self.rounds,
                           self.voting_rule, answer_key, self.max_concurrency, reward)
         voting = next((p for p in self.phases if isinstance(p, MembersVote)), None)
+        session.answer_probabilities = voting is not None and voting.by_standing and voting.weights == "sequence"
         trace.emit(SocietyStarted(organisation=self.organisation, rounds=self.rounds, rights=sorted(self.rights),
                                   staff=[m.name for m in self.staff],
                                   vote=None if voting is None else "standing" if voting.by_standing else "ballot",

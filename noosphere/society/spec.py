@@ -111,11 +111,12 @@ class SocietySpec(BaseModel):
     rounds: int = Field(default=3, ge=0, le=50)
     voting: Literal["plurality", "borda", "approval"] = "plurality"
     rights: list[Literal["know", "change", "execute"]] = Field(default_factory=lambda: list(RIGHTS))
-    vote: Literal["ballot", "standing", "weighted"] = "ballot"
+    vote: Literal["ballot", "standing", "weighted", "sequence"] = "ballot"
     """Where members vote (the right to execute, a debate without an editor, an economy): each fills in a
     `ballot`, or each one's `standing` answer is counted as its vote, with no call, or `weighted`: counted
-    with the weight of the member's P(True) that it is right (one scoring call a member; its model must
-    score options)."""
+    with the weight of the member's P(True) that it is right (one scoring call a member), or `sequence`:
+    with the weight of the probability the member's model gave the reply that made it its answer (from
+    that reply's own call, no call more). Both weights need models that give probabilities."""
     leader_confidence: bool = False
     """Monarchy, democracy without the right to execute, debate with an editor: whether the one who decides sees,
     beside each member holding an answer, that member's P(True) that it is right (one scoring call a member; its
