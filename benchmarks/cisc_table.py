@@ -67,8 +67,10 @@ def with_samples(row: dict[str, Any]) -> dict[str, Any]:
     if "samples" in row or "standing_probability" not in row:
         return row
     likely = row["standing_probability"]
-    return {**row, "samples": [{"number": number, "token_probability": likely.get(member)}
-                               for member, number in row["standing"].items()]}
+    known = [p for p in likely.values() if p is not None]
+    fill = sum(known) / len(known) if known else 1.0  # a sub-society's answer, as the society counted it
+    return {**row, "samples": [{"number": number, "token_probability": likely.get(member) if likely.get(member)
+                                is not None else fill} for member, number in row["standing"].items()]}
 
 
 def table(run: Path) -> dict[str, Any]:
@@ -76,7 +78,7 @@ def table(run: Path) -> dict[str, Any]:
     rows = [r for r in rows if r.get("samples")]
     if not rows:
         raise SystemExit(f"{run} has no weighted best-of-N rows with samples, nor society rows with probabilities")
-    n = len(rows[0]["samples"])
+    n = max(len(r["samples"]) for r in rows)  # an economy's spawned variants add members
     field = weight_field(rows)
     per_sample = WEIGHT_FIELDS[field][1]
     results = [{"samples": k, "plain": round(recount(rows, k, False, field), 1), "plain_calls": k,

@@ -332,6 +332,44 @@ def test_a_democracy_weighs_each_standing_answer_by_the_reply_that_made_it_the_m
     assert backend.score_history == []
 
 
+def test_a_standing_answer_recorded_without_its_probability_is_refused_not_counted_plainly() -> None:
+    """A phase that gives answers with `member.ask` and `session.say` leaves them without a probability: in a
+    vote by the replies' probability that is the phase's mistake, said so, not a silent plain count."""
+    from noosphere.llm import Capabilities
+    from noosphere.society import MembersVote, Society, SolveAlone
+    from noosphere.society.session import Statement
+
+    class AskedPlainly:
+        name = "plain"
+
+        async def run(self, session) -> None:
+            session.phase(self.name, 1)
+            for member in session.members:
+                session.say(member.name, self.name, 1, await member.ask("Again?", Statement))
+
+    script = {name: [likely(answer, -1.0), likely(answer, -1.0)] for name, answer in zip("abc", "665", strict=True)}
+    model, _, trace = scripted(by_agent(script), capabilities=Capabilities(json_schema=True, logprobs=True))
+    society = Society("custom", members(model), [SolveAlone(), AskedPlainly(),
+                                                  MembersVote(by_standing=True, weights="sequence")], rounds=1)
+    with pytest.raises(UsageError, match="a, b, c's standing answer was recorded without one"):
+        society.run_sync("What is 3 x 2?")
+    assert trace.of_kind("soc_started")[0].vote == "sequence"
+    with pytest.raises(UsageError, match="by_standing=True"):
+        MembersVote(weights="sequence")
+
+
+def test_a_reply_without_a_probability_forfeits_its_turn_in_a_vote_by_sequence_probability() -> None:
+    """A reply of no tokens has nothing to weigh it by: that member forfeits its mission, the others count."""
+    from noosphere.llm import Capabilities
+
+    script = {"a": [likely("6", -0.2)], "b": [likely("5", -1.0, tokens=0)], "c": [likely("5", -3.0)]}
+    model, _, trace = scripted(by_agent(script), capabilities=Capabilities(json_schema=True, logprobs=True))
+    result = debate(members(model), rounds=0, vote="sequence").run_sync("What is 3 x 2?")
+    assert [(e.member, e.phase) for e in trace.of_kind("soc_forfeit")] == [("b", "mission")]
+    assert (result.answer, result.decided_by) == ("6", "sequence")  # 0.90 for 6 against 0.47 for 5
+    assert [b.voter for b in trace.of_kind("soc_ballot")] == ["a", "c"]
+
+
 def test_a_vote_by_sequence_probability_is_refused_before_any_call_on_a_model_that_cannot_give_one() -> None:
     model, backend, _ = scripted([])
     with pytest.raises(CapabilityError, match="vote='sequence'"):

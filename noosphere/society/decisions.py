@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from noosphere.errors import UsageError
 from noosphere.society import prompts
 from noosphere.society.ballots import choice_model, lettered, named_option, option_labels, picked, ranking_model
 from noosphere.society.events import BallotCast, MemberSpoke, Tallied
@@ -141,10 +142,16 @@ class MembersVote:
     right, asked of the member after its own conversation (`Member.belief`, one scoring call a member); a member
     whose turn forfeits counts 0.5, no information either way; a unanimous society asks nothing. `sequence`: the
     probability the member's model gave the reply that made it its answer (taken in that same call, so no call
-    at all); an answer without one (a sub-society's) counts the mean of the others'."""
+    at all): under the right to change, every member's pick is that reply (the short one that kept or changed its
+    answer; one whose pick forfeited keeps its statement's); a sub-society's answer, which has none, counts the
+    mean of the others'."""
     shows_summary: bool = False
     """Whether the ballot repeats the organizer's summary. Off, each member votes on its own reading of the
     discussion, which is what makes a plurality of independent voters more often right than any one of them."""
+
+    def __post_init__(self) -> None:
+        if self.weights != "none" and not self.by_standing:
+            raise UsageError(f"weights={self.weights!r} weigh the members' standing answers: give by_standing=True")
 
     async def run(self, session: Session) -> None:
         round_ = session.phase(self.name, session.rounds + 2)
@@ -229,8 +236,16 @@ async def count_weighted(session: Session, phase: str, round_: int) -> None:
 
 def count_by_probability(session: Session) -> None:
     """Count the standing answers, each with the weight of the probability its member's model gave the reply
-    that made it the member's answer (`Contribution.probability`); one without counts the mean of the others'."""
+    that made it the member's answer (`Contribution.probability`); a sub-society's, which has none, counts the mean
+    of the others'. A member that gives probabilities and has none answered outside `Session.answering`: a usage
+    error of the phase that recorded it, refused rather than counted as a plain vote."""
     latest = {name: r for name, r in session.latest().items() if r.answer.strip()}
+    unweighed = [m.name for m in session.members
+                 if m.gives_probability and m.name in latest and latest[m.name].probability is None]
+    if unweighed:
+        raise UsageError(f"a vote by the replies' probability, but {', '.join(unweighed)}'s standing answer was "
+                         "recorded without one: a phase that gives a member's answer asks it with "
+                         "`session.answering(...)` and passes the probability to `session.say`")
     known = [r.probability for r in latest.values() if r.probability is not None]
     fill = sum(known) / len(known) if known else 1.0
     weights = {name: r.probability if r.probability is not None else fill for name, r in latest.items()}

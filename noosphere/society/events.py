@@ -17,7 +17,8 @@ class SocietyStarted(Event):
     staff: list[str] = Field(default_factory=list)
     """Members who run the society (organizer, leader, editor, arbiter) rather than answer."""
     vote: str | None = None
-    """How the members vote (`ballot` or `standing`); None where a leader or editor decides."""
+    """How the members vote (`ballot`, `standing`, or standing answers `weighted` by P(True) or by their replies'
+    `sequence` probability); None where a leader or editor decides."""
 
 
 class PhaseStarted(Event):
@@ -44,7 +45,8 @@ class MemberSpoke(MemberTurnEvent):
     text: str
     answer: str = ""
     probability: float | None = None
-    """The probability the member's model gave this reply, where the society takes it (a vote weighted by it)."""
+    """Where the society weighs answers by them (`vote: sequence`): the probability of the reply that made `answer`
+    the member's answer (this reply's, or an earlier one's passed on where this turn left the answer standing)."""
 
 
 class MemberForfeited(MemberTurnEvent):
@@ -59,7 +61,8 @@ class BallotCast(Event):
     standing: bool = False
     """The voter's standing answer counted for it (no vote was cast), not a ballot it filled in."""
     weight: float | None = None
-    """In a weighted vote: what the ballot counts (the voter's P(True) that its answer is right)."""
+    """In a weighted vote: what the ballot counts (the voter's P(True) that its answer is right, or the probability
+    of the reply that gave it)."""
 
 
 class Tallied(Event):

@@ -33,6 +33,7 @@ OutputT = TypeVar("OutputT", bound=BaseModel)
 @dataclass
 class SubSociety(Member):
     society: Society = field(default=None)  # type: ignore[assignment]
+    gives_probability: bool = field(default=False, init=False)
     _trace: Trace | None = None
     _observation: Observation | None = None
     _first_prompt: str = ""

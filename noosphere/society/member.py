@@ -7,6 +7,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from noosphere.errors import ModelError
 from noosphere.llm import Message, Model
 from noosphere.llm.messages import MediaPart
 from noosphere.llm.scoring import OptionScores
@@ -30,6 +31,9 @@ class Member:
     role: str
     sees: tuple[str, ...] | None = None
     history: list[Message] = field(default_factory=list)
+    gives_probability: bool = field(default=True, init=False)
+    """Whether this member's replies carry their own probability (`ask_scored`): a society taking part as one
+    member gives none."""
 
     def join(self, trace: Trace) -> None:
         """Start a new run: forget the last one and report into this run's trace."""
@@ -77,7 +81,10 @@ class Member:
         """`ask`, with the probability this member's model gave its own reply: the geometric mean of the
         reply's token probabilities (`Completion.token_probability`), taken from the same call, so weighing
         an answer by it costs nothing. A model that cannot give one is refused (`CapabilityError`)."""
-        return await self._turn(prompt, output, media, alone=False, logprobs=True)
+        output_, probability = await self._turn(prompt, output, media, alone=False, logprobs=True)
+        if probability is None:  # a reply of no tokens: nothing to weigh it by, so the turn forfeits
+            raise ModelError(self.model.id, f"{self.name}'s reply came without a probability to weigh it by")
+        return output_, probability
 
     async def _turn(self, prompt: str, output: type[OutputT], media: tuple[MediaPart, ...], *, alone: bool,
                     logprobs: bool) -> tuple[OutputT, float | None]:

@@ -43,7 +43,7 @@ def _weighable(members: list[Member], vote: str) -> None:
     before any call, rather than forfeiting every weight (a sub-society, which has none, forfeits its own)."""
     if vote in WEIGHTS_OF_VOTE:
         _scorable(members, f"vote={vote!r} weighs {{name}}'s answer by its probability",
-                  "use vote='standing' or a model that scores options")
+                  "use vote='standing' or a model that gives token log-probabilities")
 
 
 def _scorable(members: list[Member], what: str, instead: str) -> None:

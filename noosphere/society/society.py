@@ -84,7 +84,7 @@ class Society:
         session.answer_probabilities = voting is not None and voting.by_standing and voting.weights == "sequence"
         trace.emit(SocietyStarted(organisation=self.organisation, rounds=self.rounds, rights=sorted(self.rights),
                                   staff=[m.name for m in self.staff],
-                                  vote=None if voting is None else "standing" if voting.by_standing else "ballot",
+                                  vote=None if voting is None else _vote_name(voting),
                                   members={m.name: m.role for m in [*self.members, *self.staff]}))
         if self.economy is not None:  # whatever phases run, the reward flows back only along this task's services
             self.economy.trace = trace
@@ -133,3 +133,9 @@ class Society:
 
     def run_sync(self, task: str, observation: Observation | None = None, **kwargs) -> SocietyResult:
         return asyncio.run(self.run(task, observation, **kwargs))
+
+
+def _vote_name(voting: MembersVote) -> str:
+    if not voting.by_standing:
+        return "ballot"
+    return {"none": "standing", "p-true": "weighted", "sequence": "sequence"}[voting.weights]
