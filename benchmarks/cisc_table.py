@@ -11,7 +11,11 @@ A society run whose vote weighs standing answers by their replies' probability (
 --vote sequence`) is recounted the same way, its members' standing answers standing for the samples: the plain
 count and the weighted vote over the same answers, in the same run, at the society's calls.
 
-    python benchmarks/cisc_table.py RUN_DIR [--json]
+`--against OTHER_RUN` sets two such runs side by side on the problems both scored (a society and best-of-N at the
+calls it measured): each one's calls a problem, plain and weighted votes over all its answers, and the problems
+the first run's weighted vote gets right and the other's wrong, and the other way round.
+
+    python benchmarks/cisc_table.py RUN_DIR [--against OTHER_RUN] [--json]
 """
 
 from __future__ import annotations
@@ -96,11 +100,53 @@ def table(run: Path) -> dict[str, Any]:
                        "ci95": list(interval) if interval else None}}
 
 
+def weighted_rows(run: Path) -> dict[str, dict[str, Any]]:
+    """A run's rows with samples (or a society's standing answers as samples), by problem id."""
+    rows = {i: with_samples(r) for i, r in load_done(run / "items.jsonl").items()}
+    return {i: r for i, r in rows.items() if r.get("samples")}
+
+
+def side_by_side(first: Path, other: Path) -> dict[str, Any]:
+    """Two weighted runs on the problems both scored: calls, plain and weighted accuracy over all their answers,
+    and the weighted votes compared problem by problem."""
+    rows = [weighted_rows(first), weighted_rows(other)]
+    common = sorted(set(rows[0]) & set(rows[1]))
+    if not common:
+        raise SystemExit(f"{first} and {other} scored no problem in common")
+    runs, verdict = [], []
+    for run, by_id in zip((first, other), rows, strict=True):
+        chosen = [by_id[i] for i in common]
+        field, k = weight_field(chosen), max(len(r["samples"]) for r in chosen)
+        weighted = verdicts(chosen, k, True, field)
+        verdict.append(weighted)
+        runs.append({"run": str(run), "calls": round(sum(r.get("calls", 0) for r in chosen) / len(chosen), 2),
+                     "plain": round(100 * sum(verdicts(chosen, k, False, field)) / len(chosen), 1),
+                     "weighted": round(100 * sum(weighted) / len(chosen), 1),
+                     "decided": round(100 * sum(bool(r["correct"]) for r in chosen) / len(chosen), 1)})
+    won = [i for i, a, b in zip(common, *verdict, strict=True) if a and not b]
+    lost = [i for i, a, b in zip(common, *verdict, strict=True) if b and not a]
+    return {"problems": common, "runs": runs, "won": won, "lost": lost}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=Path)
+    parser.add_argument("--against", type=Path, help="another weighted run, compared on the problems both scored")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.against is not None:
+        compared = side_by_side(args.run, args.against)
+        if args.json:
+            print(json.dumps(compared, indent=2))
+            return
+        print(f"{len(compared['problems'])} problems scored by both ({compared['problems'][0]} to "
+              f"{compared['problems'][-1]})\n\n| run | calls / problem | plain | weighted | as the run decided |\n"
+              "|---|---|---|---|---|")
+        for run in compared["runs"]:
+            print(f"| {run['run']} | {run['calls']} | {run['plain']} | {run['weighted']} | {run['decided']} |")
+        print(f"\nweighted, the first against the other: +{len(compared['won'])} / -{len(compared['lost'])} "
+              f"(won: {', '.join(compared['won']) or 'none'}; lost: {', '.join(compared['lost']) or 'none'})")
+        return
     result = table(args.run)
     if args.json:
         print(json.dumps(result, indent=2))

@@ -58,3 +58,23 @@ def test_a_society_weighing_standing_answers_is_recounted_over_its_members(tmp_p
     assert set(by_k) == {1, 2, 3}
     assert (by_k[3]["plain"], by_k[3]["weighted"], by_k[3]["won_lost"]) == (50.0, 50.0, [1, 1])
     assert result["signal"]["samples"] == 5  # the answer without a number is not scored
+
+
+def test_a_society_and_best_of_n_are_set_side_by_side_on_the_problems_both_scored(tmp_path: Path) -> None:
+    cisc = load_script(SCRIPT, "cisc_table_script")
+    society = write(tmp_path / "society", [
+        {"id": "a", "gold": "7", "correct": True, "error": None, "calls": 15, "standing": {"m1": "8", "m2": "7"},
+         "standing_probability": {"m1": 0.3, "m2": 0.9}},
+        {"id": "b", "gold": "5", "correct": False, "error": None, "calls": 13, "standing": {"m1": "6", "m2": "6"},
+         "standing_probability": {"m1": 0.5, "m2": 0.7}},
+        {"id": "c", "gold": "1", "correct": True, "error": None, "calls": 14, "standing": {"m1": "1"},
+         "standing_probability": {"m1": 0.5}}])  # c: best-of-N has not scored it
+    best = write(tmp_path / "best", [row("a", "7", [("8", 0.9), ("7", 0.2)], "token_probability"),
+                                     row("b", "5", [("5", 0.6), ("6", 0.5)], "token_probability")])
+    compared = cisc.side_by_side(society, best)
+    assert compared["problems"] == ["a", "b"]
+    first, other = compared["runs"]
+    # the society: a is 8 on a plain count (first seen of a tie), 7 weighted; b is 6 either way
+    assert (first["calls"], first["plain"], first["weighted"], first["decided"]) == (14.0, 0.0, 50.0, 50.0)
+    assert (other["plain"], other["weighted"]) == (50.0, 50.0)  # best-of-N: a is 8 either way, b is 5
+    assert (compared["won"], compared["lost"]) == (["a"], ["b"])
