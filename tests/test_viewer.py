@@ -247,6 +247,32 @@ def test_society_members_phases_summaries_votes(view: Any) -> None:
     viewer.shot("society")
 
 
+def test_a_weighted_vote_shows_what_each_standing_answer_weighed(view: Any, tmp_path: Path) -> None:
+    import json as json_
+    from concurrent.futures import ThreadPoolExecutor
+
+    from noosphere.llm import Capabilities, Reply, Usage
+    from noosphere.society import Member, debate
+    from noosphere.trace import Trace
+    from tests.helpers import by_agent, scripted
+
+    def likely(answer: str, logprob: float) -> Reply:
+        return Reply(json_.dumps({"reasoning": "r", "answer": answer}), usage=Usage(10, 2), logprob=logprob)
+
+    model, _, _ = scripted(by_agent({"a": [likely("6", -0.2)], "b": [likely("5", -4.0)], "c": [likely("5", -4.0)]}),
+                           capabilities=Capabilities(json_schema=True, logprobs=True))
+    run = tmp_path / "weighted"
+    run.mkdir()
+    trace = Trace(run / "trace.jsonl")
+    society = debate([Member(name, model, name) for name in "abc"], rounds=0, vote="sequence")
+    with ThreadPoolExecutor(1) as pool:  # Playwright's own event loop runs in this thread
+        assert pool.submit(society.run_sync, "3 x 2?", trace=trace).result().answer == "6"
+    trace.close()
+    votes = card(view(run).tab("society"), "Votes").inner_text()
+    assert "a\t6 (standing answer, no vote cast), weighing 0.90" in votes
+    assert "weighing 0.14" in votes and "plurality: winner 6" in votes
+
+
 def test_economy_balances_chart_payments_and_contracts(view: Any) -> None:
     viewer = view("economy")
     panel = viewer.tab("society")

@@ -115,7 +115,8 @@ const DESCRIBE = {
   soc_message: (e) => `${e.member} → ${e.to || "all"}: ${short(e.text, 60)}` +
     `${e.answer ? ` [${short(e.answer, 20)}]` : ""}`,
   soc_forfeit: (e) => `${e.member} forfeited: ${short(e.error, 70)}`,
-  soc_ballot: (e) => `${e.voter}: ${(e.ranking || []).join(" > ")}${e.standing ? " (standing answer)" : ""}`,
+  soc_ballot: (e) => `${e.voter}: ${(e.ranking || []).join(" > ")}${e.standing ? " (standing answer)" : ""}` +
+    `${e.weight != null ? `, weighing ${fixed(e.weight)}` : ""}`,
   soc_tally: (e) => `${e.rule}: ${e.winner ?? "no winner"} ${short(e.scores, 60)}`,
   soc_budget_spent: (e) => `${e.budget} budget of ${num(e.limit)} spent in ${e.phase}: deciding with what there is`,
   soc_finished: (e) => `${short(e.answer, 60)} (decided by ${e.decided_by})`,

@@ -144,7 +144,8 @@ function societyEpisodeView(episode) {
       }, {class: "phase", open: i < 6}))),
     ballots.length || tallies.length ? section("Votes",
       ballots.length ? table(["voter", "ranking"], ballots.map((b) => [
-        b.voter, (b.ranking || []).join(" > ") + (b.standing ? " (standing answer, no vote cast)" : "")])) : null,
+        b.voter, (b.ranking || []).join(" > ") + (b.standing ? " (standing answer, no vote cast)" : "") +
+          (b.weight != null ? `, weighing ${fixed(b.weight)}` : "")])) : null,
       tallies.map((t) => el("div", {class: "tally"}, el("p", null, `${t.rule}: winner `,
         el("strong", null, t.winner ?? "none"), t.tied && t.tied.length > 1 ? ` (tied: ${t.tied.join(", ")})` : ""),
       bars(t.scores, t.winner)))) : null,
