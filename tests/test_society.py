@@ -239,12 +239,14 @@ def test_a_weighted_vote_counts_each_standing_answer_by_its_members_belief_in_it
     assert unweighted.answer == "5"
 
 
-def test_a_weighted_vote_is_refused_before_any_call_on_a_model_that_cannot_score() -> None:
+@pytest.mark.parametrize("vote", ["weighted", "sequence"])
+def test_a_weighted_vote_is_refused_before_any_call_on_a_model_that_cannot_score(vote: str) -> None:
+    """By P(True) or by the replies' own probability: a model that gives no probabilities is refused at once."""
     model, backend, _ = scripted([])
-    with pytest.raises(CapabilityError, match="vote='weighted'"):
-        debate(members(model), rounds=1, vote="weighted")
+    with pytest.raises(CapabilityError, match=f"vote='{vote}'"):
+        debate(members(model), rounds=1, vote=vote)
     with pytest.raises(CapabilityError, match="logprobs"):
-        democracy(members(model), Member("organizer", model, "o"), vote="weighted")
+        democracy(members(model), Member("organizer", model, "o"), vote=vote)
     assert backend.history == []
 
 
@@ -368,15 +370,6 @@ def test_a_reply_without_a_probability_forfeits_its_turn_in_a_vote_by_sequence_p
     assert [(e.member, e.phase) for e in trace.of_kind("soc_forfeit")] == [("b", "mission")]
     assert (result.answer, result.decided_by) == ("6", "sequence")  # 0.90 for 6 against 0.47 for 5
     assert [b.voter for b in trace.of_kind("soc_ballot")] == ["a", "c"]
-
-
-def test_a_vote_by_sequence_probability_is_refused_before_any_call_on_a_model_that_cannot_give_one() -> None:
-    model, backend, _ = scripted([])
-    with pytest.raises(CapabilityError, match="vote='sequence'"):
-        debate(members(model), rounds=1, vote="sequence")
-    with pytest.raises(CapabilityError, match="logprobs"):
-        democracy(members(model), Member("organizer", model, "o"), vote="sequence")
-    assert backend.history == []
 
 
 def test_debaters_without_an_editor_may_be_counted_by_their_standing_answers() -> None:
