@@ -24,7 +24,8 @@ from noosphere.metaagent import (
     reflexion,
 )
 from noosphere.metaagent.cost import StepCost
-from noosphere.metaagent.prompts import TEAM
+from noosphere.metaagent.prompts import TEAM, planner_on_percept
+from noosphere.metaagent.state import EpisodeState
 from tests.helpers import by_agent, scripted
 from tests.skip_policy import GAME_EXTRAS
 
@@ -643,3 +644,34 @@ def test_the_conscious_agent_reads_its_dated_belief_before_the_result_it_must_up
                                "Known: In the west room; the key may be east. Next: find the key.", 1)
     assert "Your task is to: take the key." in dated and "Current observation: You are in the east room" in rest
     assert "Write the belief state for timestep 1" in rest and "result of the last action" in rest
+
+
+def test_on_the_percept_view_the_planner_reads_the_game_as_react_does_not_the_belief_or_its_last_plan() -> None:
+    """`planner_view="percept"`: the conscious agent still writes the belief (the orchestrator's pick, the focus
+    checks and episodic memory use it), but the planner reads the task, the recent steps and the observation."""
+    script = {**winning_script(), "conscious": [belief("the key is surely in the west room")] * 2}
+    model, backend, trace = scripted(by_role(script))
+    result = asyncio.run(MetaAgent(model, planner_view="percept").play(TwoRooms()))
+    assert result.won and [r.agent for r in backend.history] == ["conscious+orchestrator", "planning+motor"] * 2
+    first, second = (r.messages[1].content for r in calls(backend, "planning"))
+    for prompt in (first, second):
+        assert "Belief state" not in prompt and "surely in the west room" not in prompt
+        assert prompt.startswith("Your task is to: take the key.") and "You are the planning agent" in prompt
+    assert "Plan:" not in second and "1. go east -> You are in the east room" in second
+    assert "Current observation: You are in the east room" in second
+    assert "Plan: go east (because the key is east)" in calls(backend, "conscious")[1].messages[1].content
+    assert kinds(trace, "ma_belief")[0].belief.endswith("Next: find the key.")
+    # the team's view, the paper's, is the default: there the planner reads the belief
+    model, backend, _ = scripted(by_role(script))
+    asyncio.run(MetaAgent(model).play(TwoRooms()))
+    assert "surely in the west room" in calls(backend, "planning")[0].messages[1].content
+    with pytest.raises(UnknownNameError, match="planner view"):
+        MetaAgent(model, planner_view="belief")  # type: ignore[arg-type]
+
+
+def test_the_percept_view_keeps_what_the_team_adds_for_the_planner_memory_and_focus() -> None:
+    state = EpisodeState("Your task is to: take the key.", "You are in the west room.", WEST)
+    state.recall, state.focus_note, state.plan, state.belief = "keys lie east", "Go east.", "wait (because)", "lost"
+    prompt = planner_on_percept(state)[1].content
+    assert prompt.index("Memory: keys lie east") < prompt.index("Recent actions:") < prompt.index("Focus: Go east.")
+    assert "wait (because)" not in prompt and "lost" not in prompt

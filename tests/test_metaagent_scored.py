@@ -231,3 +231,21 @@ def test_the_meta_agents_judge_is_refused_without_scores_and_its_options_are_che
         refused = cli([*args, "--system", system, "--judge", "--out", str(tmp_path / system)])
         assert refused.code == 2 and "--judge is the meta-agent's" in refused.err and said in refused.err, refused
         assert not (tmp_path / system).exists()
+
+
+def test_the_planner_view_reaches_the_meta_agent_and_is_refused_elsewhere(tmp_path: Path) -> None:
+    from tests.helpers import scripted
+    from tests.test_metaagent import winning_script
+
+    model, backend, _ = scripted(by_role(winning_script()))
+    config = {"system": "metaagent", "memory": "none", "max_actions": 3, "seed": 0, "planner_view": "percept"}
+    asyncio.run(games_bench.player(model, config, tmp_path)(TwoRooms()))
+    planner = [r for r in backend.history if r.agent == "planning+motor"]
+    assert planner and all("Belief state" not in r.messages[1].content for r in planner)
+    args = ["bench", "textworld", "--challenges", "treasure_hunter", "--per-challenge", "1", "--max-actions", "2",
+            "--games-dir", str(tmp_path / "games"), "--model", "scripted", "--no-cache", "--quiet"]
+    for extra, said in ((["--system", "react", "--planner-view", "percept"], "--planner-view is the meta-agent's"),
+                        (["--planner-view", "belief"], "unknown planner view 'belief'. Known: percept, team")):
+        refused = cli([*args, *extra, "--out", str(tmp_path / "refused")])
+        assert refused.code == 2 and said in refused.err, refused
+        assert not (tmp_path / "refused").exists()

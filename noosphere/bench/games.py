@@ -62,7 +62,8 @@ def player(model: Model, config: dict[str, Any], memory_folder: Path):  # type: 
                                 method=config["retrieve"], k=config["k"], embedder=default_embedder())
     graph = TransitionGraph.from_data(config["graph"]) if config.get("graph") else DEFAULT_GRAPH
     judge = ScoredDecision(config.get("candidates", 3), config["margin"]) if config.get("judge") else None
-    agent = MetaAgent(model, graph=graph, memory=memory, max_actions=max_actions, seed=config["seed"], judge=judge)
+    agent = MetaAgent(model, graph=graph, memory=memory, max_actions=max_actions, seed=config["seed"], judge=judge,
+                      planner_view=config.get("planner_view", "team"))
     return agent.play
 
 

@@ -29,6 +29,7 @@ from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
 from noosphere.envs.textworld_games import CHALLENGES
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
+from noosphere.metaagent.agents import PLANNER_VIEWS
 from noosphere.metaagent.scored import DEFAULT_MARGIN
 from noosphere.runs import Run
 
@@ -46,6 +47,9 @@ MarginOption = Annotated[float | None, typer.Option(
 JudgeOption = Annotated[bool, typer.Option(
     help="metaagent: the motor's action judged by P(True) among the likeliest admissible actions, as react-scored's "
          "is (a model that can score)")]
+PlannerViewOption = Annotated[str, typer.Option(
+    help="metaagent: what the planning agent reads: team (the belief state, its last plan and the percept, as the "
+         "paper has it) or percept (the game as ReAct reads it, with the team's memory, idea and focus note)")]
 CreateOnlyOption = Annotated[bool, typer.Option(
     help="write the run folder and stop: score it later with --resume, or beside others with `bench together`")]
 
@@ -62,6 +66,7 @@ class GameOptions:
     graph: GraphOption = None
     margin: MarginOption = None
     judge: JudgeOption = False
+    planner_view: PlannerViewOption = "team"
     create_only: CreateOnlyOption = False
 
     def config(self, limit: int | None, run: RunOptions) -> dict[str, Any]:
@@ -75,6 +80,12 @@ class GameOptions:
                              + ("always judges" if self.system == "react-scored" else "has no judge"))
         if self.judge:
             config["judge"] = True
+        if self.planner_view != "team":
+            if self.planner_view not in PLANNER_VIEWS:
+                raise UnknownNameError("planner view", self.planner_view, PLANNER_VIEWS)
+            if self.system != "metaagent":
+                raise UsageError(f"--planner-view is the meta-agent's; --system {self.system} has no planner")
+            config["planner_view"] = self.planner_view
         if self.system == "react-scored" or self.judge:
             config["margin"] = DEFAULT_MARGIN if self.margin is None else self.margin
         elif self.margin is not None:

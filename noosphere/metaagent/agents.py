@@ -17,8 +17,8 @@ A language agent's call also carries the orchestrator's pick when a real choice 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -29,13 +29,26 @@ from noosphere.llm.model import FormatPlace
 from noosphere.metaagent.events import ActionTaken, BeliefWritten, FocusOutcome
 from noosphere.metaagent.forms import PICK, Belief, Note, action_form, focus_form, plan_form, with_pick
 from noosphere.metaagent.orchestrator import Offer
-from noosphere.metaagent.prompts import asking_also, belief_question, briefed, focus_messages
+from noosphere.metaagent.prompts import (
+    PLAN_QUESTION,
+    asking_also,
+    belief_question,
+    briefed,
+    focus_messages,
+    planner_on_percept,
+)
 from noosphere.metaagent.state import EpisodeState
 from noosphere.trace import Trace
 
 if TYPE_CHECKING:
     from noosphere.metaagent.recollection import MemorySettings
     from noosphere.metaagent.scored import ScoredDecision
+
+
+PlannerView = Literal["team", "percept"]
+PLANNER_VIEWS: tuple[PlannerView, ...] = ("team", "percept")
+"""What the planning agent reads: the team's shared context (the belief state, its own last plan and the percept,
+as the paper has it), or the game as ReAct reads it plus the team's memory, idea and focus note."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +66,7 @@ class Turn:
     judge: ScoredDecision | None = None
     """With a judge, the motor's action is the judge's choice by P(True) among the likeliest admissible actions
     (issue 26's `react-scored` step, on the planning and motor agents' reply); without, the action as written."""
+    planner_view: PlannerView = "team"
 
     @property
     def trace(self) -> Trace:
@@ -165,9 +179,10 @@ def _rule(state: EpisodeState, output: Any, turn: Turn) -> str:
     return state.rules[-1]
 
 
-PLANNING = LanguageAgent("planning", _in_context("planning", lambda s: "Plan the next step, and act."),
+PLANNING = LanguageAgent("planning", _in_context("planning", lambda s: PLAN_QUESTION),
                          lambda s: plan_form(s.admissible), _plan, shares=("motor",), forfeit=_forget_plan,
                          judged=True)
+PLANNING_ON_PERCEPT = replace(PLANNING, messages=planner_on_percept)
 MOTOR_ALONE = LanguageAgent("motor", _in_context("motor", lambda s: "Choose the action that carries out the plan."),
                             lambda s: action_form("MotorAction", s.admissible), _act, judged=True)
 LESSON = LanguageAgent("learning", _in_context("learning", lambda s: "The task was solved. One general rule:"),
@@ -188,6 +203,17 @@ class Conscious:
         if turn.refocus:
             return Said(f"(to the focus loop first: {state.needs_focus})")
         return await self.own.act(state, turn)
+
+
+@dataclass(frozen=True)
+class Planning:
+    """The planning and motor agents' shared call, on the view the turn names (`PlannerView`)."""
+
+    views: tuple[tuple[PlannerView, LanguageAgent], ...] = (("team", PLANNING), ("percept", PLANNING_ON_PERCEPT))
+    name: str = "planning"
+
+    async def act(self, state: EpisodeState, turn: Turn) -> Said:
+        return await dict(self.views)[turn.planner_view].act(state, turn)
 
 
 @dataclass(frozen=True)
@@ -259,7 +285,7 @@ class RecordMemory:
 
 LANGUAGE_AGENTS: dict[str, Agent] = {agent.name: agent for agent in (
     Conscious(LanguageAgent("conscious", _in_context("conscious", belief_question), lambda s: Belief, _believe)),
-    PLANNING,
+    Planning(),
     Motor(),
     LanguageAgent("focus", focus_messages, lambda s: focus_form(s.admissible), _refocus),
     LanguageAgent("idea", _in_context("idea", lambda s: "One new idea:"), lambda s: Note, _idea),

@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from noosphere.envs import Environment
+from noosphere.errors import UnknownNameError
 from noosphere.llm import Model
 from noosphere.memory import EpisodeStep
-from noosphere.metaagent.agents import AGENTS, LESSON, Turn
+from noosphere.metaagent.agents import AGENTS, LESSON, PLANNER_VIEWS, PlannerView, Turn
 from noosphere.metaagent.events import AgentSpoke, EpisodeEnded, EpisodeStarted, FocusTriggered, Transition
 from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, TransitionGraph
 from noosphere.metaagent.hallucination import flag_hallucination
@@ -51,8 +52,11 @@ class EpisodeResult:
 class MetaAgent:
     def __init__(self, model: Model, *, graph: TransitionGraph = DEFAULT_GRAPH, memory: MemorySettings | None = None,
                  max_actions: int = 50, max_transitions: int | None = None, seed: int = 0,
-                 judge: ScoredDecision | None = None) -> None:
+                 judge: ScoredDecision | None = None, planner_view: PlannerView = "team") -> None:
+        if planner_view not in PLANNER_VIEWS:
+            raise UnknownNameError("planner view", planner_view, PLANNER_VIEWS)
         graph.check_agents(set(AGENTS))
+        self.planner_view = planner_view
         if judge is not None:
             judge.check(model)
         self.judge = judge
@@ -67,7 +71,7 @@ class MetaAgent:
     async def play(self, env: Environment) -> EpisodeResult:
         start = env.reset()
         state = EpisodeState(start.task, start.observation, start.admissible, start.guide)
-        turn = Turn(self.model, env, self.memory, self.seed, judge=self.judge)
+        turn = Turn(self.model, env, self.memory, self.seed, judge=self.judge, planner_view=self.planner_view)
         trace = self.model.trace
         trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system="metaagent"))
         if self.memory is not None:

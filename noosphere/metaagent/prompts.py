@@ -70,6 +70,23 @@ def belief_question(state: EpisodeState) -> str:
             "action. Say where you are now, what is done and what comes next.")
 
 
+PLAN_QUESTION = "Plan the next step, and act."
+PLANNER_RECENT = 10
+"""Steps of history the planner reads in the `percept` view: ReAct's window, so that view's prompt is ReAct's game."""
+
+
+def planner_on_percept(state: EpisodeState) -> list[Message]:
+    """The planner's messages in the `percept` view: the game as ReAct reads it (the task, the recent actions,
+    the admissible actions, the observation) with what the team adds for it (the recalled memory, an idea, a
+    focus note), but neither the belief state nor the planner's own earlier plan. On TextWorld the 1.5B
+    model's belief called a passkey still on the floor "done" and pointed away from it, and the planner,
+    reading it and its own last plan, repeated them for 40 actions (stop 41)."""
+    parts = [state.task] + ([f"Memory: {state.recall}"] if state.recall else [])
+    parts.append(state.percept(PLANNER_RECENT, with_task=False))
+    parts += [f"{title}: {text}" for title, text in (("Idea", state.idea), ("Focus", state.focus_note)) if text]
+    return [team(state), Message.user("\n\n".join(parts) + f"\n\n{ROLES['planning']}\n{PLAN_QUESTION}")]
+
+
 def focus_messages(state: EpisodeState) -> list[Message]:
     """The focus agent sees only the task, the last real observation and what can be done now: the rest
     may be what misled the team."""
