@@ -649,7 +649,8 @@ def test_the_conscious_agent_reads_its_dated_belief_before_the_result_it_must_up
 def test_on_the_percept_view_the_planner_reads_the_game_as_react_does_not_the_belief_or_its_last_plan() -> None:
     """`planner_view="percept"`: the conscious agent still writes the belief (the orchestrator's pick, the focus
     checks and episodic memory use it), but the planner reads the task, the recent steps and the observation."""
-    script = {**winning_script(), "conscious": [belief("the key is surely in the west room")] * 2}
+    script = {**winning_script(), "conscious": [belief("the key is surely in the west room")] * 2,
+              "planning": [reply(thought="the key is east", action="go east"), reply(thought="grab", action="take key")]}
     model, backend, trace = scripted(by_role(script))
     result = asyncio.run(MetaAgent(model, planner_view="percept").play(TwoRooms()))
     assert result.won and [r.agent for r in backend.history] == ["conscious+orchestrator", "planning+motor"] * 2
@@ -657,12 +658,13 @@ def test_on_the_percept_view_the_planner_reads_the_game_as_react_does_not_the_be
     for prompt in (first, second):
         assert "Belief state" not in prompt and "surely in the west room" not in prompt
         assert prompt.startswith("Your task is to: take the key.") and "You are the planning agent" in prompt
+        assert "In `thought` the planner" in prompt and '"thought"' in prompt and '"plan"' not in prompt
     assert "Plan:" not in second and "1. go east -> You are in the east room" in second
     assert "Current observation: You are in the east room" in second
     assert "Plan: go east (because the key is east)" in calls(backend, "conscious")[1].messages[1].content
     assert kinds(trace, "ma_belief")[0].belief.endswith("Next: find the key.")
-    # the team's view, the paper's, is the default: there the planner reads the belief
-    model, backend, _ = scripted(by_role(script))
+    # the team's view, the paper's, is the default: there the planner reads the belief and writes a plan
+    model, backend, _ = scripted(by_role({**script, "planning": winning_script()["planning"]}))
     asyncio.run(MetaAgent(model).play(TwoRooms()))
     assert "surely in the west room" in calls(backend, "planning")[0].messages[1].content
     with pytest.raises(UnknownNameError, match="planner view"):

@@ -237,9 +237,10 @@ def test_the_planner_view_reaches_the_meta_agent_and_is_refused_elsewhere(tmp_pa
     from tests.helpers import scripted
     from tests.test_metaagent import winning_script
 
-    model, backend, _ = scripted(by_role(winning_script()))
+    model, backend, _ = scripted(by_role({**winning_script(), "planning": [
+        reply(thought="the key is east", action="go east"), reply(thought="grab it", action="take key")]}))
     config = {"system": "metaagent", "memory": "none", "max_actions": 3, "seed": 0, "planner_view": "percept"}
-    asyncio.run(games_bench.player(model, config, tmp_path)(TwoRooms()))
+    assert asyncio.run(games_bench.player(model, config, tmp_path)(TwoRooms())).won
     planner = [r for r in backend.history if r.agent == "planning+motor"]
     assert planner and all("Belief state" not in r.messages[1].content for r in planner)
     args = ["bench", "textworld", "--challenges", "treasure_hunter", "--per-challenge", "1", "--max-actions", "2",

@@ -27,7 +27,16 @@ from noosphere.envs import Environment
 from noosphere.llm import Message, Model
 from noosphere.llm.model import FormatPlace
 from noosphere.metaagent.events import ActionTaken, BeliefWritten, FocusOutcome
-from noosphere.metaagent.forms import PICK, Belief, Note, action_form, focus_form, plan_form, with_pick
+from noosphere.metaagent.forms import (
+    PICK,
+    Belief,
+    Note,
+    action_form,
+    focus_form,
+    plan_form,
+    thought_plan_form,
+    with_pick,
+)
 from noosphere.metaagent.orchestrator import Offer
 from noosphere.metaagent.prompts import (
     PLAN_QUESTION,
@@ -149,9 +158,9 @@ def _believe(state: EpisodeState, output: Any, turn: Turn) -> str:
     return state.belief
 
 
-def _plan(state: EpisodeState, output: Any, turn: Turn) -> str:
-    state.plan = f"{output.action.strip()} (because {output.plan.strip()})"
-    state.proposal = output.action
+def _plan(state: EpisodeState, action: str, why: str) -> str:
+    state.plan = f"{action.strip()} (because {why.strip()})"
+    state.proposal = action
     return state.plan
 
 
@@ -180,9 +189,12 @@ def _rule(state: EpisodeState, output: Any, turn: Turn) -> str:
 
 
 PLANNING = LanguageAgent("planning", _in_context("planning", lambda s: PLAN_QUESTION),
-                         lambda s: plan_form(s.admissible), _plan, shares=("motor",), forfeit=_forget_plan,
+                         lambda s: plan_form(s.admissible),
+                         lambda state, output, turn: _plan(state, output.action, output.plan), shares=("motor",),
+                         forfeit=_forget_plan,
                          judged=True)
-PLANNING_ON_PERCEPT = replace(PLANNING, messages=planner_on_percept)
+PLANNING_ON_PERCEPT = replace(PLANNING, messages=planner_on_percept, output=lambda s: thought_plan_form(s.admissible),
+                              apply=lambda state, output, turn: _plan(state, output.action, output.thought))
 MOTOR_ALONE = LanguageAgent("motor", _in_context("motor", lambda s: "Choose the action that carries out the plan."),
                             lambda s: action_form("MotorAction", s.admissible), _act, judged=True)
 LESSON = LanguageAgent("learning", _in_context("learning", lambda s: "The task was solved. One general rule:"),

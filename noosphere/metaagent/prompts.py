@@ -21,6 +21,9 @@ ROLES = {
                 "says what the last observation showed and which step makes progress on the task: do not repeat "
                 "actions that did nothing; search likely places first. In `action` the motor carries the plan out "
                 "with exactly one of the admissible actions.",
+    "planning_on_percept": "You are the planning agent, and the motor agent answers in the same reply. In `thought` "
+                           "the planner says what the last observation showed and where the task leads next. In "
+                           "`action` the motor carries it out with exactly one of the admissible actions.",
     "motor": "You are the motor agent. Choose exactly one of the admissible actions: the one that carries out the "
              "plan.",
     "focus": "You are the focus agent. The team lost track. From the task, the last real observation and the "
@@ -84,7 +87,7 @@ def planner_on_percept(state: EpisodeState) -> list[Message]:
     parts = [state.task] + ([f"Memory: {state.recall}"] if state.recall else [])
     parts.append(state.percept(PLANNER_RECENT, with_task=False))
     parts += [f"{title}: {text}" for title, text in (("Idea", state.idea), ("Focus", state.focus_note)) if text]
-    return [team(state), Message.user("\n\n".join(parts) + f"\n\n{ROLES['planning']}\n{PLAN_QUESTION}")]
+    return [team(state), Message.user("\n\n".join(parts) + f"\n\n{ROLES['planning_on_percept']}\n{PLAN_QUESTION}")]
 
 
 def focus_messages(state: EpisodeState) -> list[Message]:
