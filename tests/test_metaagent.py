@@ -646,23 +646,25 @@ def test_the_conscious_agent_reads_its_dated_belief_before_the_result_it_must_up
     assert "Write the belief state for timestep 1" in rest and "result of the last action" in rest
 
 
-def test_on_the_percept_view_the_planner_reads_the_game_as_react_does_not_the_belief_or_its_last_plan() -> None:
+def test_on_the_percept_view_the_planner_is_asked_what_react_is_asked_not_the_belief_or_its_last_plan() -> None:
     """`planner_view="percept"`: the conscious agent still writes the belief (the orchestrator's pick, the focus
-    checks and episodic memory use it), but the planner reads the task, the recent steps and the observation."""
+    checks and episodic memory use it), but the planner is asked ReAct's step, word for word."""
     script = {**winning_script(), "conscious": [belief("the key is surely in the west room")] * 2,
-              "planning": [reply(thought="the key is east", action="go east"), reply(thought="grab", action="take key")]}
+              "planning": [reply(thought="the key is east", action="go east"),
+                           reply(thought="grab", action="take key")]}
     model, backend, trace = scripted(by_role(script))
     result = asyncio.run(MetaAgent(model, planner_view="percept").play(TwoRooms()))
     assert result.won and [r.agent for r in backend.history] == ["conscious+orchestrator", "planning+motor"] * 2
-    first, second = (r.messages[1].content for r in calls(backend, "planning"))
-    for prompt in (first, second):
-        assert "Belief state" not in prompt and "surely in the west room" not in prompt
-        assert prompt.startswith("Your task is to: take the key.") and "You are the planning agent" in prompt
-        assert "In `thought` the planner" in prompt and '"thought"' in prompt and '"plan"' not in prompt
-    assert "Plan:" not in second and "1. go east -> You are in the east room" in second
-    assert "Current observation: You are in the east room" in second
+    planner = calls(backend, "planning")
+    assert all("Belief state" not in r.messages[1].content and "surely" not in r.messages[1].content
+               for r in planner)
+    assert "Plan:" not in planner[1].messages[1].content
     assert "Plan: go east (because the key is east)" in calls(backend, "conscious")[1].messages[1].content
     assert kinds(trace, "ma_belief")[0].belief.endswith("Next: find the key.")
+    react_model, react_backend, _ = scripted(lambda request: script["planning"][len(react_backend.history) - 1])
+    asyncio.run(react(react_model, TwoRooms()))
+    assert [r.messages for r in planner] == [r.messages for r in react_backend.history]  # ReAct's prompts exactly
+    assert [r.json_schema for r in planner] == [r.json_schema for r in react_backend.history]
     # the team's view, the paper's, is the default: there the planner reads the belief and writes a plan
     model, backend, _ = scripted(by_role({**script, "planning": winning_script()["planning"]}))
     asyncio.run(MetaAgent(model).play(TwoRooms()))
@@ -671,9 +673,9 @@ def test_on_the_percept_view_the_planner_reads_the_game_as_react_does_not_the_be
         MetaAgent(model, planner_view="belief")  # type: ignore[arg-type]
 
 
-def test_the_percept_view_keeps_what_the_team_adds_for_the_planner_memory_and_focus() -> None:
+def test_the_percept_view_puts_what_the_team_adds_before_reacts_percept() -> None:
     state = EpisodeState("Your task is to: take the key.", "You are in the west room.", WEST)
     state.recall, state.focus_note, state.plan, state.belief = "keys lie east", "Go east.", "wait (because)", "lost"
     prompt = planner_on_percept(state)[1].content
-    assert prompt.index("Memory: keys lie east") < prompt.index("Recent actions:") < prompt.index("Focus: Go east.")
-    assert "wait (because)" not in prompt and "lost" not in prompt
+    assert prompt.startswith("Memory: keys lie east\n\nFocus: Go east.\n\nYour task is to: take the key.")
+    assert prompt.endswith("Next step:") and "wait (because)" not in prompt and "lost" not in prompt

@@ -34,7 +34,7 @@ from noosphere.metaagent.forms import (
     action_form,
     focus_form,
     plan_form,
-    thought_plan_form,
+    step_form,
     with_pick,
 )
 from noosphere.metaagent.orchestrator import Offer
@@ -121,6 +121,7 @@ class LanguageAgent:
     """The other roles whose fields this agent's form carries (planning: the motor's action)."""
     forfeit: Callable[[EpisodeState], None] = _nothing
     """What a failed call withdraws from the state."""
+    format_at: FormatPlace = FORMAT_AT
     judged: bool = False
     """Its reply ends in the motor's `action`, which the turn's judge (if any) may replace. Where the call also carried
     the orchestrator's pick (a custom graph that offers a choice after it), the judge reads the reply without it, as
@@ -133,7 +134,7 @@ class LanguageAgent:
         label, messages, output = self.label(turn.offer), self.messages(state), self.output(state)
         if turn.offer is not None:
             messages, output = asking_also(messages, turn.offer.question()), with_pick(output, turn.offer.successors)
-        completion = await attempt(turn.model.complete(messages, output=output, agent=label, format_at=FORMAT_AT))
+        completion = await attempt(turn.model.complete(messages, output=output, agent=label, format_at=self.format_at))
         if isinstance(completion, Forfeit):  # the agent forfeits its turn; saying nothing usable is a hallucination
             state.needs_focus = f"{self.name} gave no usable output ({type(completion.error).__name__})"
             self.forfeit(state)
@@ -142,7 +143,7 @@ class LanguageAgent:
         reply = completion.output
         if self.judged and turn.judge is not None:
             step = {name: value for name, value in reply.model_dump().items() if name != PICK}
-            read = turn.model.instructed(messages, output, format_at=FORMAT_AT)  # the prompt the reply answered
+            read = turn.model.instructed(messages, output, format_at=self.format_at)  # the prompt the reply answered
             action = await turn.judge.choose(turn.model, list(read), step, state, label)
             reply = reply.model_copy(update={"action": action})
         return Said(self.apply(state, reply, turn), label, pick)
@@ -193,8 +194,11 @@ PLANNING = LanguageAgent("planning", _in_context("planning", lambda s: PLAN_QUES
                          lambda state, output, turn: _plan(state, output.action, output.plan), shares=("motor",),
                          forfeit=_forget_plan,
                          judged=True)
-PLANNING_ON_PERCEPT = replace(PLANNING, messages=planner_on_percept, output=lambda s: thought_plan_form(s.admissible),
-                              apply=lambda state, output, turn: _plan(state, output.action, output.thought))
+PLANNING_ON_PERCEPT = replace(PLANNING, messages=planner_on_percept, output=lambda s: step_form(s.admissible),
+                              apply=lambda state, output, turn: _plan(state, output.action, output.thought),
+                              format_at="system")
+"""The planning and motor agents' call in the `percept` view: ReAct's step (a `thought`, then the action), asked as
+ReAct is asked."""
 MOTOR_ALONE = LanguageAgent("motor", _in_context("motor", lambda s: "Choose the action that carries out the plan."),
                             lambda s: action_form("MotorAction", s.admissible), _act, judged=True)
 LESSON = LanguageAgent("learning", _in_context("learning", lambda s: "The task was solved. One general rule:"),

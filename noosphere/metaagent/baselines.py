@@ -17,11 +17,8 @@ from noosphere.llm import Message, Model
 from noosphere.metaagent.engine import EpisodeResult
 from noosphere.metaagent.events import ActionTaken, EpisodeEnded, EpisodeStarted
 from noosphere.metaagent.forms import Note, step_form
-from noosphere.metaagent.prompts import ROLES
+from noosphere.metaagent.prompts import ROLES, react_messages
 from noosphere.metaagent.state import EpisodeState
-
-REACT_ROLE = ("You play a text game to complete a task. At each step think briefly about what you know and what "
-              "to do, then choose exactly one admissible action.")
 
 
 class Decide(Protocol):
@@ -41,12 +38,11 @@ async def react(model: Model, env: Environment, *, max_actions: int = 50, lesson
                 system: str = "react", decide: Decide = written_action) -> EpisodeResult:
     start = env.reset()
     state = EpisodeState(start.task, start.observation, start.admissible, start.guide)
-    role = f"{REACT_ROLE}\n\n{start.guide}" if start.guide else REACT_ROLE
     model.trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system=system))
     advice = "".join(f"- {lesson}\n" for lesson in lessons)
     advice = f"Lessons from your earlier attempts:\n{advice}\n" if lessons else ""
     while not state.done and state.t < max_actions:
-        messages = [Message.system(role), Message.user(f"{advice}{state.percept(recent=10)}\n\nNext step:")]
+        messages = react_messages(state, advice)
         action = await decide(model, messages, state, system)
         result = env.step(action)
         state.record(action, result.observation, result.admissible, result.done, result.won)

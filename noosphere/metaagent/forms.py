@@ -68,15 +68,6 @@ def plan_form(admissible: tuple[str, ...]) -> type[BaseModel]:
                                             "which step makes progress now")
 
 
-def thought_plan_form(admissible: tuple[str, ...]) -> type[BaseModel]:
-    """The planning and motor agents' shared call in the `percept` view: the planner's plan written as ReAct's
-    `thought`, then the motor's `action`. Asked for a `plan`, the 1.5B planner wrote an action name ("examine
-    carrot") and repeated it; asked for a thought, as ReAct is, it describes what it sees first (TextWorld, stop 44)."""
-    return action_form("ThoughtAndAction", admissible,
-                       description="the motor agent's action: the admissible action that carries out the thought",
-                       reason="thought", about=THOUGHT)
-
-
 def focus_form(admissible: tuple[str, ...]) -> type[BaseModel]:
     """Where things stand, then an admissible action: asked for two sentences, the 1.5B focus agent
     repeated the replayed observation until its length ran out (ALFWorld, stop 16)."""

@@ -21,9 +21,6 @@ ROLES = {
                 "says what the last observation showed and which step makes progress on the task: do not repeat "
                 "actions that did nothing; search likely places first. In `action` the motor carries the plan out "
                 "with exactly one of the admissible actions.",
-    "planning_on_percept": "You are the planning agent, and the motor agent answers in the same reply. In `thought` "
-                           "the planner says what the last observation showed and where the task leads next. In "
-                           "`action` the motor carries it out with exactly one of the admissible actions.",
     "motor": "You are the motor agent. Choose exactly one of the admissible actions: the one that carries out the "
              "plan.",
     "focus": "You are the focus agent. The team lost track. From the task, the last real observation and the "
@@ -74,20 +71,28 @@ def belief_question(state: EpisodeState) -> str:
 
 
 PLAN_QUESTION = "Plan the next step, and act."
-PLANNER_RECENT = 10
-"""Steps of history the planner reads in the `percept` view: ReAct's window, so that view's prompt is ReAct's game."""
+REACT_ROLE = ("You play a text game to complete a task. At each step think briefly about what you know and what "
+              "to do, then choose exactly one admissible action.")
+REACT_RECENT = 10
+"""Steps of history a ReAct step reads."""
+
+
+def react_messages(state: EpisodeState, advice: str = "") -> list[Message]:
+    """A ReAct step's messages: its role and the world's guide, then `advice` (lessons, or what the meta-agent's
+    team adds), the task, the recent steps, the admissible actions and the observation."""
+    role = f"{REACT_ROLE}\n\n{state.guide}" if state.guide else REACT_ROLE
+    return [Message.system(role), Message.user(f"{advice}{state.percept(recent=REACT_RECENT)}\n\nNext step:")]
 
 
 def planner_on_percept(state: EpisodeState) -> list[Message]:
-    """The planner's messages in the `percept` view: the game as ReAct reads it (the task, the recent actions,
-    the admissible actions, the observation) with what the team adds for it (the recalled memory, an idea, a
-    focus note), but neither the belief state nor the planner's own earlier plan. On TextWorld the 1.5B
-    model's belief called a passkey still on the floor "done" and pointed away from it, and the planner,
-    reading it and its own last plan, repeated them for 40 actions (stop 41)."""
-    parts = [state.task] + ([f"Memory: {state.recall}"] if state.recall else [])
-    parts.append(state.percept(PLANNER_RECENT, with_task=False))
-    parts += [f"{title}: {text}" for title, text in (("Idea", state.idea), ("Focus", state.focus_note)) if text]
-    return [team(state), Message.user("\n\n".join(parts) + f"\n\n{ROLES['planning_on_percept']}\n{PLAN_QUESTION}")]
+    """The planner's messages in the `percept` view: ReAct's step, word for word, with what the team adds for it
+    first (the recalled memory, an idea, a focus note), but neither the belief state nor the planner's own
+    earlier plan. With nothing added, the planner is asked exactly what ReAct is asked, so the team's difference
+    from ReAct is what its memory, focus loop and orchestrator add. Asked in the team's words instead, the 1.5B
+    planner left a carrot the task named on the floor where ReAct took it (TextWorld, stop 44); reading the
+    belief state, it followed a belief that called a passkey still on the floor "done" (stop 41)."""
+    notes = (("Memory", state.recall), ("Idea", state.idea), ("Focus", state.focus_note))
+    return react_messages(state, "".join(f"{title}: {text}\n\n" for title, text in notes if text))
 
 
 def focus_messages(state: EpisodeState) -> list[Message]:
