@@ -162,7 +162,11 @@ def _textworld() -> tuple[Config, ...]:
               for memory in ("none", "episodic", "conceptual", "both")),
             *(Config(f"metaagent-{memory}-judged", ("--system", "metaagent", "--memory", memory, "--judge", *games), n,
                      in_order=memory != "none")
-              for memory in ("none", "both")))
+              for memory in ("none", "both")),
+            # the planner asked ReAct's step word for word, the team's memory, idea and focus note before it (stop 44)
+            *(Config(f"metaagent-{memory}-percept", ("--system", "metaagent", "--memory", memory, "--planner-view",
+                                                     "percept", *games), n, in_order=memory != "none")
+              for memory in ("none", "episodic", "conceptual", "both")))
 
 
 def _textworld_tiers() -> tuple[Config, ...]:

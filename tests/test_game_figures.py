@@ -168,7 +168,9 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
     assert [c.name for c in table.configs] == ["react", "reflexion", "react-scored", "react-scored-nomargin",
                                                "react-heldout", "react-scored-heldout", "metaagent-none",
                                                "metaagent-episodic", "metaagent-conceptual", "metaagent-both",
-                                               "metaagent-none-judged", "metaagent-both-judged"]
+                                               "metaagent-none-judged", "metaagent-both-judged",
+                                               *(f"metaagent-{memory}-percept"
+                                                 for memory in ("none", "episodic", "conceptual", "both"))]
     assert [c.name for c in table.configs if "--judge" in c.args] == ["metaagent-none-judged", "metaagent-both-judged"]
     margins = {c.name: c.args[c.args.index("--margin") + 1] for c in table.configs if "--margin" in c.args}
     assert margins == {"react-scored": "0.05", "react-scored-nomargin": "0", "react-scored-heldout": "0.05"}
@@ -179,7 +181,10 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                       "--per-challenge", "3", "--max-actions", "40")}
     assert {c.limit for c in table.configs} == {12}
     assert [c.name for c in table.configs if c.in_order] == ["metaagent-episodic", "metaagent-conceptual",
-                                                             "metaagent-both", "metaagent-both-judged"]
+                                                             "metaagent-both", "metaagent-both-judged",
+                                                             *(f"metaagent-{memory}-percept"
+                                                               for memory in ("episodic", "conceptual", "both"))]
+    assert all(c.args[c.args.index("--planner-view") + 1] == "percept" for c in table.configs if "percept" in c.name)
     assert table.memory_pair == ("metaagent-none", "metaagent-both")
     assert [c.name for c in suite.SUITES["textworld-tiers"].configs][:3] == ["tier1-react", "tier1-reflexion",
                                                                              "tier1-metaagent"]
