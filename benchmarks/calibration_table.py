@@ -3,10 +3,11 @@
     python benchmarks/calibration_table.py [--results benchmarks/results] [--minimum 8]
 
 For each run folder whose `items.jsonl` has at least `--minimum` rows with a `confidence`: the items, the
-accuracy, ECE (10 bins), ECE after leave-one-out Platt scaling, and the ECE a perfectly calibrated confidence
-would show on the same items (`ece_noise_floor`: mean and 95th percentile), with AUROC and its DeLong interval.
-A recalibrated ECE inside the floor's range is what sampling noise alone gives on that many items; an ECE
-target below the floor's mean cannot be shown on them. Printed as a markdown table, one row per run, every run.
+accuracy, ECE (10 bins), ECE after leave-one-out Platt scaling and after cross-fitted isotonic regression, and
+the ECE a perfectly calibrated confidence would show on the same items (`ece_noise_floor`: mean and 95th
+percentile), with AUROC and its DeLong interval. A recalibrated ECE inside the floor's range is what sampling
+noise alone gives on that many items; an ECE target below the floor's mean cannot be shown on them. Printed as
+a markdown table, one row per run, every run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from noosphere.bench.calibration import calibrate, row_confidences
+from noosphere.bench.calibration import calibrate, isotonic_ece, row_confidences
 from noosphere.runs import load_done
 
 
@@ -37,7 +38,7 @@ def rows_of(results: Path, minimum: int) -> list[str]:
                   else "yes" if result.ece_recalibrated <= floor[1] else "no")
         lines.append(
             f"| `{run}` | {result.n} | {_figure(result.accuracy)} | {_figure(result.ece)} | "
-            f"{_figure(result.ece_recalibrated)} | "
+            f"{_figure(result.ece_recalibrated)} | {_figure(isotonic_ece(confidences, correct))} | "
             f"{'-' if floor is None else f'{floor[0]:.3f} ({floor[1]:.3f})'} | {inside} | "
             f"{_figure(result.auroc)}{'' if band is None else f' ({band[0]:.2f}-{band[1]:.2f})'} |")
     return lines
@@ -51,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.results.is_dir():
         print(f"no results folder at {args.results}", file=sys.stderr)
         return 2
-    print("| run | items | accuracy | ECE | ECE after Platt (leave-one-out) | floor: mean (95th pct) "
-          "| within floor | AUROC (95 %) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| run | items | accuracy | ECE | ECE after Platt (leave-one-out) | ECE after isotonic (cross-fitted) "
+          "| floor: mean (95th pct) | within floor | AUROC (95 %) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for line in rows_of(args.results, args.minimum):
         print(line)
     return 0

@@ -289,3 +289,23 @@ def test_the_recalibrated_ece_does_not_depend_on_the_order_of_the_rows() -> None
         random_module.Random(seed).shuffle(shuffled)
         figures.add(round(recalibrated_ece([c for c, _ in shuffled], [k for _, k in shuffled]), 12))
     assert len(figures) == 1
+
+
+def test_isotonic_recalibration_maps_a_vote_share_of_few_values_beside_platt() -> None:
+    """A share of five votes takes few values, with a step-shaped accuracy. Isotonic regression, cross-fitted on
+    random halves, brings the ECE down and does not move with the rows' order."""
+    import random as random_module
+
+    from noosphere.bench.calibration import expected_calibration_error, isotonic_ece, recalibrated_ece
+
+    shares = [0.4] * 20 + [0.6] * 20 + [0.8] * 20 + [1.0] * 20
+    correct = [i < 2 for i in range(20)] + [i < 3 for i in range(20)] + [i < 5 for i in range(20)] + [True] * 20
+    figure = isotonic_ece(shares, correct)
+    assert figure is not None and figure < expected_calibration_error(shares, correct) - 0.2
+    pairs = list(zip(shares, correct, strict=True))
+    random_module.Random(1).shuffle(pairs)
+    assert isotonic_ece([c for c, _ in pairs], [k for _, k in pairs]) == pytest.approx(figure, abs=1e-12)
+    assert recalibrated_ece(shares, correct) is not None  # Platt's, beside it
+    assert isotonic_ece([0.9, 0.8, 0.7], [True, False, True]) is None
+    with pytest.raises(UsageError, match="at least one split"):
+        isotonic_ece(shares, correct, splits=0)
