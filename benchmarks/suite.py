@@ -271,6 +271,12 @@ SUITES: dict[str, Suite] = {
                                       "know,change,execute", "--vote", "sequence", "--offset", "50"), 30),
         Config("best-of-n-sequence-match", ("--system", "best-of-n", "--weights", "sequence", "--offset", "50"), 30,
                match="democracy-sequence"),
+        # the same democracy without the right to change (stop 43's traces: the change lost right answers before any
+        # vote), its members' own answers weighted; then best-of-N at the calls it measured
+        Config("democracy-sequence-nochange", ("--system", "society", "--society", DEMOCRACY, "--rights",
+                                               "know,execute", "--vote", "sequence", "--offset", "50"), 30),
+        Config("best-of-n-sequence-match-nochange", ("--system", "best-of-n", "--weights", "sequence", "--offset",
+                                                     "50"), 30, match="democracy-sequence-nochange"),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
