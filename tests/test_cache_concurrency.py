@@ -106,3 +106,56 @@ def test_many_processes_creating_one_cache_at_once_all_open_it(tmp_path: Path) -
         for opener in openers:
             out, err = opener.communicate(timeout=120)
             assert opener.returncode == 0 and out.strip() == "opened", err
+
+
+def test_identical_calls_in_flight_at_once_are_generated_once_and_counted_as_cached(tmp_path: Path) -> None:
+    """Two runs side by side (`bench together`) share one cache: the same call asked by both while it is being
+    generated costs one generation; the second gets the reply as a cache hit would give it."""
+    import asyncio
+
+    from noosphere.llm import Model, ScriptedBackend
+    from noosphere.trace import Trace
+
+    backend = ScriptedBackend(lambda request: f"reply to {request.messages[-1].content}", latency_s=0.05)
+    cache = CallCache(tmp_path / "calls.sqlite")
+    first, second = (Model(backend, trace=Trace(None), cache=cache) for _ in range(2))
+
+    async def both() -> list:
+        return await asyncio.gather(first.complete("same", agent="a"), second.complete("same", agent="b"),
+                                    second.complete("other", agent="b"))
+
+    same_a, same_b, other = asyncio.run(both())
+    assert [r.messages[-1].content for r in backend.history] == ["same", "other"]  # "same" generated once
+    assert same_a.text == same_b.text == "reply to same" and other.text == "reply to other"
+    assert (same_a.cached, same_b.cached, other.cached) == (False, True, False)
+    assert first.ledger.summary()["total"]["cached_calls"] == 0
+    assert second.ledger.summary()["total"]["cached_calls"] == 1
+    assert asyncio.run(first.complete("same")).cached  # stored once generated: a later call is a plain hit
+    assert len(backend.history) == 2
+
+
+def test_when_the_call_others_wait_for_fails_each_waiting_call_generates_its_own(tmp_path: Path) -> None:
+    import asyncio
+
+    from noosphere.errors import ModelError
+    from noosphere.llm.cache import CallCache as Cache
+    from noosphere.llm.types import Reply
+
+    cache = Cache(tmp_path / "calls.sqlite")
+    calls: list[str] = []
+
+    async def failing() -> Reply:
+        calls.append("first")
+        await asyncio.sleep(0.02)
+        raise ModelError("scripted", "the backend broke")
+
+    async def working() -> Reply:
+        calls.append("second")
+        return Reply("fine")
+
+    async def both() -> list:
+        return await asyncio.gather(cache.once("k", failing), cache.once("k", working), return_exceptions=True)
+
+    failed, (reply, shared) = asyncio.run(both())
+    assert isinstance(failed, ModelError) and reply.text == "fine" and not shared and calls == ["first", "second"]
+    assert cache._flights == {}

@@ -44,6 +44,7 @@ from noosphere.cli.signals import terminate_as_interrupt
 from noosphere.datafiles import describe
 from noosphere.errors import BudgetExceededError, UsageError
 from noosphere.llm import DEFAULT_MODEL, Budget, Model, Settings, UsageLedger
+from noosphere.llm.cache import CallCache
 from noosphere.llm.registry import check_deterministic
 from noosphere.runs import Run
 from noosphere.trace import Trace
@@ -261,7 +262,7 @@ def run_benchmark(opener: ModelOpener, title: str | Callable[[dict[str, Any]], s
             if otel is not None:  # the run's spans, as it goes (`--otel`)
                 otel.attach(run)
             try:
-                items, solve = _prepare(session.opener if session else opener, run, benchmark, no_cache)
+                items, solve = _prepare(session.opener if session else opener, run, benchmark, open_cache(no_cache))
             except UsageError:
                 if resume is None:  # refused before any item: no folder is left behind
                     run.discard()
@@ -319,6 +320,7 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
     if repeated:
         raise UsageError(f"a run can be played only once at a time; given twice: {', '.join(repeated)}")
     errors: list[Exception] = []
+    cache = open_cache(no_cache)  # one for every run: identical calls in flight at once are generated once
     with terminate_as_interrupt():
         prepared = []
         for folder, benchmark in runs:
@@ -326,7 +328,7 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
             if otel is not None:
                 otel.attach(run)
             try:
-                prepared.append((run, benchmark, *_prepare(opener, run, benchmark, no_cache)))
+                prepared.append((run, benchmark, *_prepare(opener, run, benchmark, cache)))
             except Exception as exc:
                 _fail(run, exc, errors)
 
@@ -371,9 +373,9 @@ def _fail(run: Run, error: Exception, errors: list[Exception]) -> None:
     errors.append(error)
 
 
-def _prepare(opener: ModelOpener, run: Run, benchmark: Benchmark, no_cache: bool) -> tuple[Items, Solve]:
+def _prepare(opener: ModelOpener, run: Run, benchmark: Benchmark, cache: CallCache | None) -> tuple[Items, Solve]:
     saved = run.config
-    llm = opener(saved["model"], trace=run.trace, ledger=run.ledger, cache=open_cache(no_cache),
+    llm = opener(saved["model"], trace=run.trace, ledger=run.ledger, cache=cache,
                  settings=Settings(seed=saved["seed"], max_tokens=benchmark.max_tokens), **model_options(saved))
     return benchmark.prepare(saved, llm)
 

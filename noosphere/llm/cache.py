@@ -7,11 +7,13 @@ directory by default; any path works.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
 import time
-from dataclasses import asdict
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +57,26 @@ BUSY_TIMEOUT_S = 60.0
 """How long a write waits for another process's write to the same cache before it fails."""
 
 
+@dataclass
+class _Flight:
+    """A call being generated, which identical calls wait for."""
+
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    reply: Reply | None = None
+
+
 class CallCache:
     """One SQLite file, shared by every process that uses it: in WAL mode readers never wait for a writer, and a
-    writer waits up to `BUSY_TIMEOUT_S` for another (each statement is its own short transaction)."""
+    writer waits up to `BUSY_TIMEOUT_S` for another (each statement is its own short transaction).
+
+    Within one process, identical calls in flight at once are generated once (`once`): runs played side by side
+    (`bench together`) that ask the same thing, such as two configurations of one system before they part, then
+    cost one generation, not two."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._flights: dict[str, _Flight] = {}
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
         deadline = time.monotonic() + BUSY_TIMEOUT_S
         while True:
@@ -90,6 +105,26 @@ class CallCache:
 
     def put(self, key: str, reply: Reply) -> None:
         self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, _reply_to_json(reply), time.time()))
+
+    async def once(self, key: str, generate: Callable[[], Awaitable[Reply]]) -> tuple[Reply, bool]:
+        """The reply for `key` from `generate`, generated once among the identical calls in flight: a call that
+        arrives while the same one is being generated waits for that reply and gets it with True (shared, as
+        a cache hit is); the first gets it with False. If the first one's generation fails, each waiting call
+        generates its own. The caller stores the reply (`put`), with no await in between, so a call arriving
+        later finds it stored."""
+        flight = self._flights.get(key)
+        if flight is not None:
+            await flight.done.wait()
+            if flight.reply is not None:
+                return flight.reply, True
+            return await generate(), False
+        flight = self._flights[key] = _Flight()
+        try:
+            flight.reply = await generate()
+            return flight.reply, False
+        finally:
+            del self._flights[key]
+            flight.done.set()
 
     def get_json(self, key: str) -> Any:
         """A stored value other than a reply (option scores), or None."""

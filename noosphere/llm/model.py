@@ -307,9 +307,9 @@ class Model:
         cached = reply is not None
         missing_logprob = False
         if reply is None:
-            reply = await self._generate_with_retries(request, agent)
+            reply, cached = await self._generate_once(request, agent, key)
             missing_logprob = request.logprobs and reply.logprob is None  # refused below, once counted and traced
-            if self.cache is not None and key is not None and not missing_logprob:
+            if self.cache is not None and key is not None and not missing_logprob and not cached:
                 self.cache.put(key, reply)
         latency = time.perf_counter() - started
         self.ledger.record(agent, reply.usage, cached=cached)
@@ -325,6 +325,17 @@ class Model:
         if missing_logprob:
             raise ModelError(self.id, "the backend returned no log-probability for a reply that asked for one")
         return reply, latency, cached
+
+    async def _generate_once(self, request: Request, agent: str | None, key: str | None) -> tuple[Reply, bool]:
+        """A new reply, and whether it was shared: with a cache, an identical call already in flight in this
+        process (another run played beside this one) is waited for rather than generated again; its reply
+        counts as cached. One that lacks the log-probability this request asks for is generated again."""
+        if self.cache is None or key is None:
+            return await self._generate_with_retries(request, agent), False
+        reply, shared = await self.cache.once(key, lambda: self._generate_with_retries(request, agent))
+        if shared and request.logprobs and reply.logprob is None:
+            return await self._generate_with_retries(request, agent), False
+        return reply, shared
 
     async def _generate_with_retries(self, request: Request, agent: str | None) -> Reply:
         return await self._with_retries(lambda: self.backend.generate(request), agent, request.settings.timeout_s,
