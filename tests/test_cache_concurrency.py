@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,54 @@ def test_when_the_call_others_wait_for_fails_each_waiting_call_generates_its_own
     failed, (reply, shared) = asyncio.run(both())
     assert isinstance(failed, ModelError) and reply.text == "fine" and not shared and calls == ["first", "second"]
     assert cache._flights == {}
+
+
+def test_a_cancelled_call_others_wait_for_hands_over_to_one_of_them(tmp_path: Path) -> None:
+    """Cancelled while two identical calls wait, the first call's place goes to one waiter; the other waits for it."""
+    import asyncio
+
+    from noosphere.llm.types import Reply
+
+    cache = CallCache(tmp_path / "calls.sqlite")
+    generated: list[str] = []
+
+    def generator(name: str, delay: float) -> Callable[[], Awaitable[Reply]]:
+        async def generate() -> Reply:
+            generated.append(name)
+            await asyncio.sleep(delay)
+            return Reply(f"from {name}")
+        return generate
+
+    async def scene() -> list:
+        leader = asyncio.create_task(cache.once("k", generator("leader", 1.0)))
+        await asyncio.sleep(0.01)
+        waiters = [asyncio.create_task(cache.once("k", generator(name, 0.02))) for name in ("w1", "w2")]
+        await asyncio.sleep(0.01)
+        leader.cancel()
+        return await asyncio.gather(*waiters)
+
+    (first, first_shared), (second, second_shared) = asyncio.run(scene())
+    assert generated == ["leader", "w1"] and first.text == second.text == "from w1"
+    assert (first_shared, second_shared) == (False, True) and cache._flights == {}
+
+
+def test_a_waiting_call_that_asks_for_a_log_probability_the_shared_reply_lacks_asks_again(tmp_path: Path) -> None:
+    import asyncio
+
+    from noosphere.llm import Capabilities, Model, ScriptedBackend
+    from noosphere.llm.types import Reply
+    from noosphere.trace import Trace
+
+    def answer(request: object) -> Reply:
+        return Reply("same", usage=Usage(1, 1), logprob=-0.5 if request.logprobs else None)  # type: ignore[attr-defined]
+
+    backend = ScriptedBackend(answer, latency_s=0.05,
+                              capabilities=Capabilities(json_schema=True, logprobs=True))
+    cache = CallCache(tmp_path / "calls.sqlite")
+    plain, scored = (Model(backend, trace=Trace(None), cache=cache) for _ in range(2))
+
+    async def both() -> list:
+        return await asyncio.gather(plain.complete("q"), scored.complete("q", logprobs=True))
+
+    _, second = asyncio.run(both())
+    assert len(backend.history) == 2 and not second.cached and second.logprob == -0.5

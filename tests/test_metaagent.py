@@ -679,3 +679,49 @@ def test_the_percept_view_puts_what_the_team_adds_before_reacts_percept() -> Non
     prompt = planner_on_percept(state)[1].content
     assert prompt.startswith("Memory: keys lie east\n\nFocus: Go east.\n\nYour task is to: take the key.")
     assert prompt.endswith("Next step:") and "wait (because)" not in prompt and "lost" not in prompt
+
+
+def test_runs_played_together_share_one_call_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bench together` opens one cache for its runs, so identical calls in flight at once are generated once."""
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    from noosphere.cli import bench_run
+    from noosphere.envs import textworld_games
+    from noosphere.llm import Model, ScriptedBackend
+    from noosphere.llm.cache import CallCache
+    from tests.test_cli import invoke
+
+    [game] = textworld_games(tmp_path / "games", tier=1, per_challenge=1, challenges=("coin_collector",))
+    moves = [reply(thought="follow the path", action=action) for action in game.expert_actions()]
+    opened: list[object] = []
+    monkeypatch.setattr(bench_run, "open_cache", lambda no_cache: opened.append(CallCache(tmp_path / "c.sqlite"))
+                        or opened[-1])
+    caches: list[object] = []
+
+    def opener(model_id: str, **kwargs: object) -> Model:
+        caches.append(kwargs.get("cache"))
+        return Model(ScriptedBackend(by_agent({"react": list(moves)})), **kwargs)  # type: ignore[arg-type]
+
+    folders = []
+    for out in ("a", "b"):
+        code, _, err = invoke(["bench", "textworld", "--system", "react", "--per-challenge", "1", "--limit", "1",
+                               "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / out), "--no-cache",
+                               "--create-only"], opener)
+        assert code == 0, err
+        folders += list((tmp_path / out).iterdir())
+    caches.clear()
+    code, _, err = invoke(["bench", "together", *map(str, folders)], opener)
+    assert code == 0, err
+    assert len(opened) == 1 and caches == [opened[0], opened[0]]
+
+
+def test_on_the_percept_view_a_motor_asked_alone_reads_reacts_prompt_not_the_belief() -> None:
+    """The planner's call fails (no admissible action, retried): the motor then chooses alone, on ReAct's prompt."""
+    script = {**winning_script(), "conscious": [belief("the key is surely in the west room")],
+              "planning": [reply(thought="?", action="fly")] * 3 + [reply(thought="grab", action="take key")],
+              "motor": [reply(action="go east")], "focus": [reply(situation="The key is east.", action="go east")]}
+    model, backend, _ = scripted(by_role(script))
+    asyncio.run(MetaAgent(model, planner_view="percept", max_actions=2).play(TwoRooms()))
+    [alone] = [r for r in backend.history if r.agent == "motor"]
+    assert alone.messages[0].content.startswith("You play a text game") and "JSON schema" in alone.messages[0].content
+    assert "surely" not in alone.messages[1].content and alone.messages[1].content.endswith("Next step:")
+    assert "thought" not in json.dumps(alone.json_schema)

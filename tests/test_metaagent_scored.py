@@ -250,3 +250,11 @@ def test_the_planner_view_reaches_the_meta_agent_and_is_refused_elsewhere(tmp_pa
         refused = cli([*args, *extra, "--out", str(tmp_path / "refused")])
         assert refused.code == 2 and said in refused.err, refused
         assert not (tmp_path / "refused").exists()
+
+
+def test_the_planner_view_named_for_another_system_is_refused_even_as_the_default(tmp_path: Path) -> None:
+    args = ["bench", "textworld", "--challenges", "treasure_hunter", "--per-challenge", "1", "--max-actions", "2",
+            "--games-dir", str(tmp_path / "games"), "--model", "scripted", "--no-cache", "--quiet"]
+    refused = cli([*args, "--system", "reflexion", "--planner-view", "team", "--out", str(tmp_path / "refused")])
+    assert refused.code == 2 and "--planner-view is the meta-agent's" in refused.err, refused
+    assert not (tmp_path / "refused").exists()

@@ -303,11 +303,11 @@ def isotonic_ece(confidences: Sequence[float], correct: Sequence[bool], *, split
     without one item moves that item's own step against it (a right item's step down, a wrong one's up), and
     ten bins then sort each step's items by correctness. None with fewer than `RECALIBRATION_MINIMUM` right or
     wrong answers."""
+    if splits < 1:
+        raise UsageError(f"isotonic_ece needs at least one split, not {splits}")
     confidence, truth = checked(confidences, correct)
     if min(int(truth.sum()), int((~truth).sum())) < RECALIBRATION_MINIMUM:
         return None
-    if splits < 1:
-        raise UsageError(f"isotonic_ece needs at least one split, not {splits}")
     from sklearn.isotonic import IsotonicRegression
 
     order = np.lexsort((truth, confidence))

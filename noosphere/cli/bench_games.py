@@ -47,9 +47,9 @@ MarginOption = Annotated[float | None, typer.Option(
 JudgeOption = Annotated[bool, typer.Option(
     help="metaagent: the motor's action judged by P(True) among the likeliest admissible actions, as react-scored's "
          "is (a model that can score)")]
-PlannerViewOption = Annotated[str, typer.Option(
+PlannerViewOption = Annotated[str | None, typer.Option(
     help="metaagent: what the planning agent reads: team (the belief state, its last plan and the percept, as the "
-         "paper has it) or percept (the game as ReAct reads it, with the team's memory, idea and focus note)")]
+         "paper has it; the default) or percept (ReAct's step, with the team's memory, idea and focus note)")]
 CreateOnlyOption = Annotated[bool, typer.Option(
     help="write the run folder and stop: score it later with --resume, or beside others with `bench together`")]
 
@@ -66,7 +66,7 @@ class GameOptions:
     graph: GraphOption = None
     margin: MarginOption = None
     judge: JudgeOption = False
-    planner_view: PlannerViewOption = "team"
+    planner_view: PlannerViewOption = None
     create_only: CreateOnlyOption = False
 
     def config(self, limit: int | None, run: RunOptions) -> dict[str, Any]:
@@ -80,7 +80,7 @@ class GameOptions:
                              + ("always judges" if self.system == "react-scored" else "has no judge"))
         if self.judge:
             config["judge"] = True
-        if self.planner_view != "team":
+        if self.planner_view is not None:
             if self.planner_view not in PLANNER_VIEWS:
                 raise UnknownNameError("planner view", self.planner_view, PLANNER_VIEWS)
             if self.system != "metaagent":

@@ -109,22 +109,22 @@ class CallCache:
     async def once(self, key: str, generate: Callable[[], Awaitable[Reply]]) -> tuple[Reply, bool]:
         """The reply for `key` from `generate`, generated once among the identical calls in flight: a call that
         arrives while the same one is being generated waits for that reply and gets it with True (shared, as
-        a cache hit is); the first gets it with False. If the first one's generation fails, each waiting call
-        generates its own. The caller stores the reply (`put`), with no await in between, so a call arriving
-        later finds it stored."""
-        flight = self._flights.get(key)
-        if flight is not None:
+        a cache hit is); the first gets it with False. If the first one's generation fails (or is cancelled),
+        the first waiting call to wake generates it again, and the others wait for that one. The caller stores
+        the reply (`put`), with no await in between, so a call arriving later finds it stored."""
+        while (flight := self._flights.get(key)) is not None:
             await flight.done.wait()
             if flight.reply is not None:
                 return flight.reply, True
-            return await generate(), False
+            # the call waited for failed: the first waiting call to wake asks again, the others wait for it
         flight = self._flights[key] = _Flight()
         try:
             flight.reply = await generate()
             return flight.reply, False
         finally:
-            del self._flights[key]
             flight.done.set()
+            if self._flights.get(key) is flight:
+                del self._flights[key]
 
     def get_json(self, key: str) -> Any:
         """A stored value other than a reply (option scores), or None."""

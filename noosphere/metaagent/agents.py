@@ -201,6 +201,8 @@ PLANNING_ON_PERCEPT = replace(PLANNING, messages=planner_on_percept, output=lamb
 ReAct is asked."""
 MOTOR_ALONE = LanguageAgent("motor", _in_context("motor", lambda s: "Choose the action that carries out the plan."),
                             lambda s: action_form("MotorAction", s.admissible), _act, judged=True)
+MOTOR_ON_PERCEPT = replace(MOTOR_ALONE, messages=planner_on_percept, format_at="system")
+"""The motor asked alone in the `percept` view (the planner's call failed): ReAct's prompt, an admissible action."""
 LESSON = LanguageAgent("learning", _in_context("learning", lambda s: "The task was solved. One general rule:"),
                        lambda s: Note, _rule)
 """The learning agent after a won game that taught no rule on the way: a won game teaches at least one."""
@@ -234,14 +236,15 @@ class Planning:
 
 @dataclass(frozen=True)
 class Motor:
-    """Carries out the action the planning and motor agents' shared call chose; with none, asks the model."""
+    """Carries out the action the planning and motor agents' shared call chose; with none, asks the model, on the
+    view the turn names (in the `percept` view, ReAct's step without its thought)."""
 
-    own: LanguageAgent = MOTOR_ALONE
+    views: tuple[tuple[PlannerView, LanguageAgent], ...] = (("team", MOTOR_ALONE), ("percept", MOTOR_ON_PERCEPT))
     name: str = "motor"
 
     async def act(self, state: EpisodeState, turn: Turn) -> Said:
         if state.proposal is None:
-            return await self.own.act(state, turn)
+            return await dict(self.views)[turn.planner_view].act(state, turn)
         state.pending_action, state.proposal = state.proposal, None
         return Said(state.pending_action, PLANNING.label(None))
 
