@@ -8,7 +8,7 @@ are ordered decides most of the cost of a game).
 
     python benchmarks/game_step_cost.py [--system metaagent|react] [--env alfworld|textworld]
                                         [--games 1] [--actions 4] [--model ID] [--memory none|...|both]
-                                        [--picks usual|random]
+                                        [--picks usual|random] [--planner-view team|percept]
 
 `--model scripted` plays a stand-in for a model instead (no weights, seconds): every call is answered in form,
 the next agent is the usual one (`--picks random`: any offered one, which sends the team round the focus and
@@ -39,6 +39,7 @@ from noosphere.llm.registry import DEFAULT_MODEL, open_model
 from noosphere.llm.types import Request
 from noosphere.memory import HashingEmbedder, MemoryStore, default_embedder
 from noosphere.metaagent import MemorySettings
+from noosphere.metaagent.agents import PLANNER_VIEWS, PlannerView
 from noosphere.metaagent.baselines import react
 from noosphere.metaagent.cost import StepCost
 from noosphere.metaagent.engine import MetaAgent
@@ -82,17 +83,21 @@ def memory_settings(mode: str, folder: Path, scripted: bool) -> MemorySettings |
 
 
 async def play(system: str, model: Model, chosen: list[Environment], actions: int,
-               memory: MemorySettings | None = None) -> tuple[StepCost, dict[str, Any]]:
+               memory: MemorySettings | None = None, planner_view: PlannerView = "team"
+               ) -> tuple[StepCost, dict[str, Any]]:
     started = time.perf_counter()
     if system == "react":
         results = await asyncio.gather(*(react(model, game, max_actions=actions) for game in chosen))
     elif memory is not None:  # a memory carries from game to game: played in order, as the benchmarks play them
-        results = [await MetaAgent(model, memory=memory, max_actions=actions).play(game) for game in chosen]
+        agent = MetaAgent(model, memory=memory, max_actions=actions, planner_view=planner_view)
+        results = [await agent.play(game) for game in chosen]
     else:
-        results = await asyncio.gather(*(MetaAgent(model, max_actions=actions).play(game) for game in chosen))
+        agent = MetaAgent(model, max_actions=actions, planner_view=planner_view)
+        results = await asyncio.gather(*(agent.play(game) for game in chosen))
     cost = StepCost.of(model, results, time.perf_counter() - started)
     figures: dict[str, Any] = {
-        "system": system, "model": model.id, "games": len(chosen), "won": sum(result.won for result in results),
+        "system": system, **({"planner_view": planner_view} if system == "metaagent" else {}),
+        "model": model.id, "games": len(chosen), "won": sum(result.won for result in results),
         "actions": cost.actions, "calls": cost.calls, "tokens": cost.tokens, "seconds": round(cost.seconds, 1),
         "calls_per_action": round(cost.calls_per_action, 2), "tokens_per_action": round(cost.tokens_per_action),
         "seconds_per_action": round(cost.seconds_per_action, 2),
@@ -117,6 +122,8 @@ def main() -> None:
                         help="metaagent: its memory (the games are then played in order)")
     parser.add_argument("--picks", choices=("usual", "random"), default="usual",
                         help="--model scripted: how the stand-in picks the next agent")
+    parser.add_argument("--planner-view", choices=PLANNER_VIEWS, default="team",
+                        help="metaagent: what its planner reads (percept: ReAct's step, with the team's notes)")
     args = parser.parse_args()
     scripted = args.model == "scripted"
     with tempfile.TemporaryDirectory() as folder:
@@ -124,7 +131,7 @@ def main() -> None:
         try:
             model = open_model(args.model, script=stand_in(args.picks) if scripted else None)
             memory = memory_settings(args.memory, Path(folder), scripted) if args.system == "metaagent" else None
-            cost, figures = asyncio.run(play(args.system, model, chosen, args.actions, memory))
+            cost, figures = asyncio.run(play(args.system, model, chosen, args.actions, memory, args.planner_view))
         finally:
             for game in chosen:
                 game.close()
