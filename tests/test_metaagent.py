@@ -673,12 +673,14 @@ def test_on_the_percept_view_the_planner_is_asked_what_react_is_asked_not_the_be
         MetaAgent(model, planner_view="belief")  # type: ignore[arg-type]
 
 
-def test_the_percept_view_puts_what_the_team_adds_before_reacts_percept() -> None:
+def test_the_percept_view_puts_memory_before_reacts_percept_and_the_focus_note_last() -> None:
     state = EpisodeState("Your task is to: take the key.", "You are in the west room.", WEST)
     state.recall, state.focus_note, state.plan, state.belief = "keys lie east", "Go east.", "wait (because)", "lost"
     prompt = planner_on_percept(state)[1].content
-    assert prompt.startswith("Memory: keys lie east\n\nFocus: Go east.\n\nYour task is to: take the key.")
-    assert prompt.endswith("Next step:") and "wait (because)" not in prompt and "lost" not in prompt
+    assert prompt.startswith("Memory: keys lie east\n\nYour task is to: take the key.")
+    assert prompt.endswith("Current observation: You are in the west room.\nActions taken: 0.\n\nFocus: Go east.\n\n"
+                           "Next step:")
+    assert "wait (because)" not in prompt and "lost" not in prompt
 
 
 def test_runs_played_together_share_one_call_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -77,22 +77,27 @@ REACT_RECENT = 10
 """Steps of history a ReAct step reads."""
 
 
-def react_messages(state: EpisodeState, advice: str = "") -> list[Message]:
+def react_messages(state: EpisodeState, advice: str = "", last: str = "") -> list[Message]:
     """A ReAct step's messages: its role and the world's guide, then `advice` (lessons, or what the meta-agent's
-    team adds), the task, the recent steps, the admissible actions and the observation."""
+    team adds), the task, the recent steps, the admissible actions and the observation, then `last` (a note for
+    this step only) just before the question."""
     role = f"{REACT_ROLE}\n\n{state.guide}" if state.guide else REACT_ROLE
-    return [Message.system(role), Message.user(f"{advice}{state.percept(recent=REACT_RECENT)}\n\nNext step:")]
+    return [Message.system(role),
+            Message.user(f"{advice}{state.percept(recent=REACT_RECENT)}\n\n{last}Next step:")]
 
 
 def planner_on_percept(state: EpisodeState) -> list[Message]:
     """The planner's messages in the `percept` view: ReAct's step, word for word, with what the team adds for it
-    first (the recalled memory, an idea, a focus note), but neither the belief state nor the planner's own
-    earlier plan. With nothing added, the planner is asked exactly what ReAct is asked, so the team's difference
-    from ReAct is what its memory, focus loop and orchestrator add. Asked in the team's words instead, the 1.5B
-    planner left a carrot the task named on the floor where ReAct took it (TextWorld, stop 44); reading the
-    belief state, it followed a belief that called a passkey still on the floor "done" (stop 41)."""
-    notes = (("Memory", state.recall), ("Idea", state.idea), ("Focus", state.focus_note))
-    return react_messages(state, "".join(f"{title}: {text}\n\n" for title, text in notes if text))
+    (the recalled memory and an idea first, the focus note last, before the question), but neither the belief
+    state nor the planner's own earlier plan. With nothing added, the planner is asked exactly what ReAct is
+    asked, so the team's difference from ReAct is what its memory, focus loop and orchestrator add. Asked in the
+    team's words instead, the 1.5B planner left a carrot the task named on the floor where ReAct took it
+    (TextWorld, stop 44); reading the belief state, it followed a belief that called a passkey still on the floor
+    "done" (stop 41). The focus note goes last: placed first, the planner took the focus agent's action in none
+    of four steps of a game it was losing going back and forth; placed last, in all four (stop 44)."""
+    notes = (("Memory", state.recall), ("Idea", state.idea))
+    advice = "".join(f"{title}: {text}\n\n" for title, text in notes if text)
+    return react_messages(state, advice, f"Focus: {state.focus_note}\n\n" if state.focus_note else "")
 
 
 def focus_messages(state: EpisodeState) -> list[Message]:
