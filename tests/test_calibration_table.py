@@ -28,7 +28,8 @@ def test_every_run_with_confidences_gets_a_row_and_others_none(tmp_path: Path,
     rows = [line for line in out if line.startswith("| `")]
     assert len(rows) == 1 and rows[0].startswith("| `bfcl/ctm/run-a` | 30 | 0.667 |")
     cells = [cell.strip() for cell in rows[0].split("|")[1:-1]]
-    assert cells[6] in ("yes", "no") and cells[7].startswith("1.000")  # the confidence separates perfectly
+    assert cells[7] in ("yes", "no") and cells[8].startswith("1.000")  # the confidence separates perfectly
+    assert float(cells[5]) < 0.05  # isotonic maps each of the two values to its own accuracy
 
 
 def test_a_missing_results_folder_is_an_error(tmp_path: Path) -> None:
