@@ -120,10 +120,13 @@ def _alfworld() -> tuple[Config, ...]:
 def _alfworld_12() -> tuple[Config, ...]:
     """Issue 27's ALFWorld rows, as far as this machine reaches: 12 games (2 of each task type, each type's
     solved demonstration kept back as in `alfworld`) of at most 30 actions, ReAct against the meta-agent with both
-    memories (in order: its memory carries from game to game)."""
+    memories (in order: its memory carries from game to game), in the paper's view and with the planner asked
+    ReAct's step (`--planner-view percept`, stop 44)."""
     games = ("--per-type", "2", "--max-actions", "30")
+    both = ("--system", "metaagent", "--memory", "both")
     return (Config("react", ("--system", "react", *games), 12),
-            Config("metaagent-both", ("--system", "metaagent", "--memory", "both", *games), 12, in_order=True))
+            Config("metaagent-both", (*both, *games), 12, in_order=True),
+            Config("metaagent-both-percept", (*both, "--planner-view", "percept", *games), 12, in_order=True))
 
 
 TEXTWORLD_TIER = 1

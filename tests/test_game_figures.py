@@ -199,11 +199,13 @@ def test_alfworld_12_is_react_and_the_meta_agent_with_both_memories_in_a_folder_
     args = argparse.Namespace(limit=None, model="local:m", parallel=None)
     for config in small.configs:
         suite.run(small, config, tmp_path, args)
-    react, metaagent = (command[3:] for command in ran)
+    react, metaagent, percept = (command[3:] for command in ran)
     assert react[:8] == ["bench", "alfworld", "--quiet", "--parallel", "4", "--system", "react", "--per-type"]
     assert metaagent[:12] == ["bench", "alfworld", "--quiet", "--parallel", "1", "--system", "metaagent", "--memory",
                               "both", "--per-type", "2", "--max-actions"]
     assert metaagent[12:16] == ["30", "--limit", "12", "--model"]
+    assert percept[5:11] == metaagent[5:9] + ["--planner-view", "percept"] and percept[11:-1] == metaagent[9:-1]
+    assert percept[-1].endswith("metaagent-both-percept")
     folder = tmp_path / "alfworld" / "12-games"  # under the alfworld suite's results, apart from its runs
     fake_run(folder / "react" / "20260101-000000-eeeeee", {"system": "react"}, [row("g1", True, 7, "look")])
     monkeypatch.setattr(sys, "argv", ["suite.py", "alfworld-12", "--summary-only", "--out", str(tmp_path)])

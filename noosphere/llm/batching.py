@@ -35,8 +35,10 @@ CACHES_PER_SLOT = 2
 three-turn conversations, 1.5B model, 8 slots): with 8 sequences the conversations evicted each
 other's caches before their next turn (33-38 % of prompt tokens reused, 283-392 s); 16 kept them
 (68 %, 242 s). Idle cells are not free, since every step attends over all used cells (one 3.9k-token
-prompt on the 0.5B model was evaluated at 73 tokens/s alone and 42 beside 20k idle cells), so the
-cell budget stays `slots x CELLS_PER_SLOT` and the least recently used cache goes when it runs out."""
+prompt on the 0.5B model was evaluated at 73 tokens/s alone and 42 beside 20k idle cells; on the 1.5B model,
+~10k idle cells cost 4-6 %, `benchmarks/idle_cells.py`), so the cell budget stays `slots x CELLS_PER_SLOT` and the
+least recently used cache goes when it runs out. Dropping idle caches sooner loses more reuse than it saves
+(`benchmarks/cache_policy.py` on the meta-agent's and a society's traces)."""
 
 MIN_SHARED_PREFIX = 32
 """Tokens a new request must share with a prompt in flight before it waits to copy them (fewer are the

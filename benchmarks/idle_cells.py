@@ -1,0 +1,103 @@
+"""What idle caches cost the sequences that run beside them: prompt and generation speed against the cells held.
+
+The batch engine keeps finished prompts in its one pool of KV cells, so that a later request can start from
+a shared prefix. In llama.cpp's unified cache every decode step attends over all used cells (up to the
+highest one in use), whichever sequence they belong to: an idle cache is not free. This measures how much it
+costs on a given model. The engine is filled step by step with idle caches of `--cache-tokens` distinct
+tokens each, and at each level (`--levels`, in caches) two requests run side by side, twice:
+- prompt: two prompts of `--prompt-tokens` new tokens each and one token out (prompt evaluation);
+- generation: two short prompts and `--gen-tokens` tokens out each (decoding), greedy.
+Each line gives the cells in use and the tokens per second of each; the last line is
+`idle_cost_pct=<how much slower generation and prompt together are at the last level than at none>`.
+
+    python benchmarks/idle_cells.py [--model local:qwen2.5-coder-1.5b] [--levels 0 4 8 14]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import time
+from typing import Any
+
+from noosphere.llm import open_model
+from noosphere.llm.batching import GenerationJob
+
+WORDS = ("harbour", "kettle", "violet", "seven", "market", "orbit", "lantern", "ribbon", "cobalt", "meadow",
+         "thunder", "pencil", "quartz", "saddle", "glacier", "walnut", "beacon", "copper", "drift", "ember")
+COUNT = "Write the numbers from 1 to 300, separated by commas."
+
+
+class Probe:
+    def __init__(self, model_id: str, seed: int) -> None:
+        self.model = open_model(model_id)
+        self.backend: Any = self.model.backend
+        self.engine = self.backend.engine
+        self.rng = random.Random(seed)
+
+    def sized(self, count: int, ask: str) -> list[int]:
+        """A fresh prompt of `count` tokens: nothing after the chat template's opening is shared with another."""
+        words = [str(self.rng.randrange(10**9))]
+        while True:
+            prompt = f"{' '.join(words)}\n{ask}"
+            tokens, _ = self.backend.loaded.chat_prompt([{"role": "user", "content": prompt}])
+            if len(tokens) >= count:
+                return tokens
+            words += [self.rng.choice(WORDS) for _ in range(max(1, (count - len(tokens)) // 2))]
+
+    async def run(self, prompts: list[list[int]], max_tokens: int) -> tuple[float, int, int]:
+        jobs = [GenerationJob(tokens, max_tokens, 0.0, 1.0, 0) for tokens in prompts]
+        started = time.perf_counter()
+        results = await asyncio.gather(*(asyncio.wrap_future(self.engine.submit(job)) for job in jobs))
+        evaluated = sum(r.prompt_tokens - r.reused_prompt_tokens for r in results)
+        return time.perf_counter() - started, evaluated, sum(r.completion_tokens for r in results)
+
+    def used_cells(self) -> int:
+        engine = self.engine
+        return int(engine._llama.llama_kv_self_used_cells(engine._ctx))
+
+    def idle_caches(self) -> int:
+        return sum(1 for slot in self.engine._slots if slot.cached and slot.job is None)
+
+
+async def measure(args: argparse.Namespace) -> None:
+    probe = Probe(args.model, args.seed)
+    await probe.run([probe.sized(64, "Say ok.")], 1)  # warm up
+    probe.engine._evict_idle(keep=set())
+    while probe.engine._evict_idle(keep=set()):
+        pass
+    rows = []
+    for level in args.levels:
+        while probe.idle_caches() < level:
+            await probe.run([probe.sized(args.cache_tokens, "Say ok.")], 1)
+        cells = probe.used_cells()
+        prompt_s, evaluated, _ = await probe.run(
+            [probe.sized(args.prompt_tokens, "Say ok.") for _ in range(2)], 1)
+        gen_s, _, generated = await probe.run(
+            [probe.sized(48, COUNT) for _ in range(2)], args.gen_tokens)
+        rows.append((level, cells, evaluated / prompt_s, generated / gen_s, prompt_s + gen_s))
+        print(f"idle_caches={level} used_cells={cells} prompt_tok_s={evaluated / prompt_s:.1f} "
+              f"generation_tok_s={generated / gen_s:.2f} (generated {generated}) wall_s={prompt_s + gen_s:.1f}",
+              flush=True)
+    base, last = rows[0], rows[-1]
+    print(f"idle_cost_pct={100 * (last[4] / base[4] - 1):.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
+    parser.add_argument("--levels", type=int, nargs="+", default=[0, 4, 8, 14],
+                        help="idle caches held at each measurement, in increasing order")
+    parser.add_argument("--cache-tokens", type=int, default=900, help="tokens of each idle cache")
+    parser.add_argument("--prompt-tokens", type=int, default=800, help="new prompt tokens of each measured request")
+    parser.add_argument("--gen-tokens", type=int, default=64, help="tokens generated by each measured request")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if args.levels != sorted(args.levels):
+        parser.error("--levels must increase: caches are added, never dropped, between measurements")
+    asyncio.run(measure(args))
+
+
+if __name__ == "__main__":
+    main()
