@@ -204,7 +204,7 @@ def test_alfworld_12_is_react_and_the_meta_agent_with_both_memories_in_a_folder_
     assert metaagent[:12] == ["bench", "alfworld", "--quiet", "--parallel", "1", "--system", "metaagent", "--memory",
                               "both", "--per-type", "2", "--max-actions"]
     assert metaagent[12:16] == ["30", "--limit", "12", "--model"]
-    assert percept[5:11] == metaagent[5:9] + ["--planner-view", "percept"] and percept[11:-1] == metaagent[9:-1]
+    assert percept[5:11] == [*metaagent[5:9], "--planner-view", "percept"] and percept[11:-1] == metaagent[9:-1]
     assert percept[-1].endswith("metaagent-both-percept")
     folder = tmp_path / "alfworld" / "12-games"  # under the alfworld suite's results, apart from its runs
     fake_run(folder / "react" / "20260101-000000-eeeeee", {"system": "react"}, [row("g1", True, 7, "look")])
