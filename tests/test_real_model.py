@@ -192,7 +192,7 @@ class RecordedGame:
 
 
 def test_meta_agent_plays_a_small_generated_game_on_a_real_model(tmp_path: Path) -> None:
-    """The 0.5B model drives the meta-agent for a few actions of a generated TextWorld game: every action it took
+    """The 135M model drives the meta-agent for a few actions of a generated TextWorld game: every action it took
     was one the game offered at that moment, the trace and the memory tell exactly what the game answered, and the
     episode ended for a reason (its action cap, the game's end or the transition cap), not early."""
     pytest.importorskip("textworld", reason=GAME_EXTRAS)
@@ -205,7 +205,7 @@ def test_meta_agent_plays_a_small_generated_game_on_a_real_model(tmp_path: Path)
     [generated] = textworld_games(tmp_path / "games", tier=1, per_challenge=1, challenges=("coin_collector",))
     game = RecordedGame(generated)
     trace = Trace(None)
-    model = open_model(_require("qwen2.5-coder-0.5b"), trace=trace, settings=Settings(max_tokens=120))
+    model = open_model(_require("smollm2-135m"), trace=trace, settings=Settings(max_tokens=120))
     memory = MemorySettings(MemoryStore(tmp_path / "memory"), embedder=HashingEmbedder())
     agent = MetaAgent(model, memory=memory, max_actions=2)
     result = asyncio.run(agent.play(game))
