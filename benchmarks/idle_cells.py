@@ -64,8 +64,7 @@ class Probe:
 async def measure(args: argparse.Namespace) -> None:
     probe = Probe(args.model, args.seed)
     await probe.run([probe.sized(64, "Say ok.")], 1)  # warm up
-    probe.engine._evict_idle(keep=set())
-    while probe.engine._evict_idle(keep=set()):
+    while probe.engine._evict_idle(keep=set()):  # start from no idle cache
         pass
     rows = []
     for level in args.levels:
