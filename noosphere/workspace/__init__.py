@@ -10,14 +10,14 @@ from noosphere.workspace.links import LinkGraph, LinkPolicy
 from noosphere.workspace.memory import FusionNote, ProcessorMemory
 from noosphere.workspace.motor import Action, MotorProcessor
 from noosphere.workspace.processor import FreeProcessor, LLMProcessor, Perception, Processor, cognitive, sensory
-from noosphere.workspace.proposer import FunctionProposer
+from noosphere.workspace.proposer import FunctionProposer, GeneralistProposer
 from noosphere.workspace.stm import ShortTermMemory, StmAnswer
 from noosphere.workspace.tool_processor import ToolProcessor
 
 __all__ = [
     "ABLATIONS", "Action", "Bid", "Chunk", "CompetitionResult", "FreeProcessor", "FunctionProcessor",
-    "FunctionProposer", "FusionNote", "LLMProcessor", "LinkGraph", "LinkPolicy", "MotorProcessor", "Observation",
-    "Perception", "Processor", "ProcessorMemory", "ProcessorOutput", "ShortTermMemory", "StmAnswer", "ToolProcessor",
-    "View", "WeightRule", "Workspace", "WorkspaceResult", "WorkspaceSettings", "classifier", "classify", "cognitive",
-    "compete", "sensory",
+    "FunctionProposer", "FusionNote", "GeneralistProposer", "LLMProcessor", "LinkGraph", "LinkPolicy",
+    "MotorProcessor", "Observation", "Perception", "Processor", "ProcessorMemory", "ProcessorOutput",
+    "ShortTermMemory", "StmAnswer", "ToolProcessor", "View", "WeightRule", "Workspace", "WorkspaceResult",
+    "WorkspaceSettings", "classifier", "classify", "cognitive", "compete", "sensory",
 ]
