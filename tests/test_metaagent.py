@@ -583,7 +583,7 @@ def test_textworld_bench_runs_the_metaagent_through_the_memory_loop_and_keeps_it
     picked: list[str] = []
 
     def pick(offered: list[str]) -> str:  # the extended loop once, then the autopilot
-        choice = next((a for a in ("retrieve_memory", "idea") if a in offered and a not in picked), "planning")
+        choice = next((a for a in ("retrieve_memory", "idea") if a in offered and not picked), "planning")
         picked.append(choice)
         return choice if choice in offered else offered[0]
 
@@ -609,6 +609,8 @@ def test_textworld_bench_runs_the_metaagent_through_the_memory_loop_and_keeps_it
     assert row["correct"] and row["actions"] == len(expert)
     moves = {tuple(move) for move in row["moves"]}
     assert {("conscious", "retrieve_memory"), ("retrieve_memory", "idea"), ("idea", "planning")} <= moves
+    assert picked[0] == "retrieve_memory" and not any(r.agent == "orchestrator" for r in backend.history)
+    # episodic memory only: the learning agent is left out, so the graph alone leads from retrieve-memory to idea
     counts = json.loads((run_dir / "transitions.json").read_text())
     assert "retrieve_memory" in counts["agents"] and (run_dir / "transition_probabilities.png").exists()
     hops = {(a, b): n for a, row_ in zip(counts["agents"], counts["counts"], strict=True)
@@ -727,3 +729,96 @@ def test_on_the_percept_view_a_motor_asked_alone_reads_reacts_prompt_not_the_bel
     assert alone.messages[0].content.startswith("You play a text game") and "JSON schema" in alone.messages[0].content
     assert "surely" not in alone.messages[1].content and alone.messages[1].content.endswith("Next step:")
     assert "thought" not in json.dumps(alone.json_schema)
+
+
+def test_a_focus_loop_the_orchestrator_picks_is_counted_and_its_note_does_not_outlive_the_next_action() -> None:
+    """Only hallucinations used to count as focus loops: a loop the orchestrator chose was never measured, and the
+    focus agent's note ("... Next action: X") stayed in every later prompt."""
+    script = {**winning_script(), "conscious": [belief(pick="focus"), belief()],
+              "focus": [reply(situation="The key is east.", action="go east")]}
+    model, backend, trace = scripted(by_role(script))
+    result = asyncio.run(MetaAgent(model, max_actions=2).play(TwoRooms()))
+    assert result.won and result.focus_loops == 1 and result.focus_recoveries == 1
+    [loop] = kinds(trace, "ma_focus")
+    assert loop.step == 0 and loop.reason == "the orchestrator picked it"
+    assert [(o.step, o.loop, o.recovered) for o in kinds(trace, "ma_focus_outcome")] == [(1, 1, True)]
+    later = [r for r in calls(backend, "planning")][-1]  # the plan after the advised action no longer reads it
+    assert "Next action: go east" not in later.messages[-1].content
+
+
+def test_a_flag_with_no_way_into_the_focus_loop_is_answered_by_the_next_action() -> None:
+    """An idea that gives up is flagged where the graph offers no focus edge (idea leads to planning): the action
+    that follows did something, so the conscious agent after it is not sent round the loop for a stale flag."""
+    script = {**winning_script(), "conscious": [belief(pick="idea"), belief()],
+              "idea": [reply(text="The task cannot be done, give up.")]}
+    model, _, trace = scripted(by_role(script))
+    result = asyncio.run(MetaAgent(model, max_actions=2).play(TwoRooms()))
+    assert result.won and result.focus_loops == 0 and not kinds(trace, "ma_focus")
+    hops = [(t.source, t.target) for t in kinds(trace, "ma_transition")]
+    assert ("conscious", "idea") in hops and ("conscious", "focus") not in hops
+
+
+@pytest.mark.parametrize(("mode", "offered"), [
+    ((False, False), ("planning", "focus", "idea")),
+    ((True, False), ("planning", "focus", "retrieve_memory", "idea")),
+    ((False, True), ("planning", "focus", "idea", "learning")),
+    ((True, True), ("planning", "focus", "retrieve_memory", "idea", "learning")),
+])
+def test_each_memory_mode_offers_only_the_memory_agents_it_uses(tmp_path: Path, mode: tuple[bool, bool],
+                                                                 offered: tuple[str, ...]) -> None:
+    episodic, conceptual = mode
+    memory = (MemorySettings(MemoryStore(tmp_path), episodic=episodic, conceptual=conceptual,
+                             embedder=HashingEmbedder()) if episodic or conceptual else None)
+    agent = MetaAgent(scripted(by_role(winning_script()))[0], memory=memory)
+    assert agent.graph.successors("conscious") == offered
+    assert ("record_memory" in agent.graph.edges) == conceptual
+
+
+def test_a_graph_that_acts_only_through_a_memory_agent_fails_where_that_agent_is_left_out(tmp_path: Path) -> None:
+    from noosphere.bench.games import load_graph
+
+    detour = tmp_path / "detour.yaml"
+    detour.write_text("edges:\n  conscious: [focus, retrieve_memory]\n  retrieve_memory: [planning]\n"
+                      "  planning: [motor]\n  motor: [external_perception]\n  external_perception: [conscious]\n"
+                      "  focus: [internal_perception]\n  internal_perception: [conscious]\n")
+    assert load_graph(detour, "both") and load_graph(detour, "episodic")
+    for mode in ("none", "conceptual"):
+        with pytest.raises(ConfigError, match="could never act"):
+            load_graph(detour, mode)
+    with pytest.raises(ConfigError, match="could never act"):
+        MetaAgent(scripted(by_role(winning_script()))[0], graph=TransitionGraph.from_file(detour))
+
+
+def test_a_games_run_replays_a_game_killed_after_it_was_stored_from_the_memory_before_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The episode and its rules are stored when the game ends, its result row after: a kill in between replays
+    the game, which must neither recall itself nor be stored twice."""
+    from noosphere.bench import games
+
+    monkeypatch.setattr(games, "default_embedder", HashingEmbedder)
+    config = {"system": "metaagent", "memory": "both", "retrieve": "random", "k": 4, "max_actions": 4, "seed": 0}
+    store = MemoryStore(tmp_path)
+    store.add_game(None, ["A rule from the game before this one, which must stay."], "earlier-game")
+    for _ in range(2):  # the first attempt stored and was killed; the replay
+        model, _, trace = scripted(by_role(winning_script()))
+        assert asyncio.run(games.player(model, config, tmp_path)(TwoRooms())).won
+        recalled = {e.memory: e.items for e in kinds(trace, "ma_retrieval")}
+        assert recalled["episodic"] == []  # the killed attempt's episode is not this game's memory
+    assert [e.game for e in store.episodes()] == ["two-rooms"]
+    assert store.concepts() == ["A rule from the game before this one, which must stay.",
+                                "Search the neighbouring room before anything else when an item is missing."]
+
+
+def test_reflexions_costs_are_per_action_of_every_trial() -> None:
+    from noosphere.bench.games import summarise
+
+    model, backend, _ = scripted(by_role({
+        "reflexion": [reply(thought="wait", action="wait"), reply(thought="wait", action="wait"),
+                      reply(thought="east", action="go east"), reply(thought="take", action="take key")],
+        "reflection": [reply(text="Waiting wastes actions; move towards the key.")]}))
+    result = asyncio.run(reflexion(model, TwoRooms(), trials=3, max_actions=2))
+    assert result.won and result.actions == 2 and result.actions_taken == 4
+    row = {"correct": True, "actions": result.actions, "actions_taken": result.actions_taken,
+           "calls": len(backend.history), "tokens": 0}
+    assert summarise([row])["calls_per_action"] == 1.25  # 5 calls (4 steps, 1 reflection) over 4 actions
+    assert summarise([row])["actions_per_success"] == 2  # the winning trial's

@@ -30,6 +30,7 @@ from noosphere.metaagent import (
     TransitionGraph,
     react,
     reflexion,
+    unused_memory_agents,
 )
 from noosphere.metaagent.scored import ScoredDecision
 
@@ -64,15 +65,27 @@ def player(model: Model, config: dict[str, Any], memory_folder: Path):  # type: 
     judge = ScoredDecision(config.get("candidates", 3), config["margin"]) if config.get("judge") else None
     agent = MetaAgent(model, graph=graph, memory=memory, max_actions=max_actions, seed=config["seed"], judge=judge,
                       planner_view=config.get("planner_view", "team"))
-    return agent.play
+    if memory is None:
+        return agent.play
+    store = memory.store
+
+    async def play(env: Environment) -> EpisodeResult:
+        # the run's memory plays each game once: anything of this game in it is what an attempt killed after
+        # storing, before its result was written, left behind, and the game replays without it
+        store.forget_game(env.name)
+        return await agent.play(env)
+
+    return play
 
 
-def load_graph(path: Path) -> TransitionGraph:
+def load_graph(path: Path, memory: str = "both") -> TransitionGraph:
     """A replacement transition graph, checked as the engine will check it, before any run starts: every agent
-    it names is one the engine runs (a typo is told with its place in the file), and some path reaches an action."""
+    it names is one the engine runs (a typo is told with its place in the file), and some path reaches an action,
+    also once the agents of a memory the run does not keep are left out."""
     known = set(LANGUAGE_AGENTS) | CODE_AGENTS
     graph = TransitionGraph.from_file(path, known=known)
     graph.check_agents(known, source=str(path))
+    graph.without(*unused_memory_agents(*MEMORY_MODES[memory])).check_agents(known, source=f"{path} (memory {memory})")
     return graph
 
 
@@ -96,7 +109,8 @@ async def solve(play: Any, env: Environment) -> Scored:
     finally:
         env.close()
     return Scored("won" if result.won else "lost", result.won, {
-        "task_type": result.kind, "actions": result.actions, "transitions": result.transitions,
+        "task_type": result.kind, "actions": result.actions, "actions_taken": result.actions_taken or result.actions,
+        "transitions": result.transitions,
         "focus_loops": result.focus_loops, "focus_recoveries": result.focus_recoveries,
         "moves": [list(move) for move in result.moves]})
 
@@ -108,7 +122,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for row in rows:
         by_type[row.get("task_type", "?")].append(row)
     won = [r for r in rows if r["correct"]]
-    actions = sum(r.get("actions", 0) for r in rows)
+    actions = sum(r.get("actions_taken", r.get("actions", 0)) for r in rows)  # every trial's, for the costs
     metrics: dict[str, Any] = {
         "success_rate": round(100 * len(won) / max(len(rows), 1), 2), "games": len(rows),
         "success_ci95": list(success_interval(len(won), len(rows))),

@@ -92,7 +92,7 @@ class GameOptions:
             raise UsageError(f"--margin is the judge's (react-scored, or metaagent --judge); --system {self.system} "
                              "has no judge here")
         if self.graph is not None:
-            config["graph"] = games_bench.load_graph(self.graph).to_data()
+            config["graph"] = games_bench.load_graph(self.graph, self.memory).to_data()
         return config
 
 

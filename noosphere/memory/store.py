@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -51,11 +51,8 @@ class MemoryStore:
             connection.close()
 
     def add_episode(self, episode: Episode) -> int:
-        steps = json.dumps([[s.t, s.action, s.observation, s.belief] for s in episode.steps])
         with self._db() as db:
-            cursor = db.execute("INSERT INTO episodes (task, kind, game, won, steps) VALUES (?, ?, ?, ?, ?)",
-                                (episode.task, episode.kind, episode.game, int(episode.won), steps))
-            return int(cursor.lastrowid or 0)
+            return _insert_episode(db, episode)
 
     def episodes(self) -> list[Episode]:
         with self._db() as db:
@@ -65,12 +62,25 @@ class MemoryStore:
 
     def add_concept(self, text: str, source: str) -> bool:
         """Keep a rule unless it is too short to say anything or already known."""
-        text = " ".join(text.split())
-        if len(text) < MIN_CONCEPT_CHARS or "no concept" in text.lower():
-            return False
         with self._db() as db:
-            cursor = db.execute("INSERT OR IGNORE INTO concepts (text, source) VALUES (?, ?)", (text, source))
-            return cursor.rowcount == 1
+            return _insert_concept(db, text, source)
+
+    def add_game(self, episode: Episode | None, rules: Sequence[str], source: str) -> None:
+        """What one game leaves, in one transaction: its episode (None: not kept) and its rules, taught by
+        `source`. A kill cannot leave the episode without its rules."""
+        with self._db() as db:
+            if episode is not None:
+                _insert_episode(db, episode)
+            for rule in rules:
+                _insert_concept(db, rule, source)
+
+    def forget_game(self, game: str) -> int:
+        """Remove the episodes of `game` and the rules it taught first; how many rows went. For a memory that
+        plays each game once (a benchmark run's): what an attempt killed after storing, before its result was
+        written, left behind, so that the game replays from the memory the games before it made."""
+        with self._db() as db:
+            gone = db.execute("DELETE FROM episodes WHERE game = ?", (game,)).rowcount
+            return gone + db.execute("DELETE FROM concepts WHERE source = ?", (game,)).rowcount
 
     def concepts(self) -> list[str]:
         with self._db() as db:
@@ -90,3 +100,18 @@ class MemoryStore:
     def reset(self) -> None:
         with self._db() as db:
             db.executescript("DELETE FROM episodes; DELETE FROM concepts; DELETE FROM clusters;")
+
+
+def _insert_episode(db: sqlite3.Connection, episode: Episode) -> int:
+    steps = json.dumps([[s.t, s.action, s.observation, s.belief] for s in episode.steps])
+    cursor = db.execute("INSERT INTO episodes (task, kind, game, won, steps) VALUES (?, ?, ?, ?, ?)",
+                        (episode.task, episode.kind, episode.game, int(episode.won), steps))
+    return int(cursor.lastrowid or 0)
+
+
+def _insert_concept(db: sqlite3.Connection, text: str, source: str) -> bool:
+    text = " ".join(text.split())
+    if len(text) < MIN_CONCEPT_CHARS or "no concept" in text.lower():
+        return False
+    cursor = db.execute("INSERT OR IGNORE INTO concepts (text, source) VALUES (?, ?)", (text, source))
+    return cursor.rowcount == 1

@@ -3,7 +3,7 @@
 from noosphere.metaagent.agents import AGENTS, CODE_AGENTS, LANGUAGE_AGENTS
 from noosphere.metaagent.baselines import react, reflexion
 from noosphere.metaagent.engine import EpisodeResult, MetaAgent
-from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, TransitionGraph
+from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, TransitionGraph, unused_memory_agents
 from noosphere.metaagent.hallucination import off_task
 from noosphere.metaagent.prompts import DUTIES, ROLES
 from noosphere.metaagent.recollection import MemorySettings
@@ -11,4 +11,4 @@ from noosphere.metaagent.state import EpisodeState
 
 __all__ = ["AGENTS", "CODE_AGENTS", "DEFAULT_GRAPH", "DUTIES", "LANGUAGE_AGENTS", "MEMORY_AGENTS", "ROLES", "START",
            "EpisodeResult", "EpisodeState", "MemorySettings", "MetaAgent", "TransitionGraph",
-           "off_task", "react", "reflexion"]
+           "off_task", "react", "reflexion", "unused_memory_agents"]

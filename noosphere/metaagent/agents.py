@@ -262,6 +262,8 @@ class ExternalPerception:
         state.record(action, result.observation, result.admissible, result.done, result.won)
         turn.trace.emit(ActionTaken(step=state.t, action=action, observation=result.observation,
                                     reward=result.reward, done=result.done, won=result.won))
+        if state.invalid_streak == 0:  # an action that did something answers a flag raised before it (an idea's
+            state.needs_focus = None   # text, a failed plan) that had no way into the focus loop yet
         if state.focus_pending:  # the first action after a focus loop tells whether it recovered
             recovered = state.invalid_streak == 0
             turn.trace.emit(FocusOutcome(step=state.t, loop=state.focus_pending, action=action, recovered=recovered))

@@ -9,6 +9,7 @@ won if any trial wins; its actions are the winning trial's.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
 from noosphere.concurrent import Forfeit, attempt
@@ -63,8 +64,11 @@ def _trajectory(result: EpisodeResult) -> str:
 async def reflexion(model: Model, env: Environment, *, trials: int = 3, max_actions: int = 50) -> EpisodeResult:
     lessons: list[str] = []
     result = None
+    taken = 0
     for _ in range(trials):
         result = await react(model, env, max_actions=max_actions, lessons=tuple(lessons), system="reflexion")
+        taken += result.actions
+        result = replace(result, actions_taken=taken)
         if result.won:
             return result
         completion = await attempt(model.complete(

@@ -23,7 +23,7 @@ from noosphere.llm import Model
 from noosphere.memory import EpisodeStep
 from noosphere.metaagent.agents import AGENTS, LESSON, PLANNER_VIEWS, PlannerView, Turn
 from noosphere.metaagent.events import AgentSpoke, EpisodeEnded, EpisodeStarted, FocusTriggered, Transition
-from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, TransitionGraph
+from noosphere.metaagent.graph import DEFAULT_GRAPH, START, TransitionGraph, unused_memory_agents
 from noosphere.metaagent.hallucination import flag_hallucination
 from noosphere.metaagent.orchestrator import FOCUS, choose, focus_decided, offer
 from noosphere.metaagent.recollection import MemorySettings
@@ -47,6 +47,9 @@ class EpisodeResult:
     task: str = ""
     steps: tuple[EpisodeStep, ...] = ()
     """The trajectory: what a reflection on a failed attempt reads."""
+    actions_taken: int | None = None
+    """Every action the game cost, where that is more than `actions` (Reflexion: all its trials, while `actions`
+    counts the last); what the costs per action divide by."""
 
 
 class MetaAgent:
@@ -61,9 +64,10 @@ class MetaAgent:
             judge.check(model)
         self.judge = judge
         self.model, self.memory = model, memory
-        remembers = memory is not None and memory.active
-        # without a memory those agents would only spend turns: the orchestrator is not offered them
-        self.graph = graph if remembers else graph.without(*MEMORY_AGENTS)
+        # agents of a memory the run does not keep would only spend turns: the orchestrator is not offered them
+        self.graph = graph.without(*unused_memory_agents(memory is not None and memory.episodic,
+                                                         memory is not None and memory.conceptual))
+        self.graph.check_agents(set(AGENTS))  # what is left must still reach an action
         self.max_actions = max_actions
         self.max_transitions = max_transitions or 8 * max_actions
         self.seed = seed
@@ -87,12 +91,13 @@ class MetaAgent:
             choice = await choose(self.graph, node, state, self.model, said.pick)
             trace.emit(Transition(step=state.t, source=node, target=choice.target, valid=choice.valid,
                                   fallback=choice.fallback, by=choice.by))
-            if choice.target == FOCUS:  # whoever sent the team round it: once per timestep
+            if choice.target == FOCUS:  # whoever sent the team round it (once per timestep), counted alike
                 state.focused_at = state.t
-            if choice.by == "focus":
                 focus_loops += 1
                 state.focus_pending = focus_loops
-                trace.emit(FocusTriggered(step=state.t, reason=state.needs_focus or "", loop=focus_loops))
+                reason = {"focus": state.needs_focus, "orchestrator": "the orchestrator picked it"}.get(
+                    choice.by, "the graph's only way on")
+                trace.emit(FocusTriggered(step=state.t, reason=reason or "", loop=focus_loops))
             moves.append((node, choice.target))
             node, state.transitions = choice.target, state.transitions + 1
         await self._remember(state, turn)

@@ -26,6 +26,14 @@ MEMORY_AGENTS = ("retrieve_memory", "learning", "record_memory")
 """Agents that only read or fill the long-term memory; a run without memory leaves them out."""
 
 
+def unused_memory_agents(episodic: bool, conceptual: bool) -> tuple[str, ...]:
+    """The memory agents a run leaves out, since they would only spend turns: all three without memory; without
+    conceptual memory the learning agent and the one that keeps its rules (they would be thrown away); without
+    episodic memory the mid-game recall (the rules, all of them, are in the context from the start)."""
+    kept = {"retrieve_memory": episodic, "learning": conceptual, "record_memory": conceptual}
+    return tuple(agent for agent in MEMORY_AGENTS if not kept[agent])
+
+
 @dataclass(frozen=True)
 class TransitionGraph:
     edges: dict[str, tuple[str, ...]]

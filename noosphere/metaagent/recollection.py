@@ -50,8 +50,5 @@ class MemorySettings:
 
     def keep(self, state: EpisodeState, game: str, kind: str) -> None:
         """Store the finished episode (episodic) and, if it was won, its rules (conceptual)."""
-        if self.episodic:
-            self.store.add_episode(Episode(state.task, kind, game, (state.opening, *state.steps), state.won))
-        if self.conceptual and state.won:
-            for rule in state.rules:
-                self.store.add_concept(rule, game)
+        episode = Episode(state.task, kind, game, (state.opening, *state.steps), state.won) if self.episodic else None
+        self.store.add_game(episode, state.rules if self.conceptual and state.won else (), game)
