@@ -285,8 +285,9 @@ SUITES: dict[str, Suite] = {
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
                       memory_pair=("metaagent-none", "metaagent-both")),
     "alfworld-12": Suite("alfworld", _alfworld_12(), GAME_METRICS, parallel=4, folder="alfworld/12-games"),
+    # the heatmaps of the percept view, the meta-agent that wins games here (the team view lost all ten it played)
     "textworld": Suite("textworld", _textworld(), GAME_METRICS, parallel=4,
-                       memory_pair=("metaagent-none", "metaagent-both")),
+                       memory_pair=("metaagent-none-percept", "metaagent-both-percept")),
     "textworld-tiers": Suite("textworld", _textworld_tiers(), GAME_METRICS, parallel=4),
     # issue 28: the three web agents on the same 20 MiniWoB++ tasks x 3 seeds (`bench miniwob`'s default list)
     "miniwob": Suite("miniwob", tuple(Config(name, ("--system", name), 60) for name in ("base", "react", "ctm")),

@@ -4,6 +4,7 @@ against the one-process one. One local Ray instance (2 CPUs) is shared by the wh
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -12,17 +13,21 @@ import re
 import signal
 import socket
 import sys
+import threading
+import time
 from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ValidationError
 
+from noosphere.cluster.carried import Carried
 from noosphere.cluster.connect import Node
 from noosphere.cluster.reduction import Tree, argmax_of, draw_all, finish_uptree, local_uptree
 from noosphere.cluster.replicas import ReplicaPlan
-from noosphere.errors import MissingWeightsError, UsageError
+from noosphere.errors import MissingWeightsError, ModelError, RuntimeFault, UsageError
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.llm.types import Request
 from noosphere.trace import read_trace
@@ -85,6 +90,46 @@ def bid_of(index: int, query: str, observation: Observation, memory: ProcessorMe
 
 def function_processors(indices: range) -> list[FunctionProcessor]:
     return [FunctionProcessor(f"p{i}", partial(bid_of, i)) for i in indices]
+
+
+def echo_setup() -> Any:
+    """A worker's work: the payload back."""
+    async def echo(payload: Any) -> Any:
+        return payload
+    return echo
+
+
+def stopping_reply(request: Request) -> str:
+    """Problem 0 stops the run (a usage error, after a while); problem 1 is out meanwhile: its first reply needs a
+    repair, which comes late. Every other problem is `sum_reply`'s."""
+    text = request.messages[-1].content
+    if "has 0 apples" in text:
+        time.sleep(0.5)
+        raise UsageError("problem 0 cannot be asked")
+    if "has 1 apples" in text and "not json" not in " ".join(m.content for m in request.messages):
+        return "not json"
+    if any("not json" in m.content for m in request.messages):
+        time.sleep(1.5)
+    return sum_reply(request)
+
+
+def stopping_opener(model_id: str, **kwargs: Any) -> Model:
+    given = {k: v for k, v in kwargs.items() if k in ("trace", "cache", "ledger", "settings")}
+    return Model(ScriptedBackend(stopping_reply), **given)
+
+
+def remembering_bid(index: int, query: str, observation: Observation, memory: ProcessorMemory) -> Bid:
+    """A weight that moves with what the processor heard: a run that inherits memories picks other winners."""
+    return Bid(f"p{index}", ((index + 3 * len(memory.winners)) % 7) / 6, 0.5, question="")
+
+
+def remembering_processors(indices: range) -> list[FunctionProcessor]:
+    return [FunctionProcessor(f"p{i}", partial(remembering_bid, i)) for i in indices]
+
+
+def renumbered_processors(indices: range) -> list[FunctionProcessor]:
+    """Names counted from 0 in every shard: repeated across shards."""
+    return [FunctionProcessor(f"p{k}", partial(bid_of, k)) for k in range(len(indices))]
 
 
 # --- helpers --------------------------------------------------------------------------------------------------------
@@ -161,6 +206,9 @@ def test_replicas_are_placed_per_node_per_cpus_or_by_count() -> None:
     (["--workers", "2"], "give --cluster too"),
     (["--cluster", "somewhere"], "--cluster takes local, auto"),
     (["--cluster", "local", "--replicas", "many"], "--replicas takes"),
+    (["--cluster", "local", "--replicas", "\u00b2"], "--replicas takes"),  # a digit to str.isdigit, not to int
+    (["--cluster", "ray://head:\u00b2"], "--cluster takes local, auto"),
+    (["--cluster", "ray://head..lan:10001"], "--cluster names no valid host"),
 ])
 def test_bad_cluster_options_fail_in_one_line_before_a_run_folder(tmp_path: Path, options: list[str],
                                                                   message: str) -> None:
@@ -281,3 +329,88 @@ async def test_a_sharded_workspace_picks_the_one_process_winners_and_broadcasts_
                     assert len(memories) == count
                     assert all([c.processor for c in m.winners] == list(alone.winners[:2])
                                for m in memories.values())
+
+
+async def test_a_sharded_workspace_starts_each_run_afresh_and_honours_no_ltm_as_one_process_does(
+        ray_cluster: Any) -> None:
+    from noosphere.cluster import joined
+    from noosphere.cluster.shards import ShardedWorkspace
+
+    def stm() -> ShortTermMemory:
+        return ShortTermMemory(Model(ScriptedBackend(lambda request: {"answer": "not sure", "confidence": 0.1})))
+
+    count = 14
+    with joined("local") as cluster:
+        for ablations in ((), ("no_ltm",)):
+            settings = WorkspaceSettings(competition="argmax", seed=0, max_iterations=3, ablations=ablations)
+            alone = Workspace(remembering_processors(range(count)), stm(), settings)
+            expected = [(await alone.run("which?")).winners for _ in range(2)]
+            async with ShardedWorkspace(cluster, remembering_processors, count, shards=2, stm=stm(),
+                                        settings=settings) as sharded:
+                assert [(await sharded.run("which?")).winners for _ in range(2)] == expected, ablations
+        with pytest.raises(UsageError, match="distinct names; repeated: p0, p1"):
+            async with ShardedWorkspace(cluster, renumbered_processors, 4, shards=2, stm=stm()):
+                pass
+
+
+def test_a_run_stopped_with_an_item_out_counts_what_that_item_spent(tmp_path: Path, ray_cluster: Any) -> None:
+    """Item 0 stops the run while item 1 is out on the other worker: item 1's calls and events reach the run's
+    ledger and trace (they were made), and no row of it is written."""
+    code, _, err = invoke(_bench(_data(tmp_path), tmp_path / "runs", "--cluster", "local", "--workers", "2"),
+                          stopping_opener)
+    assert code == 2 and "problem 0 cannot be asked" in err, err
+    [folder] = (tmp_path / "runs").iterdir()
+    assert not (folder / "items.jsonl").exists() or not _rows(folder)
+    calls = [e for e in read_trace(folder / "trace.jsonl") if e.kind == "model_call"]
+    assert [e.item_id for e in calls].count("gsm8k-0001") == 2
+    assert json.loads((folder / "result.json").read_text())["usage"]["total"]["calls"] >= 2
+
+
+async def test_a_payload_is_lost_only_with_the_last_worker(ray_cluster: Any) -> None:
+    """Dead workers met on the way do not use up a payload's attempts; with none left, every caller is told."""
+    from noosphere.cluster import joined
+    from noosphere.cluster.pool import WorkerPool
+    from noosphere.errors import WorkerLostError
+
+    with joined("local") as cluster:
+        async with WorkerPool(cluster, echo_setup, workers=3, retries=0) as pool:
+            for handle in pool.actors[:2]:
+                ray_cluster.kill(handle, no_restart=True)
+            assert [answer for _, answer in await asyncio.gather(*(pool.submit(n) for n in range(4)))] == [0, 1, 2, 3]
+            ray_cluster.kill(pool.actors[2], no_restart=True)
+            outcomes = await asyncio.wait_for(asyncio.gather(*(pool.submit(n) for n in range(3)),
+                                                             return_exceptions=True), 60)
+            assert all(isinstance(outcome, WorkerLostError) for outcome in outcomes)
+
+
+class _Strict(BaseModel):
+    n: int
+
+
+class _NeedsItsInit(Exception):
+    """An error whose class cannot be made without its __init__ and whose pickling loses it."""
+
+    def __new__(cls, code: int) -> _NeedsItsInit:
+        return super().__new__(cls, code)
+
+    def __init__(self, code: int) -> None:
+        super().__init__(f"code {code}")
+        self.lock = threading.Lock()  # does not travel
+
+
+def test_errors_from_a_worker_come_back_as_themselves_or_say_what_they_were() -> None:
+    """Python's and pydantic's errors travel whole (message included); ours keep their facts; one that cannot be
+    rebuilt is a RuntimeFault naming it, never a TypeError of the rebuilding."""
+    try:
+        _Strict(n="many")  # type: ignore[arg-type]
+    except ValidationError as error:
+        invalid = error
+    for error in (invalid, OSError(2, "nofile"), UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad byte"),
+                  ModelError("m", "broke", retryable=True), UsageError("no such thing")):
+        back = Carried.of(error).rebuild()
+        assert type(back) is type(error) and str(back) == str(error)
+    assert Carried.of(ModelError("m", "broke", retryable=True)).rebuild().retryable  # type: ignore[attr-defined]
+    odd = Carried.of(_NeedsItsInit(7))
+    odd = Carried(odd.kind, odd.args, odd.state, odd.message, None)
+    with pytest.raises(RuntimeFault, match="_NeedsItsInit on a worker: code 7"):
+        raise odd.rebuild()

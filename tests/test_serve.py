@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,14 @@ def finished(run_dir: str | Path) -> bool:
 
 
 QUESTION = [{"role": "user", "content": "What is six times seven?"}]
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """An object schema with an object property inside it, `depth` times over."""
+    schema: dict[str, Any] = {"type": "object"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"inner": schema}}
+    return schema
 
 
 # --- the openai client ------------------------------------------------------------------------------------------
@@ -268,6 +277,12 @@ def assert_error(response: httpx.Response, status: int, *, code: str | None = No
         "name": "x", "schema": {"type": "strin"}}}}, "response_format.json_schema.schema", "not a JSON schema"),
     ({"model": "noosphere-base", "messages": QUESTION, "response_format": {"type": "json_schema", "json_schema": {
         "name": "x", "schema": {"type": "string"}}}}, "response_format.json_schema.schema", "object"),
+    # garbage on which jsonschema's own checks raise (an unhashable $schema), and a schema nested 150 deep
+    ({"model": "noosphere-base", "messages": QUESTION, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"$schema": [], "type": "object"}}}}, "response_format.json_schema.schema",
+     "not a JSON schema"),
+    ({"model": "noosphere-base", "messages": QUESTION, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": nested(150)}}}, "response_format.json_schema.schema", "deeper than 32"),
 ])
 def test_malformed_bodies_are_400_and_start_no_run(served: tuple[str, Service], body: Any, param: str | None,
                                                    says: str) -> None:
@@ -367,10 +382,90 @@ def test_a_client_that_times_out_has_its_run_cancelled(tmp_path: Path) -> None:
         assert result_of(run_dir)["status"] == "cancelled"
 
 
+def test_a_stream_whose_result_cannot_be_written_ends_with_an_error(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """result.json failing to be written (a full disk, the folder removed) ends the stream with an error and [DONE]
+    instead of keep-alives for ever; a whole reply is a 500."""
+    from noosphere.runs import Run
+
+    def fails(self: Run, *args: Any, **kwargs: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Run, "finish", fails)
+    with server(tmp_path, society=False, keepalive_s=0.2) as (url, _):
+        lines: list[str] = []
+        with httpx.stream("POST", f"{url}/chat/completions", timeout=10, json={
+                "model": "noosphere-base", "messages": QUESTION, "stream": True}) as response:
+            started = time.monotonic()
+            for line in response.iter_lines():
+                lines.append(line)
+                assert time.monotonic() - started < 5, "the stream never ended"
+        assert lines[-2:] == ["data: [DONE]", ""] or [line for line in lines if line][-1] == "data: [DONE]"
+        [error] = [json.loads(line[6:])["error"] for line in lines if line.startswith("data: {") and '"error"' in line]
+        assert "could not be written" in error["message"] and "No space left" in error["message"]
+        assert_error(post(url, {"model": "noosphere-base", "messages": QUESTION}), 500)
+
+
+def test_concurrent_requests_share_the_backends_concurrency_limit(tmp_path: Path) -> None:
+    """Every request binds the one model to its own run; `max_concurrency` bounds them all together."""
+    backend = CountingBackend()
+    backend.max_concurrency, backend.latency_s = 1, 0.1
+
+    async def four(url: str) -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=20) as client:
+            return list(await asyncio.gather(*(client.post(f"{url}/chat/completions", json={
+                "model": "noosphere-base", "messages": QUESTION}) for _ in range(4))))
+
+    with server(tmp_path, society=False, backend=backend) as (url, _):
+        replies = asyncio.run(four(url))
+    assert [reply.status_code for reply in replies] == [200] * 4
+    assert backend.peak == 1
+
+
+def test_exported_spans_keep_the_servers_key_and_without_content_its_system_messages_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve --api-key K --otel URL`: the key is redacted from the spans as from trace.jsonl (the run's redactor,
+    not only the environment's); without --otel-content the system messages and the answer stay out too."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import noosphere.otel.sink as sink
+    from noosphere.cli.otel_cmd import OtelExport
+
+    monkeypatch.delenv("NOOSPHERE_API_KEY", raising=False)
+    exporters: list[InMemorySpanExporter] = []
+
+    def exporter(url: str, warn: Any) -> InMemorySpanExporter:
+        exporters.append(InMemorySpanExporter())
+        return exporters[-1]
+
+    monkeypatch.setattr(sink, "otlp_exporter", exporter)
+    monkeypatch.setattr(sink, "unreachable", lambda url: pytest.fail("a probed export asked the endpoint again"))
+    secret = "Confidential persona: patient 4711."
+    messages = [{"role": "system", "content": secret},
+                {"role": "user", "content": f"My key is {KEY}. Six times seven?"}]
+    for content in (True, False):
+        exporters.clear()
+        export = OtelExport("http://127.0.0.1:4318/v1/traces", content=content, answered=True)
+        (tmp_path / str(content)).mkdir()
+        with server(tmp_path / str(content), api_key=KEY, on_run=export.attach) as (url, _):
+            for model in ("noosphere-base", "society-democracy"):
+                response = post(url, {"model": model, "messages": messages})
+                assert response.status_code == 200, response.text
+                run_dir = Path(response.headers["x-noosphere-run-dir"])
+                eventually(partial(finished, run_dir))
+                assert KEY not in (run_dir / "trace.jsonl").read_text()
+        eventually(lambda: len(exporters) == 2 and all(e.get_finished_spans() for e in exporters))
+        sent = json.dumps([dict(span.attributes or {}) for e in exporters for span in e.get_finished_spans()])
+        assert KEY not in sent
+        assert (secret in sent) is content
+        assert ('"noosphere.society.answer"' in sent) is content
+
+
 # --- the command --------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("args", "says"), [
     (["--host", "0.0.0.0"], "--api-key"),
+    (["--api-key", "hunter2"], "8 characters or more"),
     (["--system", "society"], "--society FILE"),
     (["--system", "bse"], "Did you mean base"),
     (["--on-disconnect", "later"], "unknown --on-disconnect action 'later'"),

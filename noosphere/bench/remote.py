@@ -12,11 +12,14 @@ item saying where it ran.
 A worker killed mid-item is restarted and the item scored again from its start (`cluster.pool`): its
 first attempt left nothing behind, since nothing of an item reaches the run folder before its row
 does. The run's budget is checked before each item is sent; items already out finish, so a cluster
-run may overshoot a budget by what the items in flight spend.
+run may overshoot a budget by what the items in flight spend. When the run stops (an item's usage error,
+a spent budget, Ctrl-C), the items out are waited for (`DRAIN_S` at most): their calls and events are counted
+as one process would have counted them, and their rows are not written (they are scored again on resume).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +38,9 @@ from noosphere.runs import Run
 from noosphere.scope import current_scope
 from noosphere.trace import Event, Trace
 
+DRAIN_S = 60.0
+"""How long a stopping run waits for each item still out, to count what it spent."""
+
 OpenSolve = Callable[[Trace, UsageLedger], Solve]
 """Made on the driver, run once on each worker: the benchmark's `solve` there, its model reporting into the
 worker's trace and ledger."""
@@ -48,6 +54,14 @@ class ItemPlaced(ItemEvent):
     pid: int
     restarted: bool
     """The worker had been restarted by Ray (it or an earlier one of its process died) before this row."""
+
+
+class ItemUncounted(ItemEvent):
+    """The run stopped with this item out, and its worker did not answer within `DRAIN_S`: what it spent is not in
+    the run's ledger."""
+
+    kind: str = "cluster_uncounted"
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -124,7 +138,12 @@ class ClusterScorer:
 
     async def __call__(self, item_id: str, item: Any, gold: Any) -> dict[str, Any]:
         self.run.ledger.check()  # a spent budget sends no more items out
-        placement, outcome = await self.pool.submit(ItemJob(item_id, item, gold))
+        sent = asyncio.ensure_future(self.pool.submit(ItemJob(item_id, item, gold)))
+        try:
+            placement, outcome = await asyncio.shield(sent)
+        except asyncio.CancelledError:  # the run is stopping: the worker cannot be called back mid-item
+            await self._count_when_back(sent, item_id)
+            raise
         if isinstance(outcome, Carried):  # the worker itself failed, not the item
             outcome.raise_on(self.cluster.node(placement.node_id))
         self._join(placement, item_id, outcome)
@@ -132,6 +151,21 @@ class ClusterScorer:
             raise outcome.stop.rebuild()
         assert outcome.row is not None
         return outcome.row
+
+    async def _count_when_back(self, sent: asyncio.Future[tuple[Placement, Any]], item_id: str) -> None:
+        """Wait for an item out when the run stopped, and count its calls and events (its row is not written)."""
+        try:
+            placement, outcome = await asyncio.wait_for(asyncio.shield(sent), DRAIN_S)
+        except asyncio.CancelledError:  # stopped again (a second Ctrl-C): no more waiting
+            sent.cancel()
+            self.run.trace.emit(ItemUncounted(item_id=item_id, reason="the run was stopped again meanwhile"))
+            return
+        except Exception as error:  # it did not come back in time, or its worker was lost
+            sent.cancel()
+            self.run.trace.emit(ItemUncounted(item_id=item_id, reason=f"{type(error).__name__}: {error}"))
+            return
+        if isinstance(outcome, ItemOutcome):
+            self._join(placement, item_id, outcome)
 
     def _join(self, placement: Placement, item_id: str, outcome: ItemOutcome) -> None:
         for data in outcome.events:

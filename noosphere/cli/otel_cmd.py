@@ -6,7 +6,7 @@ and a missing one is a one-line usage error before any run folder is made.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -44,12 +44,27 @@ class OtelExport:
 
     url: str
     content: bool = False
+    answered: bool = False
+    """The endpoint was asked already (`probe`): runs attach without asking it again."""
+
+    def probe(self) -> OtelExport | None:
+        """Ask the endpoint once, now (a server, before it takes requests): this export marked as answered, or None
+        after a warning when it does not answer."""
+        from noosphere.otel.sink import unreachable
+
+        reason = unreachable(self.url)
+        if reason is not None:
+            warn(f"cannot send spans to {self.url} ({reason}); going on without OpenTelemetry export")
+            return None
+        return replace(self, answered=True)
 
     def attach(self, run: Run) -> None:
-        """Follow the run's trace from its `run_started` on; an endpoint that does not answer is a warning."""
+        """Follow the run's trace from its `run_started` on, redacted as the run's own files are; an endpoint that
+        does not answer is a warning."""
         from noosphere.otel import open_otlp_sink
 
-        sink = open_otlp_sink(self.url, content=self.content, warn=warn)
+        sink = open_otlp_sink(self.url, content=self.content, warn=warn, redactor=run.redactor,
+                              probe=not self.answered)
         if sink is not None:
             run.trace.add_sink(sink)
 

@@ -69,6 +69,7 @@ def add_serve(app: typer.Typer, opener: ModelOpener) -> None:
         total = parse_budget(total_budget)
         require_server_packages()
         exporter = otel_export(otel, otel_content)
+        exporter = exporter.probe() if exporter is not None else None  # once, not on every request
         from noosphere.serve.app import make_api
         from noosphere.serve.server import listening_socket, serve_forever
         from noosphere.serve.service import Service

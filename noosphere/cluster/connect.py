@@ -61,7 +61,7 @@ class Target:
             return cls(text, text)
         rest = text.removeprefix("ray://")
         host, sep, port = rest.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        if not sep or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
             raise UsageError(f"--cluster takes local, auto, ray://HOST:PORT or HOST:PORT, not {text!r}")
         return cls(text, text, (host.strip("[]"), int(port)))
 
@@ -129,6 +129,8 @@ def _probe(target: Target) -> None:
     except OSError as exc:
         raise ClusterUnreachableError(target.text, f"nothing answers at {host}:{port} "
                                                    f"({exc.strerror or exc})") from None
+    except UnicodeError:  # a host name that cannot be one (an empty label: head..lan)
+        raise UsageError(f"--cluster names no valid host: {host!r}") from None
 
 
 @contextlib.contextmanager

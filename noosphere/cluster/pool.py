@@ -81,6 +81,7 @@ class WorkerPool:
         self._free: asyncio.Queue[int] | None = None
         self._setup: Any = None
         self._lost: set[int] = set()
+        self._none_left = asyncio.Event()
 
     async def __aenter__(self) -> WorkerPool:
         ray = require_ray()
@@ -117,25 +118,46 @@ class WorkerPool:
         kill_actors(self.actors)
 
     async def submit(self, payload: Any) -> tuple[Placement, Any]:
-        """Run `payload` on a free worker; its answer (a `Carried` error stays carried for the caller)."""
+        """Run `payload` on a free worker; its answer (a `Carried` error stays carried for the caller). A worker
+        that is lost passes the payload to another; it is lost with the last of them."""
         ray = require_ray()
         assert self._free is not None, "use the pool as `async with WorkerPool(...)`"
         reason = "no worker is left"
-        for _ in range(self.retries + 1):
-            if len(self._lost) == self.workers:
-                break
-            index = await self._free.get()
-            if index in self._lost:
-                continue
+        while (index := await self._next_free()) is not None:
             try:
                 return await self.actors[index].run.remote(payload)
             except ray.exceptions.RayActorError as exc:  # Ray's own restarts are spent: another worker takes it
                 self._lost.add(index)
                 reason = str(exc).strip().splitlines()[0]
+                if len(self._lost) == self.workers:
+                    self._none_left.set()  # callers waiting for a free slot are told, not left waiting
             finally:
                 if index not in self._lost:
                     self._free.put_nowait(index)
         raise WorkerLostError(_name(payload), reason)
+
+    async def _next_free(self) -> int | None:
+        """A free slot of a live worker, waited for; None once every worker is lost (the slots a lost worker left
+        in the queue are dropped on the way)."""
+        assert self._free is not None
+        while len(self._lost) < self.workers:
+            getting = asyncio.ensure_future(self._free.get())
+            none_left = asyncio.ensure_future(self._none_left.wait())
+            try:
+                await asyncio.wait({getting, none_left}, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:  # the caller was cancelled: a slot it was given goes back
+                if getting.done() and not getting.cancelled():
+                    self._free.put_nowait(getting.result())
+                getting.cancel()
+                raise
+            finally:
+                none_left.cancel()
+            if not getting.done():
+                getting.cancel()
+                return None
+            if (index := getting.result()) not in self._lost:
+                return index
+        return None
 
 
 def _name(payload: Any) -> str:

@@ -56,9 +56,9 @@ class ReplicaPlan:
         if text in ("auto", "off", "node"):
             return cls(text)  # type: ignore[arg-type]
         name, sep, value = text.replace(":", "=").partition("=")
-        if sep and name == "cpus" and value.isdigit() and int(value) >= 1:
+        if sep and name == "cpus" and value.isascii() and value.isdigit() and int(value) >= 1:
             return cls("cpus", int(value))
-        if text.isdigit() and int(text) >= 1:
+        if text.isascii() and text.isdigit() and int(text) >= 1:
             return cls("count", int(text))
         raise UsageError(f"--replicas takes auto, off, node, cpus=N or a number of replicas, not {text!r}")
 

@@ -115,11 +115,14 @@ class _Shard:
         self.chunks: dict[int, Chunk] = {}
         """The last round's chunks of the processors that are not weighed."""
 
-    def size(self) -> int | Carried:
-        names = [p.name for p in self.processors]
-        if len(set(names)) != len(names):
-            return Carried.of(UsageError("a workspace needs processors with distinct names; a shard got repeats"))
-        return len(names)
+    def names(self) -> list[str]:
+        return [p.name for p in self.processors]
+
+    def forget(self) -> int:
+        """Empty every processor's memory (a new run, or `no_ltm` before each bid), as `Workspace` does."""
+        for processor in self.processors:
+            processor.write(ProcessorMemory())
+        return len(self.processors)
 
     def chunk(self, position: int) -> Chunk:
         """The last round's chunk of the processor at `position`."""
@@ -209,14 +212,19 @@ class ShardedWorkspace:
         actor = ray.remote(_Shard).options(num_cpus=cpus, max_concurrency=1, scheduling_strategy="SPREAD")
         self.actors = [actor.remote(self.build, indices) for indices in self.ranges]
         try:
-            sizes = [unwrap(size) for size in await placed(asyncio.gather(*(a.size.remote() for a in self.actors)),
-                                                               len(self.actors), "shards", self.cluster)]
+            names = [name for part in await placed(asyncio.gather(*(a.names.remote() for a in self.actors)),
+                                                   len(self.actors), "shards", self.cluster) for name in part]
         except BaseException:
             kill_actors(self.actors)
             raise
-        if sum(sizes) != self.count:
+        if len(names) != self.count:
             kill_actors(self.actors)
-            raise UsageError(f"build made {sum(sizes)} processors for {self.count} indices")
+            raise UsageError(f"build made {len(names)} processors for {self.count} indices")
+        if len(set(names)) != len(names):  # over every shard, as one workspace would refuse them
+            kill_actors(self.actors)
+            repeated = sorted({name for name in names if names.count(name) > 1} if len(names) < 10_000 else set())
+            raise UsageError("a workspace needs processors with distinct names"
+                             + (f"; repeated: {', '.join(repeated[:5])}" if repeated else ""))
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -246,6 +254,8 @@ class ShardedWorkspace:
             raise UsageError("a sharded workspace answers through a short-term memory: give it stm=")
         observation, settings = observation or Observation(), self.settings
         rng = random.Random(settings.seed)
+        if not settings.carry_over:  # a run's own memories, as in `Workspace` (links are not played here)
+            await self._forget()
         answer: StmAnswer | None = None
         winners: list[str] = []
         stopped_by, iteration = "max_iterations", 0
@@ -269,6 +279,8 @@ class ShardedWorkspace:
 
     async def _bid_and_compete(self, query: str, observation: Observation, tick: int, iteration: int,
                                rng: random.Random) -> tuple[Any, int, int, float]:
+        if "no_ltm" in self.settings.ablations:
+            await self._forget()
         started = time.perf_counter()
         limit = self.settings.max_concurrency
         bids: list[ShardBids] = [unwrap(b) for b in await asyncio.gather(
@@ -309,6 +321,9 @@ class ShardedWorkspace:
                                         weights={c.processor: round(c.weight, 4) for c in candidates},
                                         matches=matches))
         return winner
+
+    async def _forget(self) -> None:
+        await asyncio.gather(*(actor.forget.remote() for actor in self.actors))
 
     async def _answer(self, query: str, winner: Chunk, iteration: int, previous: StmAnswer | None) -> StmAnswer:
         assert self.stm is not None

@@ -91,12 +91,16 @@ class Model:
 
     def bind(self, *, trace: Trace | None = None, ledger: UsageLedger | None = None,
              cache: CallCache | None = None, settings: Settings | None = None) -> Model:
-        """The same loaded backend, reporting into another run's trace and ledger."""
+        """The same loaded backend, reporting into another run's trace and ledger. It shares this model's gate:
+        `backend.max_concurrency` bounds the calls of every binding together (a server's concurrent requests, a
+        benchmark's items), not each on its own."""
         def pick(new: Any, old: Any) -> Any:
             return old if new is None else new
 
-        return Model(self.backend, trace=pick(trace, self.trace), cache=pick(cache, self.cache),
-                     ledger=pick(ledger, self.ledger), settings=pick(settings, self.settings))
+        bound = Model(self.backend, trace=pick(trace, self.trace), cache=pick(cache, self.cache),
+                      ledger=pick(ledger, self.ledger), settings=pick(settings, self.settings))
+        bound._gates = self._gates
+        return bound
 
     def _gate(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()

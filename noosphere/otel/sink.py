@@ -121,14 +121,17 @@ class OtelSink:
         self.provider.shutdown()  # flushes what is still queued
 
 
-def open_otlp_sink(endpoint: str, *, content: bool = False, warn: Warn = print) -> OtelSink | None:
-    """A sink exporting to an OTLP/HTTP endpoint, or None (after one warning) when the endpoint does not answer."""
+def open_otlp_sink(endpoint: str, *, content: bool = False, warn: Warn = print, redactor: Redactor | None = None,
+                   probe: bool = True) -> OtelSink | None:
+    """A sink exporting to an OTLP/HTTP endpoint, or None (after one warning) when the endpoint does not answer.
+    `redactor`: the run's own (a server's knows its `--api-key`); `probe=False` skips asking the endpoint first
+    (a server asks once, when it starts, not on every request: the question blocks for up to two seconds)."""
     url = traces_url(endpoint)
-    reason = unreachable(url)
+    reason = unreachable(url) if probe else None
     if reason is not None:
         warn(f"cannot send spans to {url} ({reason}); the run goes on without OpenTelemetry export")
         return None
-    return OtelSink.to(otlp_exporter(url, warn), content=content, warn=warn)
+    return OtelSink.to(otlp_exporter(url, warn), content=content, redactor=redactor, warn=warn)
 
 
 @dataclass(frozen=True)

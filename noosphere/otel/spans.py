@@ -47,6 +47,9 @@ OPENS = {"soc_started": "society", "soc_phase": "phase", "ws_iteration": "iterat
 NOTED = {"output_repaired", "output_failed", "model_retried", "prompt_truncated", "soc_forfeit", "ws_forfeit",
          "soc_budget_spent", "human_asked", "human_answered", "human_forfeited"}
 """Events that are not steps of their own but worth seeing on the step they happened in (as span events)."""
+CONTENT_CONFIG = {"query", "instructions"}
+"""A run's settings that are content (what was asked, a served request's system messages): sent only with
+`content`, as prompts and completions are."""
 
 
 def _ns(seconds: float) -> int:
@@ -110,8 +113,9 @@ class SpanBuilder:
         elif kind in OPENS:
             self._step(key, OPENS[kind], event, data)
         elif kind == "soc_finished":
-            self._close(key, "society", event.ts, {"noosphere.society.answer": str(data.get("answer", "")),
-                                                   "noosphere.society.decided_by": str(data.get("decided_by", ""))})
+            self._close(key, "society", event.ts, {
+                "noosphere.society.decided_by": str(data.get("decided_by", "")),
+                **({"noosphere.society.answer": str(data.get("answer", ""))} if self.content else {})})
         elif kind == "ws_finished":
             self._close(key, "iteration", event.ts, {})
             self._close(key, "workspace", event.ts, {
@@ -149,7 +153,7 @@ class SpanBuilder:
                                   "noosphere.run.id": str(data.get("run_id", "?")), "noosphere.run.command": command}
         for name, value in config.items():
             shown = scalar(value)
-            if shown is not None and (self.content or name != "query"):
+            if shown is not None and (self.content or name not in CONTENT_CONFIG):
                 attributes[f"noosphere.config.{name}"] = shown
         self._run = self.tracer.start_span(f"invoke_workflow {workflow}", context=Context(), kind=SpanKind.INTERNAL,
                                            attributes=redacted(attributes, self.redact), start_time=_ns(event.ts))

@@ -7,6 +7,8 @@ import ipaddress
 from noosphere.errors import UsageError
 
 API_KEY_ENV = "NOOSPHERE_API_KEY"
+MIN_KEY_CHARS = 8
+"""As `Redactor`, which redacts no secret shorter (it would blank ordinary words of every trace)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -24,3 +26,6 @@ def check_exposure(host: str, api_key: str | None) -> None:
     if not is_loopback(host) and not api_key:
         raise UsageError(f"--host {host} lets other machines in: give --api-key KEY (or set {API_KEY_ENV}), "
                          "which clients then send as their API key")
+    if api_key is not None and len(api_key) < MIN_KEY_CHARS:
+        raise UsageError(f"--api-key needs {MIN_KEY_CHARS} characters or more: a shorter one is easily guessed, and "
+                         "the traces could not tell it from ordinary words to redact it")

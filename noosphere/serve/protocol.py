@@ -142,12 +142,28 @@ class ChatRequest(BaseModel):
         schema = self.response_format.schema_wanted() if self.response_format is not None else None
         if schema is not None:
             where = "response_format.json_schema.schema"
+            if _depth(schema) > MAX_SCHEMA_DEPTH:
+                raise Refused(400, f"the schema nests deeper than {MAX_SCHEMA_DEPTH} levels", param=where)
             try:
                 jsonschema.validators.validator_for(schema).check_schema(schema)
             except jsonschema.SchemaError as exc:
                 raise Refused(400, f"not a JSON schema: {exc.message}", param=where) from None
+            except Exception as exc:  # jsonschema's own checks fail on some garbage ("$schema": [] is unhashable)
+                raise Refused(400, f"not a JSON schema ({type(exc).__name__}: {exc})", param=where) from None
             if schema.get("type") != "object":
                 raise Refused(400, 'the schema of a reply describes an object ("type": "object")', param=where)
+
+
+MAX_SCHEMA_DEPTH = 32
+"""How deeply a reply's schema may nest (objects and lists inside one another); far beyond any reply's shape."""
+
+
+def _depth(value: Any, limit: int = MAX_SCHEMA_DEPTH + 1) -> int:
+    """How deeply `value` nests, counted no further than `limit` (so a hostile schema is not walked whole)."""
+    if limit <= 0 or not isinstance(value, dict | list):
+        return 0
+    children = value.values() if isinstance(value, dict) else value
+    return 1 + max((_depth(child, limit - 1) for child in children), default=0)
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,20 @@ class ServedRun:
         loop.call_soon_threadsafe(self.queue.put_nowait, item)
 
     async def _execute(self) -> Outcome:
+        """The run, then its outcome posted: a reply, or a refusal (also when `result.json` cannot be written, so a
+        stream is never left waiting)."""
+        try:
+            outcome = await self._answer()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # result.json could not be written (a full disk, a folder removed meanwhile)
+            log.exception("a served run could not be finished: %s", self.run.directory)
+            outcome = Failed(Refused(500, f"the run's result could not be written ({type(error).__name__}: {error})",
+                                     type="server_error"))
+        self._post(outcome)
+        return outcome
+
+    async def _answer(self) -> Outcome:
         trace = ObservedTrace(self.run.trace, self._post)
         settings = self.service.run_settings(self.request)
         default_model = self.service.settings.default_model
@@ -164,21 +178,17 @@ class ServedRun:
         except asyncio.CancelledError:
             why = ("the client disconnected before the answer" if self.client_left == "cancel"
                    else "the server stopped before the answer")
-            self.run.finish(self._result(answer, None), status="cancelled", error=why)
+            await self._finish(self._result(answer, None), status="cancelled", error=why)  # off the loop too
             raise
         except Exception as error:
             if not isinstance(error, RuntimeFault | UsageError):
                 log.exception("a served run failed: %s", self.run.directory)
             status = "budget" if isinstance(error, BudgetExceededError) else "failed"
             await self._finish(self._result(answer, None), status=status, error=f"{type(error).__name__}: {error}")
-            failed = Failed(refusal_for(error, self.service))
-            self._post(failed)
-            return failed
+            return Failed(refusal_for(error, self.service))
         total = self.run.ledger.total
         await self._finish(self._result(answer, content))
-        answered = Answered(content, answer, usage_of(total.prompt_tokens, total.completion_tokens))
-        self._post(answered)
-        return answered
+        return Answered(content, answer, usage_of(total.prompt_tokens, total.completion_tokens))
 
     async def _finish(self, result: dict[str, Any], status: str = "ok", error: str | None = None) -> None:
         """Write `result.json` in a thread; a cancellation meanwhile (the server stopping) lets it complete."""
