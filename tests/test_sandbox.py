@@ -88,6 +88,24 @@ async def test_the_expression_tool_refuses_the_subclass_walk() -> None:
         assert not result.ok and "refused" in result.output
 
 
+async def test_the_expression_tool_refuses_the_frame_walk_and_what_the_parser_cannot_take() -> None:
+    """From a generator's frame to the module's globals and the real builtins, with no underscore in any name;
+    and expressions that break the parser itself (nesting, length, a lone surrogate): refused, said as such."""
+    tool = python_tool(timeout_s=3)
+    frames = ("[L := [], g := (x.gi_frame.f_back.f_back.f_globals for x in L), L.append(g), "
+              "b := list(g)[0]['__builtins__'], b.getattr(b.getattr(b, '__import__')('os'), 'popen')('id').read()][-1]")
+    for hostile, says in ((frames, "frames and code objects"), ("[g.f_back for g in []]", "'f_back'"),
+                          ("{'__builtins__': 1}", "'__' attribute"), ("-" * 200_000 + "1", "characters"),
+                          ("-" * 3990 + "1", "cannot be parsed"), ("'\ud800'", None)):
+        result = await tool.call({"expression": hostile})
+        assert not result.ok and "refused" in result.output and (says is None or says in result.output), result
+
+
+def test_a_program_that_is_not_valid_text_fails_without_raising() -> None:
+    outcome = run_python_program("print('\ud800')\nassert True")
+    assert not outcome.passed and "lone surrogate" in outcome.output
+
+
 @needs_bwrap
 async def test_the_expression_tool_still_evaluates_and_reports_errors() -> None:
     tool = python_tool(timeout_s=3)

@@ -80,6 +80,17 @@ async def test_sqlite_lookup_is_read_only(tmp_path: Path) -> None:
     assert not bad.ok and "invalid arguments" in bad.output
 
 
+async def test_sqlite_lookup_opens_a_path_with_uri_characters_as_that_file(tmp_path: Path) -> None:
+    """A '#' or '?' in the path is part of the path: the database itself is opened, read-only."""
+    database = tmp_path / "c#1?x.db"
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE t (name TEXT)")
+        db.execute("INSERT INTO t VALUES ('here')")
+    before = set(tmp_path.iterdir())
+    found = await sqlite_lookup_tool(database, "t").call({"column": "name", "equals": "here"})
+    assert found.ok and "here" in found.output and set(tmp_path.iterdir()) == before
+
+
 async def test_corpus_search_ranks_matching_passages() -> None:
     tool = corpus_search_tool({"a": "The lighthouse keeper found a map.", "b": "Bread recipes with rye flour.",
                                "c": "A map of the old harbour and its lighthouse."})
@@ -155,6 +166,33 @@ async def test_http_tool_sends_arguments_and_reports_failures() -> None:
     assert ok.ok and '"temp_c":-3' in ok.output.replace(" ", "")
     missing = await tool.call({"city": "Atlantis"})
     assert not missing.ok and "HTTP 404" in missing.output and "k-123" not in missing.output
+
+
+async def test_http_tool_arguments_cannot_replace_the_urls_own_parameters() -> None:
+    import httpx
+
+    from noosphere.tools import HttpTool
+
+    sent: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(str(request.url))
+        return httpx.Response(200, text="sunny")
+
+    tool = HttpTool("weather", "current weather", "http://127.0.0.1/weather?appid=SECRET&units=metric",
+                    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                    transport=httpx.MockTransport(handler))
+    for hostile, says in (({"city": "Oslo", "appid": "attacker"}, "appid not among the tool's parameters"),
+                          ({"city": "Oslo", "units": "imperial"}, "units not among")):
+        refused = await tool.call(hostile)
+        assert not refused.ok and says in refused.output
+    clashing = HttpTool("weather", "w", "http://127.0.0.1/weather?units=metric",
+                        {"type": "object", "properties": {"city": {"type": "string"}, "units": {"type": "string"}}},
+                        transport=httpx.MockTransport(handler))
+    refused = await clashing.call({"city": "Oslo", "units": "imperial"})
+    assert not refused.ok and "units is set by the tool itself" in refused.output
+    assert sent == []
+    assert (await tool.call({"city": "Oslo"})).ok and sent == ["http://127.0.0.1/weather?appid=SECRET&units=metric&city=Oslo"]
 
 
 async def test_motor_picks_only_admissible_actions() -> None:

@@ -86,10 +86,18 @@ class HttpTool:
     async def call(self, arguments: dict[str, Any]) -> ToolResult:
         if (invalid := check_arguments(self.spec, arguments)) is not None:
             return invalid
+        declared = set(self.spec.parameters.get("properties", {}))
+        fixed = {key for key, _ in httpx.URL(self.url).params.multi_items()}
+        if unknown := sorted(set(arguments) - declared):  # the tool's own parameters only, never the URL's keys
+            return ToolResult(False, f"invalid arguments: {', '.join(unknown)} not among the tool's parameters "
+                                     f"({', '.join(sorted(declared)) or 'none'})")
+        if self.method == "GET" and (clash := sorted(set(arguments) & fixed)):
+            return ToolResult(False, f"invalid arguments: {', '.join(clash)} is set by the tool itself")
         try:
             async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport) as client:
                 if self.method == "GET":
-                    response = await client.get(self.url, params=arguments, headers=self._headers)
+                    url = httpx.URL(self.url).copy_merge_params(arguments)  # `params=` would drop the URL's own
+                    response = await client.get(url, headers=self._headers)
                 else:
                     response = await client.request(self.method, self.url, json=arguments, headers=self._headers)
         except httpx.HTTPError as exc:

@@ -86,7 +86,7 @@ def date_tool() -> FunctionTool:
 
 def sqlite_lookup_tool(database: Path, table: str, *, limit: int = 20) -> FunctionTool:
     """Rows of `table` where a column equals a value; the database is opened read-only."""
-    uri = f"file:{Path(database).resolve()}?mode=ro"
+    uri = f"{Path(database).resolve().as_uri()}?mode=ro"  # quoted: a '#' or '?' in the path stays in the path
     with sqlite3.connect(uri, uri=True) as db:
         columns = [row[1] for row in db.execute(f"PRAGMA table_info({table!r})")]
     if not columns:

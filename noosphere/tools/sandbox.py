@@ -8,8 +8,13 @@ sandbox's PID namespace, so no child outlives the call (`process.py`).
 
 Without bubblewrap, code tools fail with one line saying how to install it. Running unconfined needs
 an explicit opt-in (`Sandbox(unsandboxed=True)` or the environment variable NOOSPHERE_UNSANDBOXED=1),
-which is logged as a warning and recorded as a `sandbox_unconfined` trace event on every run; limits
-and the group kill still apply then, nothing else does.
+which is logged as a warning and recorded as a `sandbox_unconfined` trace event on every run. Then only the
+limits and the group kill remain, and both can be got round: the kernel does not hold root to the process
+limit, and a child that starts its own session (`os.setsid`) leaves the group and outlives the call.
+
+The memory limit is each process's address space. Memory the code holds outside it (files in memory,
+`memfd_create`, each under the file-size limit) and in several processes adds up past it: the sandbox bounds
+what a mistaken program takes, not what one written to exhaust the machine could.
 
 `run_python_program` runs a whole program (model-written code and its tests); `run_python_expression`
 evaluates one expression with a few builtins, after refusing any name or attribute that starts with
@@ -68,7 +73,7 @@ class Limits:
     """Wall clock. The CPU-time limit is one second more (rounded up), so a single-threaded loop meets the
     deadline first and is reported as timed out; the CPU limit catches only work spread over threads."""
     memory_mb: int = 512
-    """Address space of each process."""
+    """Address space of each process (not of the sandbox as a whole: see the module's note)."""
     processes: int = 64
     """Processes and threads of uid 65534: of this sandbox under a user namespace; as root, of all sandboxes
     running at that moment on the machine (the kernel counts them per real uid)."""
@@ -200,6 +205,9 @@ def run_python_program(source: str, *, timeout_s: float = 10.0, memory_mb: int =
     the script ends by printing a random token, so code that calls `sys.exit(0)` before the tests
     does not pass them. The child gets no stdin (an `input()` fails at once instead of waiting).
     """
+    if not _encodable(source):
+        return ProgramRun(False, "the program is not valid text (a lone surrogate cannot be written as UTF-8)",
+                          (sandbox or Sandbox()).confined)
     sandbox = sandbox or Sandbox()
     limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
     token = secrets.token_hex(12)
@@ -213,6 +221,14 @@ def run_python_program(source: str, *, timeout_s: float = 10.0, memory_mb: int =
     return ProgramRun(finished.returncode == 0 and reached_end, output, sandbox.confined)
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 _CHILD = r"""
 SAFE = {name: getattr(__builtins__, name) for name in (
     "abs", "all", "any", "bool", "chr", "dict", "divmod", "enumerate", "filter", "float", "frozenset", "int",
@@ -224,21 +240,39 @@ print(repr(eval(compile(source, "<expression>", "eval"), {"__builtins__": SAFE},
 """
 
 
+MAX_EXPRESSION_CHARS = 4000
+INTROSPECTION = ("gi_", "cr_", "ag_", "f_", "co_", "tb_")
+"""Attribute prefixes of generators, coroutines, frames, code and tracebacks: from a generator's frame to the
+globals of the evaluating module, and from there to the real builtins, without an underscore in any name."""
+
+
 def _screen(expression: str) -> None:
-    """Refuse what is not one expression, and any name or attribute that starts with an underscore."""
+    """Refuse what is not one short expression, any name or attribute that starts with an underscore or walks
+    frames, and any string that names a dunder (a subscript such as `globals['__builtins__']`)."""
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise SandboxError(f"refused: an expression of {len(expression)} characters (at most {MAX_EXPRESSION_CHARS})")
     try:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError as exc:
         raise SandboxError(f"SyntaxError: {exc.msg}") from None
+    except (MemoryError, RecursionError, ValueError) as exc:  # nesting too deep for the parser, a NUL byte
+        raise SandboxError(f"refused: the expression cannot be parsed ({type(exc).__name__})") from None
     for node in ast.walk(tree):
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name is not None and name.startswith("_"):
             raise SandboxError(f"refused: {name!r} (names starting with '_' reach the interpreter's internals)")
+        if isinstance(node, ast.Attribute) and node.attr.startswith(INTROSPECTION):
+            raise SandboxError(f"refused: {node.attr!r} (frames and code objects reach the interpreter's internals)")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes) and (
+                "__" in (node.value if isinstance(node.value, str) else node.value.decode("latin-1"))):
+            raise SandboxError("refused: a string naming a '__' attribute (the way to the interpreter's internals)")
 
 
 def run_python_expression(expression: str, *, timeout_s: float = 5.0, memory_mb: int = 256,
                           sandbox: Sandbox | None = None) -> str:
     """The repr of one Python expression, evaluated in the sandbox with a few builtins (no imports, no files)."""
+    if not _encodable(expression):
+        raise SandboxError("refused: the expression is not valid text (a lone surrogate)")
     _screen(expression)
     sandbox = sandbox or Sandbox()
     limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
