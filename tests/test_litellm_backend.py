@@ -72,3 +72,40 @@ def test_a_providers_prompt_cache_is_counted_as_reused_prompt_tokens() -> None:
         usage=litellm.Usage(prompt_tokens=10, completion_tokens=2, prompt_tokens_details={"cached_tokens": 6}))
     usage = _reply(litellm, response).usage
     assert (usage.prompt_tokens, usage.completion_tokens, usage.reused_prompt_tokens) == (10, 2, 6)
+
+
+def test_the_context_window_is_the_models_input_size_and_the_options_are_part_of_the_cache_key() -> None:
+    """gpt-4o takes 128,000 prompt tokens (LiteLLM's `max_tokens` for it, 16,384, is its output limit); two
+    backends that differ in provider options do not share cached replies."""
+    plain = open_model("litellm:openai/gpt-4o").backend
+    assert plain.context_window == 128_000
+    assert open_model("litellm:someone/unknown-model").backend.context_window is None
+    a, b = (open_model("litellm:openai/gpt-4o", extra={"reasoning_effort": effort}).backend
+            for effort in ("low", "high"))
+    assert len({plain.fingerprint, a.fingerprint, b.fingerprint}) == 3
+    assert plain.fingerprint == "litellm:openai/gpt-4o@default"  # unchanged where there are no options
+
+
+async def test_a_providers_5xx_through_litellms_catch_all_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    litellm = import_litellm()
+    monkeypatch.setattr(model_module, "BACKOFF_BASE_S", 0.001)
+    model = open_model("litellm:openai/gpt-4o", extra={"mock_response": "fine"})
+    real = litellm.acompletion
+    failures = [litellm.APIError(status_code=529, message="overloaded", llm_provider="openai", model="gpt-4o"),
+                litellm.APIError(status_code=418, message="a teapot", llm_provider="openai", model="gpt-4o")]
+
+    async def flaky(**kwargs: object) -> object:
+        if failures and failures[0].status_code == 529:
+            raise failures.pop(0)
+        return await real(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", flaky)
+    assert (await model.complete("hi")).text == "fine"
+
+    async def teapot(**kwargs: object) -> object:
+        raise failures[0]
+
+    monkeypatch.setattr(litellm, "acompletion", teapot)
+    with pytest.raises(ModelError) as caught:
+        await model.complete("hi again")
+    assert not caught.value.retryable

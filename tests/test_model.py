@@ -221,6 +221,20 @@ async def test_cache_makes_reruns_free_and_marks_them(tmp_path) -> None:
         await different_seed.complete("same prompt")
 
 
+async def test_an_unreadable_cache_entry_is_asked_again_not_a_crash(tmp_path) -> None:
+    import sqlite3
+
+    cache = CallCache(tmp_path / "calls.sqlite")
+    model, backend, _ = scripted(["first", "again"])
+    model = model.bind(cache=cache)
+    assert (await model.complete("same prompt")).text == "first"
+    with sqlite3.connect(tmp_path / "calls.sqlite") as db:
+        db.execute("UPDATE calls SET reply = substr(reply, 1, 10)")
+    again = await model.complete("same prompt")
+    assert again.text == "again" and not again.cached and len(backend.history) == 2
+    assert (await model.complete("same prompt")).cached  # stored afresh
+
+
 async def test_a_reply_carries_its_own_log_probability_when_asked_and_the_cache_keeps_it(tmp_path) -> None:
     logprobs = Capabilities(json_schema=True, logprobs=True)
     backend = ScriptedBackend([Reply("plain"), Reply("red", usage=Usage(4, 2), logprob=-1.0),
@@ -256,6 +270,26 @@ async def test_context_overflow_errors_or_truncates() -> None:
     assert truncated.dropped_messages == 1
     kept = backend.history[-1].messages
     assert kept[0].content == "be brief" and kept[-1].content == "q"
+
+
+async def test_truncating_a_repairs_retry_keeps_the_task_and_drops_the_bad_reply() -> None:
+    """The retry adds the bad reply and a correction; what is dropped to fit is between the task and the
+    correction (the bad reply), never the task itself."""
+    class Count(BaseModel):
+        value: int
+
+    prompt = [Message.system("be brief"), Message.user("word " * 35 + "how many?")]
+    model, backend, trace = scripted(["I think it is seven", '{"value": 7}'])
+    await model.complete(prompt, output=Count)  # no window: the retry's whole prompt, measured
+    whole = backend.count_tokens(backend.history[-1].messages)
+    assert whole is not None
+    model, backend, trace = scripted(["I think it is seven", '{"value": 7}'])
+    backend.context_window = whole - 5 + 20  # the retry fits without the bad reply (5 words), not with it
+    completion = await model.complete(prompt, output=Count, settings=Settings(max_tokens=20, overflow="truncate"))
+    assert completion.output == Count(value=7)
+    retry = backend.history[-1].messages
+    assert any("how many?" in m.content for m in retry) and "I think it is seven" not in [m.content for m in retry]
+    assert [m.role for m in retry][:2] == ["system", "user"] and trace.of_kind("prompt_truncated")
 
 
 async def test_budget_stops_calls_and_ledger_counts_per_agent() -> None:

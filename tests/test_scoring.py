@@ -147,6 +147,9 @@ def test_first_token_scores_add_up_the_alternatives_an_option_starts_with() -> N
     # an option no alternative starts gets the smallest alternative's share, an upper bound
     _, _, unseen = first_token_scores(("Yes", "No", "Perhaps"), top)
     assert math.exp(unseen) == pytest.approx(0.05)
+    # one alternative alone (a provider that caps them): the other option has at most what it leaves over
+    yes, no = first_token_scores(("Yes", "No"), [("Yes", -0.001)])
+    assert math.exp(no) == pytest.approx(1 - math.exp(-0.001)) and yes > no + 6
 
 
 def test_first_token_scores_refuse_options_that_share_their_first_token() -> None:

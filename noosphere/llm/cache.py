@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
@@ -52,6 +53,8 @@ def _reply_from_json(raw: str) -> Reply:
         logprob=data.get("logprob"),
     )
 
+
+log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_S = 60.0
 """How long a write waits for another process's write to the same cache before it fails."""
@@ -100,8 +103,20 @@ class CallCache:
                                  ) from None
 
     def get(self, key: str) -> Reply | None:
+        """The stored reply, or None; a row that cannot be read (cut short, or written by another version) is a
+        miss, deleted so that the call is asked again and stored afresh."""
         row = self._db.execute("SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
-        return _reply_from_json(row[0]) if row else None
+        if row is None:
+            return None
+        try:
+            return _reply_from_json(row[0])
+        except (ValueError, TypeError, KeyError, AttributeError):  # JSONDecodeError is a ValueError
+            self._drop(key)
+            return None
+
+    def _drop(self, key: str) -> None:
+        log.warning("the call cache had an unreadable entry; it is asked again")
+        self._db.execute("DELETE FROM calls WHERE key = ?", (key,))
 
     def put(self, key: str, reply: Reply) -> None:
         self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, _reply_to_json(reply), time.time()))
@@ -129,7 +144,13 @@ class CallCache:
     def get_json(self, key: str) -> Any:
         """A stored value other than a reply (option scores), or None."""
         row = self._db.execute("SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        if row is None:
+            return None
+        try:
+            return json.loads(row[0])
+        except ValueError:
+            self._drop(key)
+            return None
 
     def put_json(self, key: str, value: Any) -> None:
         self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, json.dumps(value), time.time()))

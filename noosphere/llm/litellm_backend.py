@@ -8,6 +8,7 @@ LiteLLM is imported lazily, and told to use its bundled price map rather than fe
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import replace
@@ -68,17 +69,20 @@ class LiteLLMBackend:
             json_schema=_probe(litellm, "supports_response_schema", model),
             logprobs=_supports_logprobs(litellm, model),
         )
-        try:
-            self.context_window: int | None = litellm.get_max_tokens(model)
-        except Exception:
-            self.context_window = None
+        self.context_window: int | None = _input_window(litellm, model)
 
     def __repr__(self) -> str:
         return f"LiteLLMBackend({self.model!r}, api_base={self.api_base!r})"
 
     @property
     def fingerprint(self) -> str:
-        return f"litellm:{self.model}@{self.api_base or 'default'}"
+        """What the replies depend on besides the request: the model, where it is served and the provider options
+        (`extra`, hashed: it may hold headers)."""
+        base = f"litellm:{self.model}@{self.api_base or 'default'}"
+        if not self.extra:
+            return base
+        options = json.dumps(self.extra, sort_keys=True, default=str)
+        return f"{base}+{hashlib.sha256(options.encode()).hexdigest()[:12]}"
 
     def count_tokens(self, messages: tuple[Message, ...]) -> int | None:
         try:
@@ -161,10 +165,24 @@ class LiteLLMBackend:
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}", retryable=not spent) from exc
         except retryable as exc:
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}", retryable=True) from exc
-        except litellm.APIError as exc:
-            raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}") from exc
+        except litellm.APIError as exc:  # LiteLLM's catch-all: a server's fault (5xx, "overloaded") passes
+            status = getattr(exc, "status_code", None)
+            raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}",
+                             retryable=isinstance(status, int) and status >= 500) from exc
         except litellm.OpenAIError as exc:
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}") from exc
+
+
+def _input_window(litellm: Any, model: str) -> int | None:
+    """The prompt tokens the model takes: `max_input_tokens` of LiteLLM's model table (its `max_tokens` is often
+    the output limit: 16,384 for gpt-4o, whose window is 128,000), else `max_tokens` where no input size is
+    listed, else None (unknown: not checked before the call)."""
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:
+        return None
+    window = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(window) if window else None
 
 
 def _quota_spent(error: Any) -> bool:
@@ -194,7 +212,10 @@ def first_token_scores(options: tuple[str, ...], top: list[tuple[str, float]]) -
                              "scores only the first token, so make them differ at the start (letters, Yes/No)")
         if hits:
             mass[hits[0]].append(logprob)
-    floor = min(logprob for _, logprob in top)
+    # An option no alternative starts has at most the smallest alternative's probability, and at most what the
+    # alternatives leave over (with a single alternative, the smallest is the found option itself).
+    left = 1.0 - sum(math.exp(logprob) for _, logprob in top)
+    floor = min(min(logprob for _, logprob in top), math.log(max(left, 1e-12)))
     return tuple(math.log(sum(math.exp(lp) for lp in found)) if found else floor for found in mass)
 
 

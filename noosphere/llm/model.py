@@ -14,6 +14,7 @@ import math
 import random
 import time
 import weakref
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, replace
 from typing import Any, Literal, TypeVar
@@ -220,7 +221,8 @@ class Model:
         score = getattr(self.backend, "score", None)
         if score is None:
             raise CapabilityError(self.id, "logprobs (the backend has no score method)")
-        return await self._with_retries(lambda: score(request), agent, self.settings.timeout_s, seed=0)
+        return await self._with_retries(lambda: score(request), agent, self.settings.timeout_s,
+                                        seed=f"0:{_digest(request.messages)}:{request.options}")
 
     async def _score_by_sampling(self, request: ScoreRequest, normalise: Normalise, samples: int,
                                  settings: Settings) -> OptionScores:
@@ -343,12 +345,13 @@ class Model:
 
     async def _generate_with_retries(self, request: Request, agent: str | None) -> Reply:
         return await self._with_retries(lambda: self.backend.generate(request), agent, request.settings.timeout_s,
-                                        seed=request.settings.seed)
+                                        seed=f"{request.settings.seed}:{_digest(request.messages)}")
 
     async def _with_retries(self, call: Callable[[], Awaitable[R]], agent: str | None, timeout_s: float, *,
-                            seed: int) -> R:
+                            seed: str) -> R:
         """One backend call behind the model's gate, with a timeout for providers (none in process) and
-        seeded exponential backoff on retryable faults, each retry traced."""
+        seeded exponential backoff on retryable faults, each retry traced. `seed` names the call (its seed and
+        prompt), so that calls refused together (a rate limit) do not all come back at the same moment."""
         jitter = random.Random(seed)
         for retry in range(FAULT_RETRIES + 1):
             try:
@@ -366,7 +369,9 @@ class Model:
         raise AssertionError("unreachable")
 
     def _fit(self, request: Request) -> Request:
-        """Make the prompt fit the context window, or fail, as the settings say."""
+        """Make the prompt fit the context window, or fail, as the settings say. Truncating drops the oldest
+        messages between the first one that is not a system message (the task) and the last (what is asked
+        now): a repair's retry keeps its question, and no conversation starts with the assistant."""
         window = self.backend.context_window
         if window is None:
             return request
@@ -379,7 +384,9 @@ class Model:
         messages = list(request.messages)
         dropped = 0
         while tokens is not None and tokens > budget:
-            index = next((i for i, m in enumerate(messages[:-1]) if m.role != "system"), None)
+            first = next((i for i, m in enumerate(messages) if m.role != "system"), None)
+            index = next((i for i in range(first + 1, len(messages) - 1) if messages[i].role != "system"), None) \
+                if first is not None else None
             if index is None:
                 raise ContextOverflowError(self.id, tokens, request.settings.max_tokens, window)
             messages.pop(index)
@@ -428,3 +435,8 @@ def _interpret(reply: Reply, output: type[BaseModel] | None, tools: tuple[ToolSp
         calls, error = check_tool_calls(outcome.value, tools)  # type: ignore[arg-type]
         return None, calls, error, outcome.repaired
     return outcome.value, (), None, outcome.repaired
+
+
+def _digest(messages: tuple[Message, ...]) -> int:
+    """A short, stable number for a prompt (what a retry's jitter is seeded with, beside the call's seed)."""
+    return zlib.crc32("\x1e".join(f"{m.role}\x1f{m.content}" for m in messages).encode())

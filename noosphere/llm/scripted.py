@@ -8,9 +8,9 @@ provider faults). An optional latency makes concurrency measurable.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import math
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -61,10 +61,11 @@ class ScriptedBackend:
         self.history: list[Request] = []
         self._function = script if callable(script) else None
         self._queue: deque[ScriptItem] = deque() if callable(script) else deque(script)
+        self._identity = uuid.uuid4().hex[:12]  # never reused, as id(self) is once the backend is collected
 
     @property
     def fingerprint(self) -> str:
-        return "scripted:" + hashlib.sha256(repr(id(self)).encode()).hexdigest()[:12]
+        return "scripted:" + self._identity
 
     def count_tokens(self, messages: tuple[Message, ...]) -> int | None:
         return sum(len(m.content.split()) for m in messages)
