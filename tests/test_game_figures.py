@@ -137,9 +137,11 @@ def fake_run(folder: Path, config: dict[str, Any], rows: list[dict]) -> Path:
 
 
 def memory_runs(root: Path) -> tuple[Path, Path]:
-    off = fake_run(root / "metaagent-none" / "20260101-000000-aaaaaa", {"system": "metaagent", "memory": "none"},
+    off = fake_run(root / "metaagent-none-percept" / "20260101-000000-aaaaaa",
+                   {"system": "metaagent", "memory": "none"},
                    [row("g1", True, 6, "cooking", AUTOPILOT * 6), row("g2", False, 40, "custom", AUTOPILOT * 40)])
-    on = fake_run(root / "metaagent-both" / "20260101-000000-bbbbbb", {"system": "metaagent", "memory": "both"},
+    on = fake_run(root / "metaagent-both-percept" / "20260101-000000-bbbbbb",
+                  {"system": "metaagent", "memory": "both"},
                   [row("g1", True, 3, "cooking", DETOUR + AUTOPILOT * 2), row("g2", True, 5, "custom", AUTOPILOT * 5)])
     return off, on
 
@@ -185,7 +187,7 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                              *(f"metaagent-{memory}-percept"
                                                                for memory in ("episodic", "conceptual", "both"))]
     assert all(c.args[c.args.index("--planner-view") + 1] == "percept" for c in table.configs if "percept" in c.name)
-    assert table.memory_pair == ("metaagent-none", "metaagent-both")
+    assert table.memory_pair == ("metaagent-none-percept", "metaagent-both-percept")  # the view that wins games
     assert [c.name for c in suite.SUITES["textworld-tiers"].configs][:3] == ["tier1-react", "tier1-reflexion",
                                                                              "tier1-metaagent"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from noosphere.errors import CapabilityError, ModelError
-from noosphere.llm import Message, ToolSpec, open_model
+from noosphere.errors import CapabilityError, ModelError, OutputParseError
+from noosphere.llm import Message, Settings, ToolSpec, open_model
 from noosphere.llm import model as model_module
 from noosphere.llm.litellm_backend import _reply, import_litellm
 from noosphere.runs import Run
@@ -46,6 +46,22 @@ async def test_native_tool_calls_are_parsed_and_validated() -> None:
     model = open_model("litellm:openai/gpt-4o", extra={"mock_tool_calls": mock_call, "mock_response": ""})
     completion = await model.complete("Weather in Oslo?", tools=[weather])
     assert [(c.name, c.arguments) for c in completion.tool_calls] == [("get_weather", {"city": "Oslo"})]
+
+
+async def test_native_tool_arguments_cut_short_are_repaired_and_ones_that_are_no_object_asked_again() -> None:
+    weather = ToolSpec("get_weather", "weather", {"type": "object", "properties": {"city": {"type": "string"}}})
+
+    def calls(arguments: str) -> list[dict[str, object]]:
+        return [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": arguments}}]
+
+    cut = open_model("litellm:openai/gpt-4o", extra={"mock_tool_calls": calls('{"city": "Oslo"'), "mock_response": ""})
+    completion = await cut.complete("Weather in Oslo?", tools=[weather])
+    assert [(c.name, c.arguments) for c in completion.tool_calls] == [("get_weather", {"city": "Oslo"})]
+    for garbage in ("null", "[1, 2]", "not json at all"):
+        model = open_model("litellm:openai/gpt-4o", extra={"mock_tool_calls": calls(garbage), "mock_response": ""})
+        with pytest.raises(OutputParseError) as caught:
+            await model.complete("Weather in Oslo?", tools=[weather], settings=Settings(max_retries=1))
+        assert "not a JSON object" in caught.value.errors[0], garbage
 
 
 async def test_rate_limits_are_retried_with_backoff_then_reported(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -155,6 +155,31 @@ async def test_emulated_tool_calls_are_validated() -> None:
         "const": "get_weather"}
 
 
+async def test_a_call_without_its_wrapper_is_that_call_and_anything_else_is_asked_again() -> None:
+    """`{"name": ..., "arguments": ...}` (or a list of them) is read as the call it is; an object with neither the
+    wrapper nor a name is not a decision to call nothing: the model is told and asked again."""
+    weather = ToolSpec("get_weather", "weather for a city",
+                       {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    for bare in ('{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+                 '[{"name": "get_weather", "arguments": {"city": "Oslo"}}]'):
+        model, _, _ = scripted([bare])
+        completion = await model.complete("weather in Oslo?", tools=[weather])
+        assert [(c.name, c.arguments) for c in completion.tool_calls] == [("get_weather", {"city": "Oslo"})]
+    model, backend, trace = scripted(['{"city": "Oslo"}', '{"tool_calls": []}'])
+    assert (await model.complete("weather in Oslo?", tools=[weather])).tool_calls == ()
+    assert len(backend.history) == 2 and "tool_calls: Field required" in trace.of_kind("output_repaired")[0].detail
+
+
+async def test_json_is_found_among_prose_brackets_and_other_fences() -> None:
+    replies = ['{"label": "a", "confidence": 0.5} (I used {2} because of [1])',
+               'As shown in [1], the answer: {"label": "a", "confidence": 0.5}.',
+               '```python\nprint(1)\n```\nSo:\n```json\n{"label": "a", "confidence": 0.5}\n```']
+    for reply in replies:
+        model, _, _ = scripted([reply])
+        completion = await model.complete("classify", output=Verdict, settings=Settings(max_retries=0))
+        assert completion.output == Verdict(label="a", confidence=0.5), reply
+
+
 async def test_no_tool_call_is_a_valid_answer() -> None:
     model, _, _ = scripted(['{"tool_calls": []}'])
     completion = await model.complete("tell me a joke", tools=[ToolSpec("f", "does f")])

@@ -14,9 +14,12 @@ import math
 from dataclasses import replace
 from typing import Any
 
+import json_repair
+
 from noosphere.environment import environment
 from noosphere.errors import CapabilityError, ContextOverflowError, ModelError, UsageError
 from noosphere.llm.messages import Message
+from noosphere.llm.tools import UNPARSED
 from noosphere.llm.types import Capabilities, Reply, Request, ScoreReply, ScoreRequest, Settings, ToolCall, Usage
 
 
@@ -219,15 +222,22 @@ def first_token_scores(options: tuple[str, ...], top: list[tuple[str, float]]) -
     return tuple(math.log(sum(math.exp(lp) for lp in found)) if found else floor for found in mass)
 
 
+def _arguments_of(raw: str | None) -> dict[str, Any]:
+    """A native tool call's arguments as an object: parsed, repaired when that is all that is wrong (a closing
+    brace cut off), else kept as text under `UNPARSED`, which the call's check refuses and tells the model."""
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        value = json_repair.loads(raw or "")
+    return value if isinstance(value, dict) and (value or (raw or "{}").strip() in ("", "{}")) else {UNPARSED: raw}
+
+
 def _reply(litellm: Any, response: Any) -> Reply:
     choice = response.choices[0]
     message = choice.message
     calls = []
     for index, call in enumerate(getattr(message, "tool_calls", None) or ()):
-        try:
-            arguments = json.loads(call.function.arguments or "{}")
-        except json.JSONDecodeError:
-            arguments = {"__unparsed__": call.function.arguments}
+        arguments = _arguments_of(call.function.arguments)
         calls.append(ToolCall(call.function.name, arguments, call.id or f"call_{index}"))
     try:
         cost: float | None = float(litellm.completion_cost(completion_response=response))

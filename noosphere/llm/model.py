@@ -371,7 +371,7 @@ class Model:
     def _fit(self, request: Request) -> Request:
         """Make the prompt fit the context window, or fail, as the settings say. Truncating drops the oldest
         messages between the first one that is not a system message (the task) and the last (what is asked
-        now): a repair's retry keeps its question, and no conversation starts with the assistant."""
+        now), so that a repair's retry keeps its question; the task itself only when nothing else is left."""
         window = self.backend.context_window
         if window is None:
             return request
@@ -384,9 +384,8 @@ class Model:
         messages = list(request.messages)
         dropped = 0
         while tokens is not None and tokens > budget:
-            first = next((i for i, m in enumerate(messages) if m.role != "system"), None)
-            index = next((i for i in range(first + 1, len(messages) - 1) if messages[i].role != "system"), None) \
-                if first is not None else None
+            others = [i for i, m in enumerate(messages[:-1]) if m.role != "system"]
+            index = others[1] if len(others) > 1 else others[0] if others else None  # the task goes last
             if index is None:
                 raise ContextOverflowError(self.id, tokens, request.settings.max_tokens, window)
             messages.pop(index)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from noosphere.llm.forms import LISTED
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 _REFUSAL = re.compile(r"^\s*(i'?m sorry|i cannot|i can'?t|as an ai|i am unable|i'm unable)", re.IGNORECASE)
 
 
@@ -63,9 +63,24 @@ class ParseOutcome:
 
 
 def _candidate_json(text: str) -> str:
-    fenced = _FENCE.search(text)
-    if fenced:
-        return fenced.group(1).strip()
+    """Where the JSON of a reply is: a fence marked json (or unmarked); else the first complete JSON object (or list
+    of objects) anywhere, prose before or after it left out; else a fence of another language that holds one; else
+    from the first brace or bracket on (for the repair to finish)."""
+    fences = [(language.lower(), body.strip()) for language, body in _FENCE.findall(text)]
+    for language, body in fences:
+        if language in ("json", "") and body.startswith(("{", "[")):
+            return body
+    decoder = json.JSONDecoder()
+    for opening in re.finditer(r"[{\[]", text):
+        try:
+            value, end = decoder.raw_decode(text, opening.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict) or (isinstance(value, list) and value and all(isinstance(v, dict) for v in value)):
+            return text[opening.start():end]
+    for _, body in fences:
+        if body.startswith(("{", "[")):
+            return body
     start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
     return text[start:].strip() if start >= 0 else text.strip()
 

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import jsonschema
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from noosphere.llm.types import ToolCall, ToolSpec
 
@@ -21,8 +21,23 @@ class _Call(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+UNPARSED = "__unparsed__"
+"""The key a backend puts a provider's tool arguments under when they are not a JSON object (checked as an error)."""
+
+
 class ToolCallsOutput(BaseModel):
-    tool_calls: list[_Call] = Field(default_factory=list)
+    tool_calls: list[_Call]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare(cls, data: Any) -> Any:
+        """A call written without the wrapper (`{"name": ..., "arguments": ...}`, or a list of them) is that call;
+        a reply with neither is an error for the model, not a decision to call nothing."""
+        if isinstance(data, dict) and "tool_calls" not in data and "name" in data:
+            return {"tool_calls": [data]}
+        if isinstance(data, list) and data and all(isinstance(item, dict) and "name" in item for item in data):
+            return {"tool_calls": data}
+        return data
 
 
 def tool_calls_schema(tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
@@ -57,6 +72,8 @@ def check_tool_calls(parsed: ToolCallsOutput, tools: tuple[ToolSpec, ...]) -> tu
         tool = by_name.get(call.name)
         if tool is None:
             return (), f"tool_calls.{index}.name: {call.name!r} is not one of {sorted(by_name)}"
+        if UNPARSED in call.arguments:
+            return (), f"tool_calls.{index}.arguments: not a JSON object: {str(call.arguments[UNPARSED])[:200]}"
         try:
             jsonschema.validate(call.arguments, tool.parameters)
         except jsonschema.ValidationError as exc:
