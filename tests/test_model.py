@@ -107,6 +107,17 @@ async def test_empty_replies_and_refusals_end_in_typed_error() -> None:
     assert [e.repair for e in trace.of_kind("output_repaired")] == ["empty", "refusal", "invalid"]
 
 
+async def test_a_reply_cut_off_at_max_tokens_is_not_repaired_into_an_answer() -> None:
+    """`{"label": "x", "confidence": 0.1` cut at the limit could be closed by the repair, its number cut short
+    (0.15 -> 0.1): it is refused and asked again, never accepted."""
+    model, backend, trace = scripted([Reply('{"label": "x", "confidence": 0.1', finish_reason="length"),
+                                      '{"label": "x", "confidence": 0.15}'])
+    completion = await model.complete("classify", output=Verdict)
+    assert completion.output == Verdict(label="x", confidence=0.15) and len(backend.history) == 2
+    [cut] = [e for e in trace.of_kind("output_repaired") if e.repair == "invalid"]
+    assert "cut off at the limit" in cut.detail and "may be cut short" in cut.detail
+
+
 async def test_missing_field_is_named_in_correction() -> None:
     model, backend, _ = scripted(['{"label": "x"}', '{"label": "x", "confidence": 0.5}'])
     await model.complete("classify", output=Verdict)

@@ -277,6 +277,8 @@ class Model:
                 repairs.append(Repair(attempt, "json_repaired", repair))
                 self.trace.emit(OutputRepaired(model=self.id, agent=agent, attempt=attempt,
                                                repair="json_repaired", detail=repair))
+            if error is None and repair is not None and reply.finish_reason == "length":
+                error = "its JSON had to be closed by a repair, so its last value may be cut short"  # not accepted
             if error is None:
                 return Completion(reply.text, value, calls, usage, time.perf_counter() - started, self.id,
                                   attempt, tuple(repairs), cached, reply.logprob, reply.usage.completion_tokens)
