@@ -21,6 +21,7 @@ import pytest
 from noosphere.tools import Limits, Sandbox, SandboxUnavailableError, python_tool, run_python_program
 from noosphere.tools import sandbox as sandbox_module
 from noosphere.tools.bwrap import bwrap_path
+from noosphere.tools.cgroup import Cgroup
 from noosphere.trace import Trace
 
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None,
@@ -193,6 +194,60 @@ def test_a_fork_bomb_stops_at_the_process_limit_and_dies_with_the_timeout() -> N
 def test_a_2gb_allocation_is_refused() -> None:
     assert "MemoryError" in fails("block = bytearray(2 * 1024 ** 3)")
     assert "MemoryError" in fails("block = [0] * (300 * 1000 ** 2)")
+
+
+CGROUP = Cgroup.make(1 << 30, 8)
+"""Whether this machine lets a sandbox have a control group (as root on cgroup v1 here: CI's machines too)."""
+if CGROUP is not None:
+    CGROUP.remove()
+needs_cgroup = pytest.mark.skipif(CGROUP is None, reason="no control group can be made here")
+
+
+@needs_bwrap
+def test_memory_is_bounded_for_the_sandbox_as_a_whole_where_a_control_group_can_be_made() -> None:
+    """Files in memory (24 memfds of 16 MB: three times the limit) and three children of 100 MB each go past a
+    128 MB limit that each process's address space alone would let through."""
+    files = ("import os\nfds = [os.memfd_create('m') for _ in range(24)]\n"
+             "for fd in fds:\n    os.posix_fallocate(fd, 0, 16 << 20)\nprint('held 384 MB')\n")
+    children = ("import os, time\nkids = []\nfor _ in range(3):\n    pid = os.fork()\n    if pid == 0:\n"
+                "        block = b'x' * (100 << 20)\n        time.sleep(2)\n        os._exit(0)\n"
+                "    kids.append(pid)\nfor kid in kids:\n    os.waitpid(kid, 0)\nprint('held 300 MB')\n")
+    for source in (files, children):
+        outcome = run_python_program(source, memory_mb=128)
+        assert outcome.memory_bounded == (CGROUP is not None)
+        if outcome.memory_bounded:
+            assert not outcome.passed and "together went over the memory limit of 128 MB" in outcome.output
+    still_works()
+
+
+@needs_bwrap
+@needs_cgroup
+def test_a_sandbox_holding_many_processes_does_not_starve_one_beside_it() -> None:
+    """As root every sandbox is uid 65534: the per-user process limit is shared, the control group's is not."""
+    hog = ("import threading, time\nfor _ in range(60):\n    threading.Thread(target=time.sleep, args=(4,)).start()\n"
+           "print('holding')\n")
+    started = threading.Event()
+    thread = threading.Thread(target=lambda: (started.set(), run_python_program(hog, timeout_s=8)))
+    thread.start()
+    started.wait()
+    time.sleep(1.0)
+    try:
+        innocent = run_python_program("import threading\nts = [threading.Thread(target=print) for _ in range(8)]\n"
+                                      "[t.start() for t in ts]\n[t.join() for t in ts]\n")
+        assert innocent.passed, innocent.output
+    finally:
+        thread.join()
+
+
+@needs_cgroup
+def test_unsandboxed_code_that_leaves_the_process_group_does_not_outlive_the_call(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_module, "bwrap_path", lambda: None)
+    marker = f"escapee-{secrets.token_hex(6)}"
+    source = (f"import os, sys, time\nif os.fork() == 0:\n    os.setsid()\n    os.execv(sys.executable, "
+              f"[sys.executable, '-c', 'import time; time.sleep(30)', {marker!r}])\n")
+    outcome = run_python_program(source, sandbox=Sandbox(unsandboxed=True), timeout_s=5)
+    assert outcome.memory_bounded and alive_with(marker) == []
 
 
 @needs_bwrap

@@ -12,9 +12,12 @@ which is logged as a warning and recorded as a `sandbox_unconfined` trace event 
 limits and the group kill remain, and both can be got round: the kernel does not hold root to the process
 limit, and a child that starts its own session (`os.setsid`) leaves the group and outlives the call.
 
-The memory limit is each process's address space. Memory the code holds outside it (files in memory,
-`memfd_create`, each under the file-size limit) and in several processes adds up past it: the sandbox bounds
-what a mistaken program takes, not what one written to exhaust the machine could.
+The memory limit is each process's address space, and, where a control group can be made (`cgroup.py`: as
+root on cgroup v1, or in a delegated v2 subtree), the memory of all its processes together, files in memory
+included; the group also counts its processes apart from other sandboxes and kills whatever is left at the end,
+unsandboxed too. Without one, memory held outside the address space (`memfd_create`, each file under the
+file-size limit) or spread over several processes adds up past the limit: `ProgramRun.memory_bounded` says
+which held.
 
 `run_python_program` runs a whole program (model-written code and its tests); `run_python_expression`
 evaluates one expression with a few builtins, after refusing any name or attribute that starts with
@@ -36,10 +39,14 @@ from pathlib import Path
 
 from noosphere.errors import RuntimeFault, UsageError
 from noosphere.tools.bwrap import NOBODY, bwrap_command, bwrap_path
+from noosphere.tools.cgroup import Cgroup
 from noosphere.tools.process import Finished, run_in_group
 from noosphere.trace import Event, Trace
 
 UNSANDBOXED_ENV = "NOOSPHERE_UNSANDBOXED"
+MB = 1024 * 1024
+SHARED_BACKSTOP = 16
+"""With a control group counting a sandbox's own processes, the per-user limit is this many times higher."""
 INSTALL = "apt-get install bubblewrap"
 log = logging.getLogger(__name__)
 
@@ -116,10 +123,19 @@ def _probe(bwrap: str, euid: int) -> str | None:
     return f"bubblewrap cannot start a sandbox here ({lines[-1][:200]})"
 
 
-def _launch(limits: Limits, drop: bool) -> list[str]:
-    mb = 1024 * 1024
+def _launch(limits: Limits, drop: bool, processes: int | None = None) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(math.ceil(limits.timeout_s) + 1),
-            str(limits.memory_mb * mb), str(limits.processes), str(limits.file_mb * mb), str(int(drop))]
+            str(limits.memory_mb * MB), str(processes or limits.processes), str(limits.file_mb * MB), str(int(drop))]
+
+
+@dataclass(frozen=True)
+class Ran(Finished):
+    """A sandbox's run: its exit, output and what its control group saw."""
+
+    memory_bounded: bool = False
+    """A control group held the memory of all its processes together (else each process's address space only)."""
+    memory_kills: int = 0
+    """Processes the kernel killed for going over that memory limit."""
 
 
 def _signal_of(returncode: int | None, sandboxed: bool) -> int | None:
@@ -163,9 +179,28 @@ class Sandbox:
     def confined(self) -> bool:
         return not self.unsandboxed
 
-    def run(self, files: dict[str, str], argv: list[str], limits: Limits, *, what: str = "program") -> Finished:
-        """Run `python -I ARGV` in a fresh working folder holding `files` (name -> text, read-only inside)."""
+    def run(self, files: dict[str, str], argv: list[str], limits: Limits, *, what: str = "program") -> Ran:
+        """Run `python -I ARGV` in a fresh working folder holding `files` (name -> text, read-only inside); in a
+        control group of its own where one can be made (`cgroup.py`), which holds its memory and processes as a
+        whole and in which nothing it started survives the call."""
         bwrap = None if self.unsandboxed else self._bwrap()
+        group = Cgroup.make(limits.memory_mb * MB, limits.processes)
+        try:
+            finished = self._run(bwrap, files, argv, limits, what, group)
+            return Ran(finished.returncode, finished.stdout, finished.stderr, memory_bounded=group is not None,
+                       memory_kills=group.memory_kills() if group is not None else 0)
+        finally:
+            if group is not None:
+                group.remove()
+
+    def _run(self, bwrap: str | None, files: dict[str, str], argv: list[str], limits: Limits, what: str,
+             group: Cgroup | None) -> Finished:
+        def inside(command: list[str]) -> list[str]:
+            return group.command(command) if group is not None else command
+
+        # With a group holding the processes of this sandbox alone, the per-user limit (shared by every sandbox
+        # running as uid 65534 at that moment) is only a backstop.
+        processes = limits.processes * SHARED_BACKSTOP if group is not None else limits.processes
         with tempfile.TemporaryDirectory(prefix="noosphere-sandbox-") as folder:
             paths = {name: Path(folder, name) for name in files}
             for name, text in files.items():
@@ -175,15 +210,20 @@ class Sandbox:
                 log.warning("running a model-written %s WITHOUT a sandbox (%s)", what, self.reason)
                 if self.trace is not None:
                     self.trace.emit(SandboxUnconfined(what=what, reason=self.reason))
-                return run_in_group([*_launch(limits, False), *argv], timeout_s=limits.timeout_s, cwd=Path(folder))
+                return run_in_group(inside([*_launch(limits, False, processes), *argv]), timeout_s=limits.timeout_s,
+                                    cwd=Path(folder))
             report = os.pipe()  # bwrap names the sandbox's first process on it: its death ends the sandbox
-            command = bwrap_command(bwrap, paths, tmpfs_bytes=limits.tmpfs_mb * 1024 * 1024, info_fd=report[1])
-            return run_in_group([*command, *_launch(limits, True), *argv], timeout_s=limits.timeout_s, report=report)
+            command = bwrap_command(bwrap, paths, tmpfs_bytes=limits.tmpfs_mb * MB, info_fd=report[1])
+            return run_in_group(inside([*command, *_launch(limits, True, processes), *argv]),
+                                timeout_s=limits.timeout_s, report=report)
 
     def stopped(self, finished: Finished, limits: Limits) -> str | None:
-        """Why the code was stopped (the deadline, or a signal: over a limit), or None if it exited itself."""
+        """Why the code was stopped (the deadline, its processes' memory together, or a signal: over a limit), or
+        None if it exited itself."""
         if finished.timed_out:
             return f"timed out after {limits.timeout_s}s"
+        if isinstance(finished, Ran) and finished.memory_kills:
+            return f"stopped: its processes together went over the memory limit of {limits.memory_mb} MB"
         signal = _signal_of(finished.returncode, self.confined)
         return None if signal is None else f"stopped by signal {signal}: over its CPU-time or memory limit"
 
@@ -195,6 +235,8 @@ class ProgramRun:
     output: str
     network_isolated: bool
     """It ran in the sandbox (no network, no host files); False only when unsandboxed was opted into."""
+    memory_bounded: bool = False
+    """Its memory limit held for all its processes together (a control group), not only each one's."""
 
 
 def run_python_program(source: str, *, timeout_s: float = 10.0, memory_mb: int = 512,
@@ -218,7 +260,8 @@ def run_python_program(source: str, *, timeout_s: float = 10.0, memory_mb: int =
         output = f"{output}\n{stopped}".strip()
     elif finished.returncode == 0 and not reached_end:
         output = f"{output}\nthe program exited before its last line (its tests did not all run)".strip()
-    return ProgramRun(finished.returncode == 0 and reached_end, output, sandbox.confined)
+    passed = finished.returncode == 0 and reached_end and stopped is None  # a child killed for memory fails it too
+    return ProgramRun(passed, output, sandbox.confined, finished.memory_bounded)
 
 
 def _encodable(text: str) -> bool:
