@@ -404,6 +404,37 @@ def test_game_runs_created_apart_are_played_together_each_in_order_with_its_own_
         assert (folder / "report.md").read_text().startswith("# TextWorld tier 1")
 
 
+def test_a_run_done_before_the_others_are_interrupted_is_reported_complete(tmp_path: Path) -> None:
+    """Ctrl-C (or TERM) while one run still plays: the run whose games were all scored is finished "ok" with a
+    whole report, the other "interrupted" with a partial one."""
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    from noosphere.envs import textworld_games
+    from noosphere.llm import Model, ScriptedBackend
+    from tests.test_cli import invoke
+
+    [game] = textworld_games(tmp_path / "games", tier=1, per_challenge=1, challenges=("coin_collector",))
+    moves = [reply(thought="follow the path", action=action) for action in game.expert_actions()]
+
+    def stop(request: Any) -> Any:
+        raise KeyboardInterrupt
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        if "slow" in str(kwargs["trace"].path):
+            return Model(ScriptedBackend(stop, latency_s=2.0), **kwargs)
+        return Model(ScriptedBackend(by_agent({"react": list(moves)})), **kwargs)
+
+    folders = []
+    for out in ("quick", "slow"):
+        invoke(["bench", "textworld", "--system", "react", "--per-challenge", "1", "--limit", "1", "--games-dir",
+                str(tmp_path / "games"), "--out", str(tmp_path / out), "--create-only"], lambda m, **k: None)
+        folders.extend((tmp_path / out).iterdir())
+    code, _, _ = invoke(["bench", "together", *map(str, folders), "--no-cache"], opener)
+    assert code == 130
+    quick, slow = (json.loads((folder / "result.json").read_text()) for folder in folders)
+    assert quick["status"] == "ok" and "partial" not in (folders[0] / "report.md").read_text()
+    assert slow["status"] == "interrupted" and "partial: interrupted" in (folders[1] / "report.md").read_text()
+
+
 def test_a_run_that_cannot_start_fails_alone_and_the_others_play_on(tmp_path: Path) -> None:
     pytest.importorskip("textworld", reason=GAME_EXTRAS)
     from noosphere.envs import textworld_games

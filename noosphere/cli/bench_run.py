@@ -359,13 +359,19 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
                     continue
                 if error is not None:
                     raise error
-                _report(run, benchmark, items, "interrupted" if interrupted else None)
+                # a run whose items were all scored before the interruption is complete, not partial
+                _report(run, benchmark, items, "interrupted" if interrupted and not _all_scored(run, items) else None)
             except Exception as exc:
                 _fail(run, exc, errors)
     if interrupted:
         raise typer.Exit(130)
     if errors:
         raise errors[0]
+
+
+def _all_scored(run: Run, items: Items) -> bool:
+    done = load_done(run.directory / "items.jsonl", row=ScoredRow)
+    return all(item_id in done for item_id, _, _ in items)
 
 
 def _fail(run: Run, error: Exception, errors: list[Exception]) -> None:
