@@ -10,6 +10,7 @@ skipped, and the rest is read.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,3 +171,15 @@ def _numbered(data: bytes) -> Iterator[tuple[int, bytes]]:
     for number, raw in enumerate(data.split(b"\n"), 1):
         if raw.strip():
             yield number, raw
+
+
+def finite(value: Any) -> Any:
+    """`value` with every NaN or infinite number (in dicts, lists and tuples) made None: what strict JSON, and so a
+    browser's `JSON.parse`, accepts."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(item) for item in value]
+    return value

@@ -79,3 +79,24 @@ def test_reused_prompt_tokens_are_averaged_only_when_every_row_counted_them() ->
     assert (counted["prompt_tokens_per_item"], counted["reused_prompt_tokens_per_item"]) == (200.0, 50.0)
     resumed = averages([row(prompt_tokens=250, reused_prompt_tokens=100), row()])  # a row from before the count
     assert "reused_prompt_tokens_per_item" not in resumed and resumed["tokens_per_item"] == 300.0
+
+
+def test_rows_are_redacted_as_the_trace_is_and_strict_json(tmp_path: Path) -> None:
+    """A prediction that echoes a secret, a NaN confidence: items.jsonl holds neither (the viewer shows its rows,
+    and a browser refuses NaN)."""
+    from noosphere.trace import Redactor
+
+    secret = "hunter2-super-secret-value"
+
+    async def solve(item: str) -> Scored:
+        return Scored(f"the key is {secret}", False, {"confidence": float("nan"), "spread": [1.0, float("inf")],
+                                                      "note": f"echoed {secret}"})
+
+    with Run.create(tmp_path, command="test", config={}, redactor=Redactor((secret,))) as run:
+        rows = asyncio.run(run_items(run, [("a", "x", None)], solve, show_progress=False))
+        text = (run.directory / "items.jsonl").read_text()
+    assert secret not in text and "NaN" not in text and "Infinity" not in text
+    [row] = [json.loads(line, parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+             for line in text.splitlines()]
+    assert row["confidence"] is None and row["spread"] == [1.0, None] and "[REDACTED]" in row["prediction"]
+    assert rows == [row]

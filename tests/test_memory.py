@@ -47,6 +47,37 @@ def test_episodes_and_concepts_survive_a_restart(tmp_path: Path) -> None:
     assert MemoryStore(tmp_path).episodes() == [] and MemoryStore(tmp_path).concepts() == []
 
 
+def test_a_memory_whose_writer_was_killed_mid_write_opens_as_its_last_complete_write(tmp_path: Path) -> None:
+    """A kill during a write leaves a journal to roll back: the memory opens (and the run resumes) as its last
+    complete write left it, instead of "cannot be read as a database"."""
+    store = MemoryStore(tmp_path)
+    store.add_episode(episode("put a cool apple on the table", "pick_cool"))
+    writer = ("import os, sqlite3, sys\ndb = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+              "db.execute('PRAGMA cache_size=1')\ndb.execute('BEGIN')\ndb.execute('CREATE TABLE junk (x BLOB)')\n"
+              "for _ in range(300):\n    db.execute('INSERT INTO junk VALUES (?)', (os.urandom(4096),))\n"
+              "db.execute('DELETE FROM episodes')\nos.kill(os.getpid(), 9)\n")
+    killed = subprocess.run([sys.executable, "-c", writer, str(tmp_path / "memory.sqlite")], check=False)
+    assert killed.returncode == -9 and (tmp_path / "memory.sqlite-journal").stat().st_size > 0
+    [kept] = MemoryStore(tmp_path).episodes()
+    assert kept.task == "put a cool apple on the table"
+
+
+def test_a_memory_in_use_is_told_as_busy_not_as_broken(tmp_path: Path) -> None:
+    import sqlite3
+
+    from noosphere.errors import UsageError
+
+    MemoryStore(tmp_path)
+    holder = sqlite3.connect(tmp_path / "memory.sqlite", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(UsageError, match="in use by another process"):
+            MemoryStore(tmp_path)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
 RULES = ["Open the fridge to find cold food such as apples or lettuce.",
          "Cold items like apples are usually stored inside the fridge.",
          "Use the microwave to heat food before placing it anywhere.",

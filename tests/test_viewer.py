@@ -66,6 +66,14 @@ def test_torn_lines_and_nan_do_not_break_the_page(tmp_path: Path) -> None:
     assert events[-1] == {"kind": "ws_stm", "ts": 1.0, "confidence": None}
 
 
+def test_embedded_json_is_strict_so_that_a_nan_in_old_rows_cannot_blank_the_page() -> None:
+    """Rows written before the runner made them strict may hold NaN; a trace number may be 1e999 (inf): the
+    browser's JSON.parse refuses both, so the page carries null."""
+    text = embed_json({"items": [{"confidence": float("nan")}], "events": [{"ts": float("inf")}]})
+    assert json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in the page's data")) == {
+        "items": [{"confidence": None}], "events": [{"ts": None}]}
+
+
 def test_embedded_json_cannot_close_the_script_element() -> None:
     text = embed_json({"x": f"</script>{HOSTILE}&\u2028\u2029"})
     assert not re.search("[<>&\u2028\u2029]", text)

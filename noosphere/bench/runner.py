@@ -25,7 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from noosphere.bench.calibration import calibration_markdown
 from noosphere.concurrent import Forfeit, attempt, run_in_order
-from noosphere.datafiles import BadLine
+from noosphere.datafiles import BadLine, finite
 from noosphere.runs import ResultRow, Run, load_done, write_atomically
 from noosphere.scope import item_scope
 from noosphere.trace import Event, Trace
@@ -124,7 +124,10 @@ async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solv
         async def score(item_id: str, item: Any, gold: Any) -> None:
             async with gate:
                 row = await score_item(item_id, item, gold)
-            out.write(json.dumps(row, default=str) + "\n")
+            # as the trace's lines: secrets redacted; and strict JSON (NaN or inf, which browsers refuse, as null)
+            line = run.redactor(json.dumps(finite(row), default=str, allow_nan=False))
+            row = json.loads(line)
+            out.write(line + "\n")
             out.flush()
             os.fsync(out.fileno())  # on disk before the run counts it: a crash of the machine loses no row
             run.checkpoint()  # what was spent so far survives a kill that leaves no result

@@ -68,13 +68,33 @@ def check_memory(folder: Path) -> Path:
     if header != SQLITE_HEADER:
         raise DataError(f"is not a SQLite database; expected {EXPECTED}", source=str(path))
     try:
+        _roll_back_a_killed_write(path)
         with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
             _check_format(db, path)
+            damage = [row[0] for row in db.execute("PRAGMA quick_check")]
+            if damage != ["ok"]:
+                raise DataError(f"is damaged ({'; '.join(map(str, damage[:3]))}); expected {EXPECTED}",
+                                source=str(path))
             for table, columns in COLUMNS.items():
                 _check_table(db, path, table, columns)
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise UsageError(f"the memory at {folder} is in use by another process (it held it for more than "
+                             "5 seconds): wait for it to finish, then try again") from None
+        raise DataError(f"cannot be read as a database ({exc}); expected {EXPECTED}", source=str(path)) from None
     except sqlite3.DatabaseError as exc:
         raise DataError(f"cannot be read as a database ({exc}); expected {EXPECTED}", source=str(path)) from None
     return path
+
+
+def _roll_back_a_killed_write(path: Path) -> None:
+    """A process killed while writing leaves a journal that must be rolled back before the file can be read (a
+    read-only connection cannot): a read-write connection does it on its first read, restoring the memory as
+    its last complete write left it. Nothing else is written."""
+    journal = path.with_name(path.name + "-journal")
+    if journal.is_file() and journal.stat().st_size > 0:
+        with contextlib.closing(sqlite3.connect(path, timeout=5.0)) as db:
+            db.execute("PRAGMA schema_version").fetchone()
 
 
 def _check_format(db: sqlite3.Connection, path: Path) -> None:

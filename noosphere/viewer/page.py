@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from noosphere.datafiles import finite
 from noosphere.viewer.bundle import load_bundle
 
 SCRIPTS = ("dom.js", "model.js", "timeline.js", "workspace.js", "society.js", "metaagent.js", "embodied.js", "games.js",
@@ -31,7 +32,7 @@ def _static(name: str) -> str:
 
 def embed_json(data: Any) -> str:
     """JSON that is safe inside a <script> element (the escapes keep it valid JSON)."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = json.dumps(finite(data), ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
     return _UNSAFE.sub(lambda match: _ESCAPES[match.group()], text)
 
 
