@@ -151,6 +151,21 @@ def _resume_config_not_json(tmp: Path) -> list[str]:
     return ["bench", "gsm8k", "--resume", str(tmp / "runs" / "old")]
 
 
+def _resume_another_benchmark(command: str) -> Callable[[Path], list[str]]:
+    def make(tmp: Path) -> list[str]:
+        _file(tmp, "runs/old/config.json", json.dumps({"benchmark": "mustard", "model": "scripted", "seed": 0,
+                                                       "system": "base"}))
+        _file(tmp, "runs/old/trace.jsonl", "")
+        return ["bench", command, "--resume", str(tmp / "runs" / "old")]
+    return make
+
+
+def _together_without_a_model(tmp: Path) -> list[str]:
+    _file(tmp, "runs/old/config.json", json.dumps({"benchmark": "textworld", "seed": 0, "system": "react"}))
+    _file(tmp, "runs/old/trace.jsonl", "")
+    return ["bench", "together", str(tmp / "runs" / "old")]
+
+
 def _unwritable_out(tmp: Path) -> list[str]:
     blocker = _file(tmp, "runs", "a file where the run folders should go")
     return ["bench", "gsm8k", "--system", "base", "--data", str(_file(tmp, "g.jsonl", jsonl(GSM_ROW))),
@@ -241,6 +256,12 @@ REFUSED = [
     Refused("report -o under a file", _report_unwritable, ("cannot write", "page.html")),
     Refused("--resume: config.json is not JSON", _resume_config_not_json,
             ("can be resumed", "config.json is not JSON")),
+    Refused("--resume: a run of another benchmark (gsm8k)", _resume_another_benchmark("gsm8k"),
+            ("is a run of mustard, not gsm8k", "noosphere bench mustard --resume")),
+    Refused("--resume: a run of another benchmark (textworld)", _resume_another_benchmark("textworld"),
+            ("is a run of mustard, not textworld",)),
+    Refused("together: a run whose config lacks its model", _together_without_a_model,
+            ("can be resumed", "model")),
     Refused("memory: memory.sqlite is random bytes", memory(lambda p: p.write_bytes(b"\x00\x01garbage" * 50)),
             ("memory.sqlite", "not a SQLite database")),
     Refused("memory: memory.sqlite is empty", memory(lambda p: p.write_bytes(b"")), ("memory.sqlite", "is empty")),

@@ -172,7 +172,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                 raise UsageError("the meta-agent's memory carries from one game to the next, in order: use "
                                  "--parallel 1 or --memory none")
 
-        if config:  # a new run fails before its folder exists; a resumed one once its saved config is read
+        if options.resume is None:  # a new run fails before its folder exists; a resumed one once its config is read
             check_parallel(config)
         if create_only:
             if options.resume is not None:
@@ -208,7 +208,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         options: RunOptions,
     ) -> None:
         """ALFWorld games: success per task type and actions per success."""
-        config = {} if options.resume else {
+        config = {"benchmark": "alfworld"} if options.resume else {
             "benchmark": "alfworld", "per_type": per_type, "data": str(data) if data else None, "demo": demo,
             **game.config(limit, options)}
         run_games(config, GAME_BENCHMARKS["alfworld"], options, create_only=game.create_only, check=check_alfworld)
@@ -230,7 +230,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         """TextWorld games generated from fixed seeds: coin collector, treasure hunter, cooking, custom quests."""
         from noosphere.llm.weights import default_cache_dir
 
-        config = {} if options.resume else {
+        config = {"benchmark": "textworld"} if options.resume else {
             "benchmark": "textworld", "tier": tier, "per_challenge": per_challenge,
             "challenges": parse_challenges(challenges),
             "games_dir": str(games_dir or default_cache_dir() / "textworld"),
@@ -248,8 +248,8 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         """Resume several game runs side by side in one process, each playing its games in order; their calls
         are decoded together (the way to run the meta-agent's memory ablations, which cannot use --parallel)."""
         chosen = [(folder, game_benchmark(folder)) for folder in runs]
-        for folder in runs:  # every run's games and memory whole before any is played
-            saved = Run.saved_config(folder)
+        for folder in runs:  # every run's config, games and memory whole before any is played
+            saved = checked_config({}, folder, None)
             GAME_CHECKS[saved["benchmark"]](saved)
             games_bench.check_run_memory(folder, saved)
         run_together(opener, chosen, no_cache=no_cache, quiet=quiet, otel=otel_export(otel, otel_content))

@@ -97,6 +97,10 @@ def checked_config(config: dict[str, Any], resume: Path | None, check: Check | N
         except ValidationError as exc:
             raise UsageError(f"{resume} is not a benchmark run that can be resumed (config.json: "
                              f"{describe(exc, 'a benchmark config')})") from None
+        asked = config.get("benchmark")
+        if asked is not None and saved["benchmark"] != asked:  # its items would join another benchmark's rows
+            raise UsageError(f"{resume} is a run of {saved['benchmark']}, not {asked}: resume it with "
+                             f"`noosphere bench {saved['benchmark']} --resume {resume}`")
     if saved.get("deterministic"):
         check_deterministic(saved["model"])
     if check is not None:

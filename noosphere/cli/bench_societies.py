@@ -161,9 +161,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     ) -> None:
         """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
         resume = options.resume
-        config = {} if resume is not None else _gsm8k_config(system, society, rounds, rights, vote, n, options, limit,
-                                                             data, match_run, set_, _weights(weighted, weights),
-                                                             offset)
+        config = {"benchmark": "gsm8k"} if resume is not None else _gsm8k_config(
+            system, society, rounds, rights, vote, n, options, limit, data, match_run, set_,
+            _weights(weighted, weights), offset)
         # refused before the run is opened (a resumed one's result.json stays as it was)
         _one_economy_at_a_time(Run.saved_config(resume) if resume is not None else config, options.items_at_once)
 

@@ -130,7 +130,7 @@ def add_web_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         if options.cluster:
             raise UsageError("miniwob plays its episodes in this machine's browser; it takes no --cluster")
         resume = options.resume
-        config = {} if resume else {
+        config = {"benchmark": "miniwob"} if resume else {
             "benchmark": "miniwob", "system": system, **options.config(), "tasks": _task_list(tasks),
             "seeds": seeds, "max_steps": max_steps, "limit": limit, "iterations": iterations, "threshold": threshold,
             "scores": scores, "step_timeout": step_timeout, "settle": settle,
