@@ -166,6 +166,16 @@ def _together_without_a_model(tmp: Path) -> list[str]:
     return ["bench", "together", str(tmp / "runs" / "old")]
 
 
+def _bfcl_id_in_two_categories(tmp: Path) -> list[str]:
+    row = {**BFCL_ROW, "id": "q_0"}
+    _file(tmp, "bfcl/BFCL_v4_simple_python.json", jsonl(row))
+    _file(tmp, "bfcl/possible_answer/BFCL_v4_simple_python.json", jsonl({"id": "q_0",
+                                                                         "ground_truth": [{"area": {"a": [3]}}]}))
+    _file(tmp, "bfcl/BFCL_v4_irrelevance.json", jsonl(row))
+    return ["bench", "bfcl", "--system", "base", "--category", "simple_python", "--category", "irrelevance",
+            "--data", str(tmp / "bfcl"), "--out", str(tmp / "runs")]
+
+
 def _unwritable_out(tmp: Path) -> list[str]:
     blocker = _file(tmp, "runs", "a file where the run folders should go")
     return ["bench", "gsm8k", "--system", "base", "--data", str(_file(tmp, "g.jsonl", jsonl(GSM_ROW))),
@@ -229,6 +239,12 @@ REFUSED = [
                                                                                  "ground_truth": {"area": 1}})),
             ("possible_answer/BFCL_v4_simple_python.json:1", "'ground_truth'")),
     Refused("BFCL: empty file", bfcl(""), ("BFCL_v4_simple_python.json", "is empty")),
+    Refused("BFCL: no possible answers beside the questions", bfcl(jsonl(BFCL_ROW)),
+            ("BFCL_v4_simple_python.json", "has no possible answers beside it")),
+    Refused("BFCL: a question without its possible answer", bfcl(jsonl(BFCL_ROW), jsonl({
+        "id": "simple_python_9", "ground_truth": [{"area": {"a": [3]}}]})),
+        ("no possible answer for simple_python_0",)),
+    Refused("BFCL: one id in two categories", _bfcl_id_in_two_categories, ("'q_0' is in both",)),
     Refused("ALFWorld: a game file that is not JSON", alfworld("(define (problem"),
             ("trial_1/game.tw-pddl:1", "not JSON")),
     Refused("ALFWorld: walkthrough is not a list", alfworld(json.dumps({**ALFWORLD_GAME, "walkthrough": "go"})),

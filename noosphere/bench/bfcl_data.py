@@ -20,6 +20,8 @@ from noosphere.llm import Message, ToolSpec
 
 R = TypeVar("R", bound="BfclIdentified")
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+UNANSWERED = ("irrelevance",)
+"""Categories whose right answer is to call nothing: they come without a possible-answer file."""
 _TYPES = {"dict": "object", "float": "number", "tuple": "array", "integer": "integer", "int": "integer",
           "string": "string", "str": "string", "boolean": "boolean", "bool": "boolean", "array": "array",
           "list": "array", "number": "number", "object": "object"}
@@ -136,13 +138,22 @@ def load_bfcl(category: str, folder: Path | None = None, *, limit: int | None = 
         raise UsageError(f"offset must be 0 or more, got {offset}")
     source = shared_data("bfcl", f"BFCL_v4_{category}.json", folder / f"BFCL_v4_{category}.json" if folder else None)
     answers_path = source.parent / "possible_answer" / source.name
-    answers = ({answer.id: answer.ground_truth for _, answer, _ in _read_rows(answers_path, BfclAnswer, ANSWERS)}
-               if answers_path.exists() else {})
     rows = [(row, raw) for _, row, raw in _read_rows(source, BfclRow, QUESTIONS)]
+    answered = category not in UNANSWERED  # irrelevance: the right answer is no call, and it has no answer file
+    if answered and not answers_path.exists():
+        raise DataError(f"has no possible answers beside it ({answers_path} is missing): its items cannot be scored",
+                        source=str(source))
+    answers = ({answer.id: answer.ground_truth for _, answer, _ in _read_rows(answers_path, BfclAnswer, ANSWERS)}
+               if answered else {})
     if offset and offset >= len(rows):
         raise UsageError(f"offset {offset} leaves none of the {len(rows)} items of BFCL category {category}")
+    chosen = rows[offset:offset + limit] if limit else rows[offset:]
+    if answered and (unanswered := [row.id for row, _ in chosen if row.id not in answers]):
+        raise DataError(f"{answers_path.name} has no possible answer for {', '.join(unanswered[:5])}"
+                        f"{' and more' if len(unanswered) > 5 else ''}: a question without one would be scored right "
+                        "whenever the model calls nothing", source=str(answers_path))
     items = []
-    for row, raw in rows[offset:offset + limit] if limit else rows[offset:]:
+    for row, raw in chosen:
         messages = tuple(Message(m.role, m.content) for m in row.question[0])
         # the functions as written (validated above): their order of keys is the order of the schema shown
         items.append(BfclItem(row.id, category, messages, tuple(raw["function"]), tuple(answers.get(row.id, ()))))

@@ -23,7 +23,7 @@ from noosphere.cli.bench_games import add_game_benchmarks
 from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, benchmark_command, select_items, with_option_group
 from noosphere.cli.bench_societies import add_society_benchmarks
 from noosphere.cli.bench_web import add_web_benchmarks
-from noosphere.errors import UnknownNameError, UsageError
+from noosphere.errors import DataError, UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.workspace import ABLATIONS, WorkspaceSettings
 from noosphere.workspace.scores import SCORE_SOURCES
@@ -189,8 +189,14 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
 
         def load(saved: dict[str, Any]) -> list[BfclItem]:
             folder = Path(saved["data"]) if saved.get("data") else None
-            return [item for name in saved["categories"]
-                    for item in load_bfcl(name, folder, limit=saved.get("limit"), offset=saved.get("offset") or 0)]
+            items = [item for name in saved["categories"]
+                     for item in load_bfcl(name, folder, limit=saved.get("limit"), offset=saved.get("offset") or 0)]
+            first: dict[str, str] = {}
+            for item in items:  # rows are kept by id: one id in two categories would be scored once, counted twice
+                if first.setdefault(item.id, item.category) != item.category:
+                    raise DataError(f"BFCL id {item.id!r} is in both {first[item.id]} and {item.category}; ids must "
+                                    "be unique across the categories of a run")
+            return items
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
             items = load(saved)
