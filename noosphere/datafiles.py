@@ -46,9 +46,26 @@ def read_text(path: Path, *, expected: str) -> str:
     return text
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different (`json.loads` would keep the last of a repeated key, silently)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _RepeatedKey(key)
+        found[key] = value
+    return found
+
+
 def _loads(text: str, path: Path, line: int | None, expected: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique)
+    except _RepeatedKey as exc:
+        raise DataError(f"the key {exc.args[0]!r} is given twice in one object (the first would be lost); "
+                        f"expected {expected}", source=str(path), line=line) from None
     except json.JSONDecodeError as exc:
         at = line if line is not None else exc.lineno
         raise DataError(f"not JSON ({exc.msg}, column {exc.colno}); expected {expected}", source=str(path),

@@ -239,6 +239,11 @@ REFUSED = [
                                                                                  "ground_truth": {"area": 1}})),
             ("possible_answer/BFCL_v4_simple_python.json:1", "'ground_truth'")),
     Refused("BFCL: empty file", bfcl(""), ("BFCL_v4_simple_python.json", "is empty")),
+    Refused("MUStARD: an item id given twice", mustard(f'{{"a": {json.dumps(MUSTARD_ROW)}, "a": '
+                                                       f'{json.dumps(MUSTARD_ROW)}}}'),
+            ("mustard.json", "the key 'a' is given twice")),
+    Refused("MUStARD: an empty item id", mustard(json.dumps({"": MUSTARD_ROW, "b": MUSTARD_ROW})),
+            ("mustard.json", "at least 1 character")),
     Refused("BFCL: no possible answers beside the questions", bfcl(jsonl(BFCL_ROW)),
             ("BFCL_v4_simple_python.json", "has no possible answers beside it")),
     Refused("BFCL: a question without its possible answer", bfcl(jsonl(BFCL_ROW), jsonl({

@@ -11,9 +11,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, model_validator
 
 from noosphere.bench.data import shared_data
 from noosphere.bench.runner import Scored
@@ -80,7 +80,8 @@ class MustardRow(BaseModel):
         return self
 
 
-MUSTARD_FILE = TypeAdapter(dict[str, MustardRow])
+MUSTARD_FILE = TypeAdapter(dict[Annotated[str, StringConstraints(min_length=1)], MustardRow])
+"""Item ids are the keys: an empty one could not be told apart on resume (a result row needs an id)."""
 EXPECTED = ("a JSON object mapping each item id to {utterance, speaker, sarcasm: true|false, "
             "context: [lines], context_speakers: [names], show}")
 
