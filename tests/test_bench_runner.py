@@ -100,3 +100,23 @@ def test_rows_are_redacted_as_the_trace_is_and_strict_json(tmp_path: Path) -> No
              for line in text.splitlines()]
     assert row["confidence"] is None and row["spread"] == [1.0, None] and "[REDACTED]" in row["prediction"]
     assert rows == [row]
+
+
+def test_a_forfeited_game_keeps_its_task_type_so_the_rates_per_type_count_it(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from noosphere.bench import games as games_bench
+    from noosphere.errors import ModelError
+
+    async def solve(game: SimpleNamespace) -> Scored:
+        if game.name == "b":
+            raise ModelError("m", "the model failed")
+        return Scored("won", True, {"task_type": game.kind, "actions": 3})
+
+    items = [(name, SimpleNamespace(name=name, kind="pick"), "won") for name in ("a", "b")]
+    with Run.create(tmp_path, command="test", config={}) as run:
+        rows = asyncio.run(run_items(run, items, solve, show_progress=False))
+    assert [(r["task_type"], r["correct"], bool(r["error"])) for r in rows] == [("pick", True, False),
+                                                                                 ("pick", False, True)]
+    metrics = games_bench.summarise(rows)
+    assert metrics["pick_success_rate"] == 50.0 and metrics["pick_games"] == 2 and "?_games" not in metrics

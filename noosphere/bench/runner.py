@@ -157,8 +157,9 @@ async def score_one(trace: Trace, item_id: str, item: Any, gold: Any, *, solve: 
         started_at, started = time.time(), time.perf_counter()
         error = None
         scored = await attempt(solve(item))  # a spent budget stops the run: the item stays to be scored
-        if isinstance(scored, Forfeit):
-            error, scored = str(scored), Scored(None, False, {})
+        if isinstance(scored, Forfeit):  # a game keeps its task type, so that the rates per type count it too
+            kind = getattr(item, "kind", None)
+            error, scored = str(scored), Scored(None, False, {"task_type": kind} if isinstance(kind, str) else {})
         row = {"id": item_id, "prediction": scored.prediction, "gold": gold, "correct": scored.correct,
                "calls": scope.calls, "tokens": scope.tokens, "prompt_tokens": scope.prompt_tokens,
                "reused_prompt_tokens": scope.reused_prompt_tokens, "seconds": round(time.perf_counter() - started, 3),
