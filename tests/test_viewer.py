@@ -104,6 +104,15 @@ def test_view_server_binds_loopback_and_serves_the_page() -> None:
         assert 'id="run-data"' in page and '"name":"workspace"' in page and '"name":"hostile"' in page
         with pytest.raises(urllib.error.HTTPError, match="404"):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/trace.jsonl", timeout=10)
+        # a site whose name was rebound to 127.0.0.1 (DNS rebinding) gets neither the page nor its live token
+        for name in ("rebound.attacker.example", "127.0.0.1.attacker.example"):
+            rebound = urllib.request.Request(f"http://127.0.0.1:{port}/", headers={"Host": f"{name}:{port}"})
+            with pytest.raises(urllib.error.HTTPError, match="421"):
+                urllib.request.urlopen(rebound, timeout=10)
+        for name in (f"localhost:{port}", f"127.0.0.1:{port}"):
+            named = urllib.request.Request(f"http://127.0.0.1:{port}/", headers={"Host": name})
+            with urllib.request.urlopen(named, timeout=10) as reply:
+                assert reply.status == 200
     finally:
         server.shutdown()
         server.server_close()
@@ -378,6 +387,19 @@ def test_hostile_content_is_shown_as_text_and_never_runs(view: Any) -> None:
     viewer.shot("hostile")
 
 
+def test_events_named_like_the_prototypes_members_are_listed_not_called(view: Any, tmp_path: Path) -> None:
+    """A trace is untrusted text: kinds `__proto__`, `valueOf` or `constructor` are events like any other."""
+    folder = tmp_path / "odd"
+    shutil.copytree(RUNS / "hostile", folder)
+    with (folder / "trace.jsonl").open("a") as trace:
+        for kind in ("__proto__", "valueOf", "constructor", "toString"):
+            trace.write(json.dumps({"kind": kind, "ts": 1795800000.0}) + "\n")
+    viewer = view(folder)
+    panel = viewer.tab("timeline")
+    assert panel.count() == 1 and panel.is_visible()
+    assert viewer.page.evaluate("typeof window.__pwned") == "undefined"
+
+
 def write_big_run(folder: Path) -> Path:
     """The 10,000-call CTM benchmark run that `benchmarks/viewer_load.py` times the page on."""
     spec = importlib.util.spec_from_file_location("viewer_load", Path(__file__).parent.parent / "benchmarks" /
@@ -515,3 +537,17 @@ def test_the_overview_shows_the_report_as_tables_and_plots(view: Any, tmp_path: 
     assert card(overview, "Metrics").locator("table.nested", has_text="won").count() == 1
     assert overview.locator("pre.json").count() == 0
     viewer.shot("overview-success-per-type")
+
+
+def test_the_live_view_reads_past_a_line_nested_too_deeply_and_counts_events_as_the_page_does(
+        tmp_path: Path) -> None:
+    from noosphere.viewer.live import LiveRun
+
+    (tmp_path / "trace.jsonl").write_text("".join(line + "\n" for line in (
+        json.dumps({"kind": "run_started", "ts": 1.0}), "[" * 100_000 + "]" * 100_000, '{"not": "an event"}',
+        json.dumps({"kind": "human_asked", "ts": 2.0, "question": "q1", "member": "alice", "prompt": "ok?",
+                    "fields": [], "timeout_s": 60}))))
+    live = LiveRun(tmp_path)
+    state = live.state()
+    assert [q["question"] for q in state["waiting"]] == ["q1"]
+    assert state["events"] == len(load_bundle(tmp_path)["events"]) == 2

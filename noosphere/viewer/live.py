@@ -52,10 +52,10 @@ class LiveRun:
         for line in data[:end].splitlines():
             try:
                 event = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # a line nested too deeply is a bad line too, not the end of reading
                 continue
-            if not isinstance(event, dict):
-                continue
+            if not isinstance(event, dict) or not isinstance(event.get("kind"), str):
+                continue  # counted as the page counts events: objects with a kind
             self.events += 1
             kind = event.get("kind")
             if kind == "human_asked" and isinstance(event.get("question"), str):

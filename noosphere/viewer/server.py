@@ -15,6 +15,7 @@ from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from noosphere.viewer.bundle import load_bundle
 from noosphere.viewer.live import LiveRun
@@ -24,6 +25,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 POLL_MS = 300
 MAX_ANSWER_BYTES = 256 * 1024
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 
 
 def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
@@ -34,6 +36,7 @@ def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
             load_bundle(folder)
     token = secrets.token_urlsafe(24)
     live = LiveRun(run_dir)
+    loopback = host.strip("[]") in LOOPBACK_NAMES or host.startswith("127.")
 
     class Handler(BaseHTTPRequestHandler):
         def _send(self, status: int, body: bytes, content_type: str) -> None:
@@ -51,7 +54,24 @@ def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
             """Sent by the page this server gave out (see `noosphere.viewer.live`)."""
             return secrets.compare_digest(self.headers.get("X-Noosphere-Token", ""), token)
 
+        def _named_right(self) -> bool:
+            """The request names this machine's loopback as its host: a page on a site whose name was rebound to
+            127.0.0.1 (DNS rebinding) would be same-origin with this one, and read the run and its token."""
+            if not loopback:  # served on another address at the user's word: any name that reaches it
+                return True
+            try:
+                name = urlsplit("//" + self.headers.get("Host", "")).hostname or ""
+            except ValueError:
+                name = ""
+            if name in LOOPBACK_NAMES:
+                return True
+            self._send(HTTPStatus.MISDIRECTED_REQUEST, b"this viewer answers to localhost or 127.0.0.1 only",
+                       "text/plain; charset=utf-8")
+            return False
+
         def do_GET(self) -> None:
+            if not self._named_right():
+                return
             path = self.path.split("?", 1)[0]
             if path == "/live":
                 if not self._ours():
@@ -66,6 +86,8 @@ def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
             self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
 
         def do_POST(self) -> None:
+            if not self._named_right():
+                return
             if self.path.split("?", 1)[0] != "/answer":
                 self.send_error(HTTPStatus.NOT_FOUND)
                 return

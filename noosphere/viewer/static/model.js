@@ -141,6 +141,6 @@ const DESCRIBE = {
 };
 
 function describe(event) {
-  const fn = DESCRIBE[event.kind];
+  const fn = Object.hasOwn(DESCRIBE, event.kind) ? DESCRIBE[event.kind] : null;  // "__proto__" is a kind too
   return fn ? fn(event) : short(fields(event), 100);
 }

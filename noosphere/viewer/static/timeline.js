@@ -25,7 +25,7 @@ function segments(events) {
   const steps = events.some((e) => e.kind.startsWith("ma_")) ? stepsOf(events) : null;
   let step;
   events.forEach((event, index) => {
-    let label = STARTS[event.kind] ? STARTS[event.kind](event) : null;
+    let label = Object.hasOwn(STARTS, event.kind) ? STARTS[event.kind](event) : null;  // not the prototype's
     if (steps && steps[index] !== undefined && steps[index] !== step) {
       step = steps[index];
       label = `step ${step}`;
