@@ -124,3 +124,22 @@ def test_a_society_member_of_another_model_is_opened_beside_the_run_s_with_its_o
                                         "settings": llm.settings, "deterministic": True})]
     member_models(opener, {"model": "scripted"}, llm)("local:another")
     assert "deterministic" not in asked[-1][1]
+
+
+def test_a_resume_refuses_a_setting_other_than_the_runs_own_and_takes_the_same_again(data: Path,
+                                                                                    tmp_path: Path) -> None:
+    """`--limit 3` on a run made with `--limit 1` was ignored silently; now it is refused, before the run reopens.
+    Repeating the run's own settings, or changing how it goes on (`--parallel`, `--budget`), is fine."""
+    models: list[Model] = []
+    code, _, err = invoke(gsm8k(data, tmp_path / "runs", "--limit", "1"), recording_opener(models))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    before = (run_dir / "result.json").read_text()
+    for changed, says in ((["--limit", "3"], "--limit 3 (the run has 1)"), (["--system", "society"], "--system")):
+        code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), *changed, "--no-cache", "--quiet"],
+                              recording_opener(models))
+        assert code == 2 and says in err and "keeps the settings it was made with" in err, err
+        assert (run_dir / "result.json").read_text() == before
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--limit", "1", "--data", str(data),
+                           "--parallel", "2", "--no-cache", "--quiet"], recording_opener(models))
+    assert code == 0, err

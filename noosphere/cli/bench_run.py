@@ -164,12 +164,58 @@ RUN_OPTION_TYPES: dict[str, Any] = {
 Command = TypeVar("Command", bound=Callable[..., Any])
 
 
+RESUME_TAKES = frozenset({"resume", "no_cache", "quiet", "budget", "parallel", "cluster", "workers", "replicas",
+                          "otel", "otel_content"})
+"""The options that may change how a resumed run goes on; every other keeps the value the run was made with."""
+
+
 def with_run_options(command: Command) -> Command:
     """A benchmark command with the shared run options: `command` takes its own options and `options: RunOptions`;
     the command typer sees takes its own options followed by every run option (`--model`, `--seed`, `--out`,
     `--resume`, `--no-cache`, `--budget`, `--quiet`, `--parallel`, `--deterministic`, `--cluster`, `--workers`,
-    `--replicas`), gathered into `options`. `benchmark_command` registers a command with them."""
-    return with_option_group(RunOptions, "options", RUN_OPTION_TYPES)(command)
+    `--replicas`), gathered into `options`. `benchmark_command` registers a command with them. With `--resume`,
+    an option given on the command line with another value than the run's own is refused (`RESUME_TAKES` aside)."""
+    grouped = with_option_group(RunOptions, "options", RUN_OPTION_TYPES)(command)
+
+    @functools.wraps(grouped)
+    def checked(context: typer.Context, **given: Any) -> Any:
+        if given.get("resume") is not None:
+            _refuse_other_settings(context, given["resume"], given)
+        return grouped(**given)
+
+    own = inspect.signature(grouped)
+    checked.__signature__ = own.replace(parameters=[  # type: ignore[attr-defined]
+        inspect.Parameter("context", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context),
+        *own.parameters.values()])
+    checked.__annotations__ = {"context": typer.Context, **grouped.__annotations__}
+    return checked  # type: ignore[return-value]
+
+
+def _refuse_other_settings(context: typer.Context, resume: Path, given: dict[str, Any]) -> None:
+    """A resumed run keeps its settings: `--limit 3` on a run made with `--limit 1` would be ignored, silently."""
+    try:
+        saved = Run.saved_config(resume)
+    except Exception:  # told by the resume itself, in its own words
+        return
+
+    def typed(name: str) -> bool:
+        source = context.get_parameter_source(name)
+        return source is not None and source.name == "COMMANDLINE"
+
+    differing = [f"--{name.replace('_', '-')} {value} (the run has {saved[name]})" for name, value in given.items()
+                 if name not in RESUME_TAKES and name in saved and typed(name)
+                 and not _same_setting(value, saved[name])]
+    if differing:
+        raise UsageError(f"{resume} keeps the settings it was made with, and {'; '.join(differing)}: resume it "
+                         "without them, or start a new run")
+
+
+def _same_setting(given: Any, saved: Any) -> bool:
+    if isinstance(given, Path):
+        return isinstance(saved, str) and given.resolve() == Path(saved).resolve()
+    if isinstance(given, list | tuple) and isinstance(saved, list | tuple):
+        return [str(v) for v in given] == [str(v) for v in saved]
+    return bool(given == saved or str(given) == str(saved))
 
 
 def benchmark_command(bench_app: typer.Typer, name: str) -> Callable[[Command], Command]:
