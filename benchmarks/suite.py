@@ -417,7 +417,7 @@ def measured(folder: Path) -> Measured | None:
     report_path = folder / "report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
     metrics, spent = report.get("metrics", {}), report.get("costs", {})
-    in_report = metrics.get("n", metrics.get("games"))
+    in_report = report.get("rows", metrics.get("n", metrics.get("games", metrics.get("episodes"))))
     reported = bool(report) and (in_report is None or in_report == len(items))
     if not reported:  # a run in progress rewrites its report when it stops; its rows say more now
         metrics = {**metrics, "accuracy": round(100 * sum(bool(r["correct"]) for r in items.values()) / len(items),

@@ -121,6 +121,12 @@ def test_the_summary_has_a_row_per_reported_run(suite: Any, tmp_path: Path, caps
     # a run in progress: accuracy and costs from its rows, not from its report
     assert rows[4].startswith(f"| monarchy-r1 | {run} | 2 (in progress; report: 0) | 100.0 | +1 / -0 of 2 | 4.0 "
                               "| 10.0 |")
+    # a report that says how many rows it covers is stale past them, whatever its metrics are called (BFCL's have
+    # no `n`, MiniWoB's count `episodes`)
+    (in_progress / "report.json").write_text(json.dumps({"rows": 1, "metrics": {"accuracy": 0.0}, "costs": {}}))
+    assert not suite.measured(in_progress).reported
+    (in_progress / "report.json").write_text(json.dumps({"rows": 2, "metrics": {"accuracy": 0.0}, "costs": {}}))
+    assert suite.measured(in_progress).reported
     # the second table: only the run whose rows record the members' answers
     assert rows[6].startswith("| run | folder | answer_accuracy | gold_among_answers |")
     assert rows[8:] == [f"| debate | {run} | 50.0 | 100.0 | 0.0 | 0 | 1 | 2 |"]

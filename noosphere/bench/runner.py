@@ -204,10 +204,12 @@ def _covered(spans: list[tuple[float, float]]) -> float:
     return total
 
 
-def write_report(run: Run, title: str, metrics: dict[str, Any], costs: dict[str, float]) -> dict[str, Any]:
-    """Write report.json and report.md into the run folder and return the report."""
+def write_report(run: Run, title: str, metrics: dict[str, Any], costs: dict[str, float], *,
+                 rows: int | None = None) -> dict[str, Any]:
+    """Write report.json and report.md into the run folder and return the report. `rows`: how many result rows it
+    covers (a later session's rows make it stale, whatever its metrics are called)."""
     report = {"benchmark": title, **{k: run.config.get(k) for k in ("system", "model", "ablation", "limit")},
-              "metrics": metrics, "costs": costs}
+              **({"rows": rows} if rows is not None else {}), "metrics": metrics, "costs": costs}
     write_atomically(run.directory / "report.json", json.dumps(report, indent=2) + "\n")
     lines = [f"# {title}", "", f"- system: {report['system']}", f"- model: {report['model']}"]
     if report.get("ablation"):

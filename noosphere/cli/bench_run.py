@@ -446,7 +446,7 @@ def _report(run: Run, benchmark: Benchmark, items: Items, stopped: str | None) -
     # where items carry a confidence: ECE, Brier, AUROC and reliability.png next to report.md
     calibration = calibrate_run(run.directory, rows, f"{title} · {system}" if system else title)
     metrics = {**benchmark.summarise(run.config, rows), **calibration.metrics}
-    report = write_report(run, title, metrics, averages(rows))
+    report = write_report(run, title, metrics, averages(rows), rows=len(rows))
     written = [*calibration.written,
                *(benchmark.artefacts(run.directory, rows) if benchmark.artefacts is not None else [])]
     run.finish({"report": report}, status=stopped.split()[0] if stopped else "ok")
