@@ -258,3 +258,8 @@ def test_the_planner_view_named_for_another_system_is_refused_even_as_the_defaul
     refused = cli([*args, "--system", "reflexion", "--planner-view", "team", "--out", str(tmp_path / "refused")])
     assert refused.code == 2 and "--planner-view is the meta-agent's" in refused.err, refused
     assert not (tmp_path / "refused").exists()
+    graph = tmp_path / "graph.yaml"
+    graph.write_text("edges: {}\n")
+    refused = cli([*args, "--system", "react", "--graph", str(graph), "--out", str(tmp_path / "refused")])
+    assert refused.code == 2 and "--graph is the meta-agent's transition graph" in refused.err, refused
+    assert not (tmp_path / "refused").exists()

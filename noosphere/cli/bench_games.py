@@ -92,6 +92,8 @@ class GameOptions:
             raise UsageError(f"--margin is the judge's (react-scored, or metaagent --judge); --system {self.system} "
                              "has no judge here")
         if self.graph is not None:
+            if self.system != "metaagent":
+                raise UsageError(f"--graph is the meta-agent's transition graph; --system {self.system} has none")
             config["graph"] = games_bench.load_graph(self.graph, self.memory).to_data()
         return config
 

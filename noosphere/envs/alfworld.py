@@ -20,7 +20,7 @@ from noosphere.datafiles import read_json
 from noosphere.envs.demonstration import demonstration, with_demonstration
 from noosphere.envs.gamefiles import check_pddl_game
 from noosphere.envs.textgame import TextGame
-from noosphere.errors import MissingDependencyError, UsageError
+from noosphere.errors import DataError, MissingDependencyError, UsageError
 
 TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
               "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place")
@@ -130,7 +130,12 @@ def check_games(root: Path | None = None, *, split: str = "valid_seen", per_type
     files = game_files(root, split=split)
     require_alfworld()
     played, kept_back = chosen_games(files, per_type=per_type, demo=demo)
-    for path in [*played, *kept_back.values()]:
+    chosen = [*played, *kept_back.values()]
+    for path in chosen:
+        if path.read_bytes()[:3] == b"\xef\xbb\xbf":  # our reader takes it; TextWorld's, mid-run, would not
+            raise DataError(f"starts with a UTF-8 byte-order mark, which ALFWorld's loader cannot read; expected "
+                            f"{EXPECTED} (save it without the mark)", source=str(path))
+    for path in chosen:
         game = read_json(path, GAME_FILE, expected=EXPECTED)
         check_pddl_game(path, game.pddl_domain, game.pddl_problem, game.grammar)
 
