@@ -203,3 +203,39 @@ async def test_motor_picks_only_admissible_actions() -> None:
     action = await motor.act("find the apple", ["go to fridge 1", "open drawer 2"], goal="put an apple on the table")
     assert action.action == "go to fridge 1"
     assert backend.history[0].json_schema["properties"]["action"]["enum"] == ["go to fridge 1", "open drawer 2"]
+
+
+async def test_http_tool_bounds_the_whole_exchange_in_time_and_what_it_reads() -> None:
+    """httpx's timeouts are per phase: a server that drips a byte at a time passed them; a huge body was read
+    whole before the 4,000 characters the model sees were cut from it."""
+    import asyncio
+
+    import httpx
+
+    from noosphere.tools import HttpTool
+    from noosphere.tools.base import MAX_RESPONSE_BYTES
+
+    sent = {"bytes": 0}
+
+    class Drip(httpx.AsyncByteStream):
+        async def __aiter__(self):  # type: ignore[override]
+            for _ in range(100):
+                await asyncio.sleep(0.05)
+                yield b"x"
+
+    class Flood(httpx.AsyncByteStream):
+        async def __aiter__(self):  # type: ignore[override]
+            for _ in range(1000):
+                sent["bytes"] += 65536
+                yield b"y" * 65536
+
+    def tool(stream: httpx.AsyncByteStream) -> HttpTool:
+        return HttpTool("t", "t", "http://127.0.0.1/t", {"type": "object", "properties": {}}, timeout_s=0.5,
+                        transport=httpx.MockTransport(lambda request: httpx.Response(200, stream=stream)))
+
+    started = asyncio.get_running_loop().time()
+    slow = await tool(Drip()).call({})
+    assert not slow.ok and "timed out after 0.5s" in slow.output
+    assert asyncio.get_running_loop().time() - started < 2.0
+    big = await tool(Flood()).call({})
+    assert big.ok and len(big.output) == 4000 and sent["bytes"] <= MAX_RESPONSE_BYTES + 65536

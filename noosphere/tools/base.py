@@ -70,6 +70,10 @@ class FunctionTool:
         return ToolResult(True, str(value))
 
 
+MAX_RESPONSE_BYTES = 64 * 1024
+"""What HttpTool reads of a response at most: the model is shown its first 4,000 characters."""
+
+
 class HttpTool:
     """Calls an HTTP API: GET with the arguments as query parameters, or POST with them as JSON."""
 
@@ -93,14 +97,20 @@ class HttpTool:
                                      f"({', '.join(sorted(declared)) or 'none'})")
         if self.method == "GET" and (clash := sorted(set(arguments) & fixed)):
             return ToolResult(False, f"invalid arguments: {', '.join(clash)} is set by the tool itself")
-        try:
-            async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport) as client:
-                if self.method == "GET":
-                    url = httpx.URL(self.url).copy_merge_params(arguments)  # `params=` would drop the URL's own
-                    response = await client.get(url, headers=self._headers)
-                else:
-                    response = await client.request(self.method, self.url, json=arguments, headers=self._headers)
+        get = self.method == "GET"
+        url = httpx.URL(self.url).copy_merge_params(arguments) if get else self.url  # `params=` drops the URL's own
+        body = bytearray()
+        try:  # the whole exchange within timeout_s (httpx's timeouts are per phase: a slow drip passes them)
+            async with asyncio.timeout(self.timeout_s), \
+                    httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport) as client, \
+                    client.stream(self.method, url, json=None if get else arguments, headers=self._headers) as response:
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) >= MAX_RESPONSE_BYTES:  # what the model is shown is cut far shorter anyway
+                        break
+        except TimeoutError:
+            return ToolResult(False, f"timed out after {self.timeout_s}s")
         except httpx.HTTPError as exc:
             return ToolResult(False, f"{type(exc).__name__}: {exc}")
-        text = response.text[:4000]
+        text = body.decode(response.encoding or "utf-8", errors="replace")[:4000]
         return ToolResult(response.is_success, text if response.is_success else f"HTTP {response.status_code}: {text}")
