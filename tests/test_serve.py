@@ -268,6 +268,8 @@ def assert_error(response: httpx.Response, status: int, *, code: str | None = No
     ({"model": "noosphere-base", "messages": [{"role": "wizard", "content": "hi"}]}, "messages.0.role", "user"),
     ({"model": "noosphere-base", "messages": QUESTION, "temperature": 7}, "temperature", "less than"),
     ({"model": "noosphere-base", "messages": QUESTION, "n": 3}, "n", "n must be 1"),
+    ({"model": "noosphere-base", "messages": QUESTION, "stream_options": {"include_usage": True}}, "stream_options",
+     "only allowed when stream is true"),
     ({"model": "noosphere-base", "messages": QUESTION, "tools": [{"type": "function"}]}, "tools", "not served"),
     ({"model": "noosphere-base", "messages": [*QUESTION, {"role": "assistant", "content": "4"}]}, "messages.1",
      "last message"),

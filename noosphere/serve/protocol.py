@@ -139,6 +139,8 @@ class ChatRequest(BaseModel):
         if self.logprobs:
             raise Refused(400, "logprobs are not served: the answer comes from a whole run, not from one sampling",
                           param="logprobs")
+        if self.stream_options is not None and not self.stream:  # as OpenAI's API answers it
+            raise Refused(400, "stream_options is only allowed when stream is true", param="stream_options")
         schema = self.response_format.schema_wanted() if self.response_format is not None else None
         if schema is not None:
             where = "response_format.json_schema.schema"
