@@ -378,9 +378,15 @@ async def test_a_payload_is_lost_only_with_the_last_worker(ray_cluster: Any) -> 
                 ray_cluster.kill(handle, no_restart=True)
             assert [answer for _, answer in await asyncio.gather(*(pool.submit(n) for n in range(4)))] == [0, 1, 2, 3]
             ray_cluster.kill(pool.actors[2], no_restart=True)
+            for _ in range(100):  # a kill takes effect a moment later: until then the worker still answers
+                try:
+                    ray_cluster.get(pool.actors[2].ready.remote(), timeout=5)
+                except ray_cluster.exceptions.RayActorError:
+                    break
+                await asyncio.sleep(0.05)
             outcomes = await asyncio.wait_for(asyncio.gather(*(pool.submit(n) for n in range(3)),
                                                              return_exceptions=True), 60)
-            assert all(isinstance(outcome, WorkerLostError) for outcome in outcomes)
+            assert all(isinstance(outcome, WorkerLostError) for outcome in outcomes), outcomes
 
 
 class _Strict(BaseModel):
