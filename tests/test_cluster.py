@@ -92,6 +92,11 @@ def function_processors(indices: range) -> list[FunctionProcessor]:
     return [FunctionProcessor(f"p{i}", partial(bid_of, i)) for i in indices]
 
 
+def stm() -> ShortTermMemory:
+    """A short-term memory that is never sure: every run goes on to its last iteration."""
+    return ShortTermMemory(Model(ScriptedBackend(lambda request: {"answer": "not sure", "confidence": 0.1})))
+
+
 def echo_setup() -> Any:
     """A worker's work: the payload back."""
     async def echo(payload: Any) -> Any:
@@ -312,9 +317,6 @@ async def test_a_sharded_workspace_picks_the_one_process_winners_and_broadcasts_
     from noosphere.cluster import joined
     from noosphere.cluster.shards import ShardedWorkspace
 
-    def stm() -> ShortTermMemory:
-        return ShortTermMemory(Model(ScriptedBackend(lambda request: {"answer": "not sure", "confidence": 0.1})))
-
     count = 37
     with joined("local") as cluster:
         async with ShardedWorkspace(cluster, function_processors, count, shards=2, stm=stm()) as sharded:
@@ -335,9 +337,6 @@ async def test_a_sharded_workspace_starts_each_run_afresh_and_honours_no_ltm_as_
         ray_cluster: Any) -> None:
     from noosphere.cluster import joined
     from noosphere.cluster.shards import ShardedWorkspace
-
-    def stm() -> ShortTermMemory:
-        return ShortTermMemory(Model(ScriptedBackend(lambda request: {"answer": "not sure", "confidence": 0.1})))
 
     count = 14
     with joined("local") as cluster:
