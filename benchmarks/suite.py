@@ -169,7 +169,12 @@ def _textworld() -> tuple[Config, ...]:
             # the planner asked ReAct's step word for word, the team's memory, idea and focus note before it (stop 44)
             *(Config(f"metaagent-{memory}-percept", ("--system", "metaagent", "--memory", memory, "--planner-view",
                                                      "percept", *games), n, in_order=memory != "none")
-              for memory in ("none", "episodic", "conceptual", "both")))
+              for memory in ("none", "episodic", "conceptual", "both")),
+            # what is recalled read by the planner alone, episodes without their belief states (stop 48): with the
+            # paper's view, recalled episodes' endings and objects came into new games' beliefs and moves (stop 47)
+            Config("metaagent-both-percept-planner", ("--system", "metaagent", "--memory", "both", "--planner-view",
+                                                      "percept", "--recall-view", "planner", *games), n,
+                   in_order=True))
 
 
 def _textworld_tiers() -> tuple[Config, ...]:

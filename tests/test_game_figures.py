@@ -172,7 +172,8 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                "metaagent-episodic", "metaagent-conceptual", "metaagent-both",
                                                "metaagent-none-judged", "metaagent-both-judged",
                                                *(f"metaagent-{memory}-percept"
-                                                 for memory in ("none", "episodic", "conceptual", "both"))]
+                                                 for memory in ("none", "episodic", "conceptual", "both")),
+                                               "metaagent-both-percept-planner"]
     assert [c.name for c in table.configs if "--judge" in c.args] == ["metaagent-none-judged", "metaagent-both-judged"]
     margins = {c.name: c.args[c.args.index("--margin") + 1] for c in table.configs if "--margin" in c.args}
     assert margins == {"react-scored": "0.05", "react-scored-nomargin": "0", "react-scored-heldout": "0.05"}
@@ -185,8 +186,12 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
     assert [c.name for c in table.configs if c.in_order] == ["metaagent-episodic", "metaagent-conceptual",
                                                              "metaagent-both", "metaagent-both-judged",
                                                              *(f"metaagent-{memory}-percept"
-                                                               for memory in ("episodic", "conceptual", "both"))]
+                                                               for memory in ("episodic", "conceptual", "both")),
+                                                             "metaagent-both-percept-planner"]
     assert all(c.args[c.args.index("--planner-view") + 1] == "percept" for c in table.configs if "percept" in c.name)
+    recall_views = {c.name: c.args[c.args.index("--recall-view") + 1]
+                    for c in table.configs if "--recall-view" in c.args}
+    assert recall_views == {"metaagent-both-percept-planner": "planner"}
     assert table.memory_pair == ("metaagent-none-percept", "metaagent-both-percept")  # the view that wins games
     assert [c.name for c in suite.SUITES["textworld-tiers"].configs][:3] == ["tier1-react", "tier1-reflexion",
                                                                              "tier1-metaagent"]

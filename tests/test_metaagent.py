@@ -16,6 +16,7 @@ from noosphere.errors import ConfigError, UnknownNameError
 from noosphere.memory import HashingEmbedder, MemoryStore
 from noosphere.metaagent import (
     DEFAULT_GRAPH,
+    RECALL_VIEWS,
     MemorySettings,
     MetaAgent,
     TransitionGraph,
@@ -23,6 +24,7 @@ from noosphere.metaagent import (
     react,
     reflexion,
 )
+from noosphere.metaagent.agents import PLANNER_VIEWS
 from noosphere.metaagent.cost import StepCost
 from noosphere.metaagent.prompts import TEAM, planner_on_percept
 from noosphere.metaagent.state import EpisodeState
@@ -283,6 +285,27 @@ def test_memory_stores_the_episode_and_a_rule_after_a_win_and_recalls_them_next_
     assert retrieved["episodic"] == ["Your task is to: take the key."]
     assert retrieved["conceptual"] == store.concepts()
     assert "Search the neighbouring room" in backend.history[0].messages[-1].content
+
+
+def test_the_planner_recall_view_keeps_memory_out_of_the_belief_and_episodes_without_beliefs(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path)
+    model, _, _ = scripted(by_role(winning_script()))
+    asyncio.run(MetaAgent(model, memory=MemorySettings(store, embedder=HashingEmbedder())).play(TwoRooms()))
+    assert all(step.belief for step in store.episodes()[0].steps)
+    for view in RECALL_VIEWS:
+        memory = MemorySettings(store, k=1, embedder=HashingEmbedder(), view=view)
+        for planner_view in PLANNER_VIEWS:
+            model, backend, _ = scripted(by_role(winning_script()))
+            assert asyncio.run(MetaAgent(model, memory=memory, planner_view=planner_view).play(TwoRooms())).won
+            conscious = next(r for r in backend.history if r.agent.startswith("conscious")).messages[-1].content
+            planning = next(r for r in backend.history if r.agent.startswith("planning"))
+            planner = "\n".join(m.content for m in planning.messages)
+            assert "take key" in planner and "Search the neighbouring room" in planner  # the episode and the rule
+            assert ("Episode 1:" in conscious) == (view == "team")
+            assert ("     belief: " in planner) == (view == "team")  # the old beliefs are the paper's view's alone
+            assert ("their rooms and objects are not in this one" in planner) == (view == "planner")
+    with pytest.raises(UnknownNameError, match="recall view"):
+        MemorySettings(store, view="everyone")  # type: ignore[arg-type]
 
 
 def test_without_memory_the_orchestrator_is_not_offered_the_memory_agents() -> None:

@@ -246,7 +246,10 @@ def test_the_planner_view_reaches_the_meta_agent_and_is_refused_elsewhere(tmp_pa
     args = ["bench", "textworld", "--challenges", "treasure_hunter", "--per-challenge", "1", "--max-actions", "2",
             "--games-dir", str(tmp_path / "games"), "--model", "scripted", "--no-cache", "--quiet"]
     for extra, said in ((["--system", "react", "--planner-view", "percept"], "--planner-view is the meta-agent's"),
-                        (["--planner-view", "belief"], "unknown planner view 'belief'. Known: percept, team")):
+                        (["--planner-view", "belief"], "unknown planner view 'belief'. Known: percept, team"),
+                        (["--memory", "none", "--recall-view", "planner"], "--recall-view is the meta-agent's with"),
+                        (["--system", "react", "--recall-view", "team"], "--recall-view is the meta-agent's with"),
+                        (["--recall-view", "all"], "unknown recall view 'all'. Known: planner, team")):
         refused = cli([*args, *extra, "--out", str(tmp_path / "refused")])
         assert refused.code == 2 and said in refused.err, refused
         assert not (tmp_path / "refused").exists()

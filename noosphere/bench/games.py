@@ -60,7 +60,8 @@ def player(model: Model, config: dict[str, Any], memory_folder: Path):  # type: 
     memory = None
     if episodic or conceptual:
         memory = MemorySettings(MemoryStore(memory_folder), episodic=episodic, conceptual=conceptual,
-                                method=config["retrieve"], k=config["k"], embedder=default_embedder())
+                                method=config["retrieve"], k=config["k"], embedder=default_embedder(),
+                                view=config.get("recall_view", "team"))
     graph = TransitionGraph.from_data(config["graph"]) if config.get("graph") else DEFAULT_GRAPH
     judge = ScoredDecision(config.get("candidates", 3), config["margin"]) if config.get("judge") else None
     agent = MetaAgent(model, graph=graph, memory=memory, max_actions=max_actions, seed=config["seed"], judge=judge,

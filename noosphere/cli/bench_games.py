@@ -30,6 +30,7 @@ from noosphere.envs.textworld_games import CHALLENGES
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.metaagent.agents import PLANNER_VIEWS
+from noosphere.metaagent.recollection import RECALL_VIEWS
 from noosphere.metaagent.scored import DEFAULT_MARGIN
 from noosphere.runs import Run
 
@@ -50,6 +51,10 @@ JudgeOption = Annotated[bool, typer.Option(
 PlannerViewOption = Annotated[str | None, typer.Option(
     help="metaagent: what the planning agent reads: team (the belief state, its last plan and the percept, as the "
          "paper has it; the default) or percept (ReAct's step, with the team's memory, idea and focus note)")]
+RecallViewOption = Annotated[str | None, typer.Option(
+    help="metaagent with memory: who reads what is recalled: team (every agent, each episode with its belief "
+         "states, as the paper has it; the default) or planner (the planner alone, each episode as the actions "
+         "taken and what the game answered)")]
 CreateOnlyOption = Annotated[bool, typer.Option(
     help="write the run folder and stop: score it later with --resume, or beside others with `bench together`")]
 
@@ -67,6 +72,7 @@ class GameOptions:
     margin: MarginOption = None
     judge: JudgeOption = False
     planner_view: PlannerViewOption = None
+    recall_view: RecallViewOption = None
     create_only: CreateOnlyOption = False
 
     def config(self, limit: int | None, run: RunOptions) -> dict[str, Any]:
@@ -86,6 +92,13 @@ class GameOptions:
             if self.system != "metaagent":
                 raise UsageError(f"--planner-view is the meta-agent's; --system {self.system} has no planner")
             config["planner_view"] = self.planner_view
+        if self.recall_view is not None:
+            if self.recall_view not in RECALL_VIEWS:
+                raise UnknownNameError("recall view", self.recall_view, RECALL_VIEWS)
+            if self.system != "metaagent" or self.memory == "none":
+                raise UsageError("--recall-view is the meta-agent's with memory; "
+                                 f"--system {self.system} --memory {self.memory} recalls nothing")
+            config["recall_view"] = self.recall_view
         if self.system == "react-scored" or self.judge:
             config["margin"] = DEFAULT_MARGIN if self.margin is None else self.margin
         elif self.margin is not None:

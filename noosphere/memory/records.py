@@ -19,8 +19,9 @@ class EpisodeStep:
         did = f"{self.action} -> " if self.action else "(start) "
         return f"{self.t}. {did}{' '.join(self.observation.split())[:limit]}"
 
-    def render(self) -> str:
-        belief = f"\n     belief: {self.belief[:200]}" if self.belief else ""
+    def render(self, beliefs: bool = True) -> str:
+        """The step as a recalled episode shows it: what was done and seen, and (with `beliefs`) what was believed."""
+        belief = f"\n     belief: {self.belief[:200]}" if beliefs and self.belief else ""
         return f"  {self.line(160)}{belief}"
 
 
@@ -37,15 +38,16 @@ class Episode:
     def actions(self) -> int:
         return sum(1 for step in self.steps if step.action)
 
-    def render(self, max_chars: int = 1500) -> str:
-        """The episode as a prompt sees it: task, outcome, then each step's action, result and belief.
+    def render(self, max_chars: int = 1500, beliefs: bool = True) -> str:
+        """The episode as a prompt sees it: task, outcome, then each step's action, result and (with `beliefs`)
+        the belief written after it.
 
         Within `max_chars`: a long episode keeps its opening steps and its last ones (how it ended)
         and says how many it left out between, so that k recalled episodes fit any context window.
         """
         header = (f"Episode {self.id}: {self.task} ({'solved' if self.won else 'not solved'} in "
                   f"{self.actions} actions)")
-        blocks = [step.render() for step in self.steps]
+        blocks = [step.render(beliefs) for step in self.steps]
         room = max_chars - len(header) - 40
         head: list[str] = []
         tail: list[str] = []

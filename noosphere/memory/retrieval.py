@@ -22,15 +22,16 @@ class Recall:
     episodes: tuple[Episode, ...]
     concepts: tuple[ConceptCluster, ...]
 
-    def render(self, max_chars: int = 6000) -> str:
-        """Rules first (short, most supported first), then the episodes sharing what room is left."""
+    def render(self, max_chars: int = 6000, *, beliefs: bool = True, episodes_title: str = "Earlier episodes") -> str:
+        """Rules first (short, most supported first), then the episodes sharing what room is left, under
+        `episodes_title`; without `beliefs`, an episode is what was done and what the world answered."""
         parts = []
         if self.concepts:
             parts.append("Rules learned from earlier tasks (most supported first):\n" + "\n".join(
                 f"- {c.representative[:300]} (from {c.size} lessons)" for c in self.concepts[:12]))
         if self.episodes:
             share = max(200, (max_chars - sum(map(len, parts))) // len(self.episodes))
-            parts.append("Earlier episodes:\n" + "\n\n".join(e.render(share) for e in self.episodes))
+            parts.append(f"{episodes_title}:\n" + "\n\n".join(e.render(share, beliefs) for e in self.episodes))
         return "\n\n".join(parts)
 
 

@@ -57,7 +57,7 @@ def team(state: EpisodeState) -> Message:
 
 def briefed(state: EpisodeState, node: str, question: str) -> list[Message]:
     """The messages for one agent's turn: the team's prompt, the shared context, then its role and question."""
-    return [team(state), Message.user(f"{state.context()}\n\n{ROLES[node]}\n{question}")]
+    return [team(state), Message.user(f"{state.context(planner=node == 'planning')}\n\n{ROLES[node]}\n{question}")]
 
 
 def belief_question(state: EpisodeState) -> str:

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Literal
 
+from noosphere.errors import UnknownNameError
 from noosphere.memory import Embedder, Episode, MemoryStore, default_embedder, recall, sleep
 from noosphere.metaagent.events import MemoryRetrieved
 from noosphere.metaagent.state import EpisodeState
 from noosphere.trace import Trace
+
+RecallView = Literal["team", "planner"]
+RECALL_VIEWS: tuple[RecallView, ...] = ("team", "planner")
+OTHER_GAMES = ("Earlier games, each in another world: their rooms and objects are not in this one. What was done, "
+               "and what the game answered")
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,15 @@ class MemorySettings:
     k: int = 4
     embedder: Embedder = field(default_factory=default_embedder)
     """Clusters the rules at each sleep and ranks episodes for relevance retrieval."""
+    view: RecallView = "team"
+    """Who reads what is recalled. `team` (the paper): every agent's context, each episode with the belief states
+    written during it. `planner`: the planner alone, each episode as the actions taken and what the game answered.
+    With `team`, the 1.5B's belief writer copied a recalled episode's ending into the new game's belief ("You
+    scored 1 out of 1") before any action, and its planner took the recalled game's moves (TextWorld, stop 47)."""
+
+    def __post_init__(self) -> None:
+        if self.view not in RECALL_VIEWS:
+            raise UnknownNameError("recall view", self.view, RECALL_VIEWS)
 
     @property
     def active(self) -> bool:
@@ -40,7 +56,9 @@ class MemorySettings:
         rng = random.Random(f"{seed}:{game}:{state.t}:{query is not None}")
         found = recall(self.store, query or state.task, k=self.k, method=self.method, rng=rng,
                        embedder=self.embedder, episodic=self.episodic, conceptual=self.conceptual)
-        state.recall = found.render()
+        shared = self.view == "team"
+        state.recall = found.render() if shared else found.render(beliefs=False, episodes_title=OTHER_GAMES)
+        state.recall_shared = shared
         if self.episodic:
             trace.emit(MemoryRetrieved(step=state.t, memory="episodic", method=self.method,
                                        items=[e.task for e in found.episodes]))

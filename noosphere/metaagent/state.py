@@ -35,6 +35,8 @@ class EpisodeState:
     idea: str = ""
     focus_note: str = ""
     recall: str = ""
+    recall_shared: bool = True
+    """The recalled memory is in every agent's context (the paper); False: the planner's alone (`RecallView`)."""
     pending_action: str | None = None
     rules: list[str] = field(default_factory=list)
     steps: list[EpisodeStep] = field(default_factory=list)
@@ -76,7 +78,7 @@ class EpisodeState:
                 f"Admissible actions: {actions}\nCurrent observation: {self.observation}\n"
                 f"Actions taken: {self.t}.")
 
-    def context(self) -> str:
+    def context(self, planner: bool = False) -> str:
         """Everything an agent may use: the percept plus what the other agents have written.
 
         What stays the same all game (the task, the recalled memory) comes first, so that consecutive
@@ -84,8 +86,10 @@ class EpisodeState:
         percept, dated: last before the question, a small model copied it instead of updating it with the
         action's result (a belief that stayed one room behind, seen on TextWorld). The price: the agent
         after the conscious one evaluates the percept again, once per step (measured: about 400 tokens).
+        The memory is left out unless it is shared or this is the `planner`'s context.
         """
-        parts = [self.task] + ([f"Memory: {self.recall}"] if self.recall else [])
+        memory = self.recall and (self.recall_shared or planner)
+        parts = [self.task] + ([f"Memory: {self.recall}"] if memory else [])
         if self.belief:
             parts.append(f"Belief state at timestep {self.belief_at}: {self.belief}")
         parts.append(self.percept(with_task=False))
