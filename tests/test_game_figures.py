@@ -287,3 +287,31 @@ def test_the_viewer_draws_outcomes_and_sets_memory_off_and_on_side_by_side(tmp_p
             viewer.close()
         finally:
             browser.close()
+
+
+def test_the_recall_probe_rebuilds_the_memory_each_game_started_with_and_shows_it_five_ways(tmp_path: Path) -> None:
+    import random
+
+    from noosphere.memory import Episode, EpisodeStep, HashingEmbedder, MemoryStore, recall, sleep
+
+    probe = script("recall_probe")
+    source = MemoryStore(tmp_path / "run")
+    played = ["g0", "g1", "g2"]
+    for game, won in (("g0", True), ("g1", False)):
+        steps = (EpisodeStep(0, "", "You are in a hall."), EpisodeStep(1, "go east", "-= Den =-", "At: den."))
+        rules = [f"A rule taught by {game} alone: search the neighbouring room first."]
+        source.add_game(Episode(f"task of {game}", "fetch", game, steps, won), rules, game)
+    first = probe.memory_before(source.folder, "g0", played, tmp_path / "m0")
+    third = probe.memory_before(source.folder, "g2", played, tmp_path / "m2")
+    assert not first.episodes() and not first.concepts()
+    assert [e.game for e in third.episodes()] == ["g0", "g1"] and len(third.concepts()) == 2
+    sleep(third, HashingEmbedder())
+    found = recall(third, "", k=4, method="random", rng=random.Random(0), embedder=HashingEmbedder())
+    shown = {view: probe.shown(view, found) for view in probe.VIEWS}
+    assert shown["none"] == "" and "rule taught by g0" in shown["rules"] and "Episode" not in shown["rules"]
+    assert "belief: At: den." in shown["team"] and "belief:" not in shown["planner"]
+    assert "not in this one" in shown["planner"] and "-= Den =-" in shown["planner"]
+    assert "- task of g0 (solved in 1 actions): go east" in shown["actions"] and "-= Den =-" not in shown["actions"]
+    rows = [{"game": "g1", "view": view, "action": "go east", "expert_first": "go east", "first_right": view != "team"}
+            for view in ("none", "team")]
+    assert probe.table(rows, ["none", "team"]).splitlines()[-1] == "| expert's first action taken | | 1 of 1 | 0 of 1 |"

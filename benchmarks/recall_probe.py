@@ -1,0 +1,167 @@
+"""How each way of showing recalled memory moves the meta-agent's planner on a game's first decision.
+
+On TextWorld (stop 47) the meta-agent with memory lost games the one without memory won in one action: on
+treasure_hunter-0 both took `take passkey`, or would have, and the run with memory examined the passkey for
+40 actions. This probe asks one question per game, cheaply: given the memory a run had when the game started,
+which action does the planner (the `percept` view, ReAct's step plus the memory) choose first, under each
+way of showing that memory, and is it the first action of the game's expert plan?
+
+The memory at the start of game i is rebuilt from a finished run's memory folder (`--memory`): the episodes
+and rules of the games it played before game i, recalled exactly as the run recalled them (k episodes at
+random, seeded by the run's seed and the game), then shown
+
+- `none`: no memory (the planner is asked ReAct's step word for word);
+- `rules`: the learned rules alone;
+- `team`: the paper's view, each episode with the belief states written during it;
+- `planner`: each episode as the actions taken and what the game answered, under a title saying they are other
+  worlds (`--recall-view planner`);
+- `actions`: each episode as its task, outcome and the actions alone, one line.
+
+It writes one JSON row per game and view to `--out` (appended; a resumed probe skips what is there), then a table.
+The call cache makes a decision the runs already made free.
+
+    python benchmarks/recall_probe.py --memory RUN/memory --out benchmarks/results/textworld/recall_probe.jsonl
+                                      [--views none,rules,team,planner,actions] [--games 12] [--model ID]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from noosphere.llm import Settings
+from noosphere.llm.cache import CallCache
+from noosphere.llm.registry import DEFAULT_MODEL, open_model
+from noosphere.llm.weights import default_cache_dir
+from noosphere.memory import Episode, EpisodeStep, MemoryStore, Recall, default_embedder, recall, sleep
+from noosphere.metaagent.forms import step_form
+from noosphere.metaagent.prompts import planner_on_percept
+from noosphere.metaagent.recollection import OTHER_GAMES
+from noosphere.metaagent.state import EpisodeState
+
+VIEWS = ("none", "rules", "team", "planner", "actions")
+
+
+def actions_only(found: Recall) -> str:
+    """Rules as the run shows them, then each episode on one line: task, outcome, the actions in order."""
+    rules = Recall((), found.concepts).render()
+    lines = [f"- {e.task} ({'solved' if e.won else 'not solved'} in {e.actions} actions): "
+             + ", ".join(step.action for step in e.steps if step.action) for e in found.episodes]
+    episodes = "Earlier games, each in another world, and the actions taken in them:\n" + "\n".join(lines)
+    return "\n\n".join(part for part in (rules, episodes if lines else "") if part)
+
+
+def shown(view: str, found: Recall) -> str:
+    if view == "none":
+        return ""
+    if view == "rules":
+        return Recall((), found.concepts).render()
+    if view == "team":
+        return found.render()
+    if view == "planner":
+        return found.render(beliefs=False, episodes_title=OTHER_GAMES)
+    return actions_only(found)
+
+
+def memory_before(source: Path, game: str, played: list[str], folder: Path) -> MemoryStore:
+    """A memory holding what `source` held from the games played before `game` (in `played` order)."""
+    before = set(played[: played.index(game)])
+    db = sqlite3.connect(f"file:{source / 'memory.sqlite'}?mode=ro", uri=True)
+    episodes = db.execute("SELECT task, kind, game, won, steps FROM episodes ORDER BY id").fetchall()
+    concepts = db.execute("SELECT text, source FROM concepts ORDER BY id").fetchall()
+    db.close()
+    store = MemoryStore(folder)
+    for task, kind, name, won, steps in episodes:
+        if name in before:
+            store.add_episode(Episode(task, kind, name, tuple(EpisodeStep(*s) for s in json.loads(steps)), bool(won)))
+    for text, name in concepts:
+        if name in before:
+            store.add_concept(text, name)
+    return store
+
+
+async def probe(args: argparse.Namespace) -> None:
+    from noosphere.envs import textworld_games
+
+    games = textworld_games(Path.home() / ".cache" / "noosphere" / "textworld", tier=1, per_challenge=3,
+                            challenges=("coin_collector", "treasure_hunter", "cooking", "custom"), max_steps=40)
+    games = games[: args.games]
+    played = [g.name for g in games]
+    done = set()
+    if args.out.exists():
+        done = {(r["game"], r["view"]) for r in map(json.loads, args.out.read_text().splitlines()) if r}
+    model = open_model(args.model, cache=CallCache(default_cache_dir() / "calls.sqlite"),
+                       settings=Settings(seed=args.seed, max_tokens=400))
+    embedder = default_embedder()
+    views = [v for v in args.views.split(",") if v]
+    for game in games:
+        if all((game.name, v) in done for v in views):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            store = memory_before(args.memory, game.name, played, Path(tmp))
+            sleep(store, embedder)
+            rng = random.Random(f"{args.seed}:{game.name}:0:False")  # as `MemorySettings.recall_into` seeds it
+            found = recall(store, "", k=args.k, method="random", rng=rng, embedder=embedder)
+        start = game.reset()
+        expert = list(game.expert_actions())
+        jobs = []
+        for view in views:
+            if (game.name, view) in done:
+                continue
+            state = EpisodeState(start.task, start.observation, start.admissible, start.guide)
+            state.recall = shown(view, found)
+            jobs.append((view, state))
+        replies = await asyncio.gather(*(model.complete(planner_on_percept(s), output=step_form(s.admissible),
+                                                        agent="planning+motor", format_at="system")
+                                         for _, s in jobs))
+        with args.out.open("a") as out:
+            for (view, state), reply in zip(jobs, replies, strict=True):
+                action = reply.output.action
+                row = {"game": game.name, "view": view, "action": action, "expert_first": expert[0],
+                       "first_right": action == expert[0], "in_plan": action in expert,
+                       "episodes": len(found.episodes), "memory_chars": len(state.recall)}
+                out.write(json.dumps(row) + "\n")
+                print(json.dumps(row), flush=True)
+
+
+def table(rows: list[dict[str, Any]], views: list[str]) -> str:
+    games = list(dict.fromkeys(r["game"] for r in rows))
+    cell = {(r["game"], r["view"]): r for r in rows}
+    lines = ["| game | expert's first | " + " | ".join(views) + " |", "|---|---|" + "---|" * len(views)]
+    for game in games:
+        first = next(r["expert_first"] for r in rows if r["game"] == game)
+        marks = [("**" + c["action"] + "**" if c["first_right"] else c["action"]) if (c := cell.get((game, v)))
+                 else "" for v in views]
+        lines.append(f"| {game} | {first} | " + " | ".join(marks) + " |")
+    right = [sum(cell[(g, v)]["first_right"] for g in games if (g, v) in cell) for v in views]
+    asked = [sum((g, v) in cell for g in games) for v in views]
+    lines.append("| expert's first action taken | | " + " | ".join(f"{r} of {n}" for r, n in zip(right, asked,
+                                                                                               strict=True)) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memory", type=Path, required=True, help="a finished run's memory folder")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--views", default=",".join(VIEWS))
+    parser.add_argument("--games", type=int, default=12)
+    parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--table-only", action="store_true")
+    args = parser.parse_args()
+    if not args.table_only:
+        asyncio.run(probe(args))
+    rows = [json.loads(line) for line in args.out.read_text().splitlines() if line]
+    print(table(rows, [v for v in args.views.split(",") if v]))
+
+
+if __name__ == "__main__":
+    main()
