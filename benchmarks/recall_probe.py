@@ -22,6 +22,10 @@ The call cache makes a decision the runs already made free.
 
     python benchmarks/recall_probe.py --memory RUN/memory --out benchmarks/results/textworld/recall_probe.jsonl
                                       [--views none,rules,team,planner,actions] [--games 12] [--model ID]
+                                      [--first-game 0|3] [--place before|after]
+
+`--place after` puts the memory after the observation instead, last before the question (where the meta-agent puts
+the focus note); `--first-game 3` asks the held-out games 3-5 of each challenge, with all of the run's memory.
 """
 
 from __future__ import annotations
@@ -35,13 +39,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from noosphere.llm import Settings
+from noosphere.llm import Message, Settings
 from noosphere.llm.cache import CallCache
 from noosphere.llm.registry import DEFAULT_MODEL, open_model
 from noosphere.llm.weights import default_cache_dir
 from noosphere.memory import Episode, EpisodeStep, MemoryStore, Recall, default_embedder, recall, sleep
 from noosphere.metaagent.forms import step_form
-from noosphere.metaagent.prompts import planner_on_percept
+from noosphere.metaagent.prompts import planner_on_percept, react_messages
 from noosphere.metaagent.recollection import OTHER_GAMES
 from noosphere.metaagent.state import EpisodeState
 
@@ -70,8 +74,9 @@ def shown(view: str, found: Recall) -> str:
 
 
 def memory_before(source: Path, game: str, played: list[str], folder: Path) -> MemoryStore:
-    """A memory holding what `source` held from the games played before `game` (in `played` order)."""
-    before = set(played[: played.index(game)])
+    """A memory holding what `source` held from the games played before `game` (in `played` order); all of it for a
+    game the run did not play (a held-out one)."""
+    before = set(played[: played.index(game)]) if game in played else set(played)
     db = sqlite3.connect(f"file:{source / 'memory.sqlite'}?mode=ro", uri=True)
     episodes = db.execute("SELECT task, kind, game, won, steps FROM episodes ORDER BY id").fetchall()
     concepts = db.execute("SELECT text, source FROM concepts ORDER BY id").fetchall()
@@ -89,19 +94,22 @@ def memory_before(source: Path, game: str, played: list[str], folder: Path) -> M
 async def probe(args: argparse.Namespace) -> None:
     from noosphere.envs import textworld_games
 
-    games = textworld_games(Path.home() / ".cache" / "noosphere" / "textworld", tier=1, per_challenge=3,
-                            challenges=("coin_collector", "treasure_hunter", "cooking", "custom"), max_steps=40)
-    games = games[: args.games]
-    played = [g.name for g in games]
+    def tier1(first: int) -> list[Any]:
+        return textworld_games(Path.home() / ".cache" / "noosphere" / "textworld", tier=1, per_challenge=3,
+                               seed=first, challenges=("coin_collector", "treasure_hunter", "cooking", "custom"),
+                               max_steps=40)
+
+    played = [g.name for g in tier1(0)]  # the order the run whose memory this is played its games in
+    games = tier1(args.first_game)[: args.games]
     done = set()
     if args.out.exists():
-        done = {(r["game"], r["view"]) for r in map(json.loads, args.out.read_text().splitlines()) if r}
+        done = {key(r) for r in map(json.loads, args.out.read_text().splitlines()) if r}
     model = open_model(args.model, cache=CallCache(default_cache_dir() / "calls.sqlite"),
                        settings=Settings(seed=args.seed, max_tokens=400))
     embedder = default_embedder()
     views = [v for v in args.views.split(",") if v]
     for game in games:
-        if all((game.name, v) in done for v in views):
+        if all((game.name, v, args.place) in done for v in views):
             continue
         with tempfile.TemporaryDirectory() as tmp:
             store = memory_before(args.memory, game.name, played, Path(tmp))
@@ -112,22 +120,34 @@ async def probe(args: argparse.Namespace) -> None:
         expert = list(game.expert_actions())
         jobs = []
         for view in views:
-            if (game.name, view) in done:
+            if (game.name, view, args.place) in done:
                 continue
             state = EpisodeState(start.task, start.observation, start.admissible, start.guide)
             state.recall = shown(view, found)
             jobs.append((view, state))
-        replies = await asyncio.gather(*(model.complete(planner_on_percept(s), output=step_form(s.admissible),
+        replies = await asyncio.gather(*(model.complete(asked(s, args.place), output=step_form(s.admissible),
                                                         agent="planning+motor", format_at="system")
                                          for _, s in jobs))
         with args.out.open("a") as out:
             for (view, state), reply in zip(jobs, replies, strict=True):
                 action = reply.output.action
-                row = {"game": game.name, "view": view, "action": action, "expert_first": expert[0],
-                       "first_right": action == expert[0], "in_plan": action in expert,
+                row = {"game": game.name, "view": view, "place": args.place, "action": action,
+                       "expert_first": expert[0], "first_right": action == expert[0], "in_plan": action in expert,
                        "episodes": len(found.episodes), "memory_chars": len(state.recall)}
                 out.write(json.dumps(row) + "\n")
                 print(json.dumps(row), flush=True)
+
+
+def key(row: dict[str, Any]) -> tuple[str, str, str]:
+    return row["game"], row["view"], row.get("place", "before")
+
+
+def asked(state: EpisodeState, place: str) -> list[Message]:
+    """The planner's step with the memory `before` the task (as the meta-agent asks it) or `after` the observation,
+    last before the question, where the focus note goes."""
+    if place == "before" or not state.recall:
+        return planner_on_percept(state)
+    return react_messages(state, "", f"Memory: {state.recall}\n\n")
 
 
 def table(rows: list[dict[str, Any]], views: list[str]) -> str:
@@ -152,6 +172,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--views", default=",".join(VIEWS))
     parser.add_argument("--games", type=int, default=12)
+    parser.add_argument("--first-game", type=int, default=0,
+                        help="the seed of the first game of each challenge (3: the held-out games 3-5)")
+    parser.add_argument("--place", choices=("before", "after"), default="before",
+                        help="the memory before the task (the meta-agent's prompt) or after the observation")
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default=DEFAULT_MODEL)
@@ -159,7 +183,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.table_only:
         asyncio.run(probe(args))
-    rows = [json.loads(line) for line in args.out.read_text().splitlines() if line]
+    rows = [r for r in map(json.loads, args.out.read_text().splitlines()) if r and key(r)[2] == args.place]
     print(table(rows, [v for v in args.views.split(",") if v]))
 
 

@@ -312,6 +312,13 @@ def test_the_recall_probe_rebuilds_the_memory_each_game_started_with_and_shows_i
     assert "belief: At: den." in shown["team"] and "belief:" not in shown["planner"]
     assert "not in this one" in shown["planner"] and "-= Den =-" in shown["planner"]
     assert "- task of g0 (solved in 1 actions): go east" in shown["actions"] and "-= Den =-" not in shown["actions"]
+    from noosphere.metaagent.state import EpisodeState
+
+    state = EpisodeState("Take the key.", "You are in a hall.", ("go east", "look"))
+    state.recall = shown["actions"]
+    before, after = (probe.asked(state, place)[-1].content for place in ("before", "after"))
+    assert before.index("Memory:") < before.index("Take the key.") < before.index("You are in a hall.")
+    assert after.index("Take the key.") < after.index("You are in a hall.") < after.index("Memory:")
     rows = [{"game": "g1", "view": view, "action": "go east", "expert_first": "go east", "first_right": view != "team"}
             for view in ("none", "team")]
     assert probe.table(rows, ["none", "team"]).splitlines()[-1] == "| expert's first action taken | | 1 of 1 | 0 of 1 |"
