@@ -26,7 +26,7 @@ from noosphere.metaagent import (
 )
 from noosphere.metaagent.agents import PLANNER_VIEWS
 from noosphere.metaagent.cost import StepCost
-from noosphere.metaagent.prompts import TEAM, planner_on_percept
+from noosphere.metaagent.prompts import TEAM, briefed, planner_on_percept
 from noosphere.metaagent.state import EpisodeState
 from tests.helpers import by_agent, scripted
 from tests.skip_policy import GAME_EXTRAS
@@ -304,6 +304,10 @@ def test_the_planner_recall_view_keeps_memory_out_of_the_belief_and_episodes_wit
             assert ("Episode 1:" in conscious) == (view == "team")
             assert ("     belief: " in planner) == (view == "team")  # the old beliefs are the paper's view's alone
             assert ("their rooms and objects are not in this one" in planner) == (view == "planner")
+    state = EpisodeState("Take the key.", "You are in a hall.", ("go east",), recall="Rules: search first.",
+                         recall_shared=False)
+    read = {node: briefed(state, node, "?")[-1].content for node in ("conscious", "planning", "motor", "idea")}
+    assert {node for node, text in read.items() if "Rules: search first." in text} == {"planning", "motor"}
     with pytest.raises(UnknownNameError, match="recall view"):
         MemorySettings(store, view="everyone")  # type: ignore[arg-type]
 

@@ -55,9 +55,15 @@ def team(state: EpisodeState) -> Message:
     return Message.system(f"{TEAM}\n\n{state.guide}" if state.guide else TEAM)
 
 
+PLANNERS = ("planning", "motor")
+"""The agents that choose the action: they read memory recalled for the planner alone (`RecallView` `planner`); the
+motor is asked alone when the planning agent's call fails."""
+
+
 def briefed(state: EpisodeState, node: str, question: str) -> list[Message]:
     """The messages for one agent's turn: the team's prompt, the shared context, then its role and question."""
-    return [team(state), Message.user(f"{state.context(planner=node == 'planning')}\n\n{ROLES[node]}\n{question}")]
+    context = state.context(planner=node in PLANNERS)
+    return [team(state), Message.user(f"{context}\n\n{ROLES[node]}\n{question}")]
 
 
 def belief_question(state: EpisodeState) -> str:
