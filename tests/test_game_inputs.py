@@ -233,3 +233,26 @@ def test_resuming_a_run_whose_memory_is_from_another_version_changes_nothing(
             else ["bench", "together", str(run_dir)])
     refused(cli(args), *says)
     assert snapshot(tmp_path) == before  # no run folder, no line of trace, no result, the memory as it was
+
+
+@pytest.mark.parametrize("command", ["resume", "together"])
+@pytest.mark.parametrize(("key", "value", "says"), [("recall_view", "everyone", "unknown recall view 'everyone'"),
+                                                   ("planner_view", "belief", "unknown planner view 'belief'")])
+def test_resuming_a_run_whose_saved_view_is_unknown_changes_nothing(
+        command: str, key: str, value: str, says: str, tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
+                "--recall-view", "planner", "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"),
+                "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    config_file = run_dir / "config.json"
+    saved = json.loads(config_file.read_text())
+    assert saved["recall_view"] == "planner"
+    saved[key] = value  # edited by hand
+    config_file.write_text(json.dumps(saved))
+    before = snapshot(tmp_path)
+    args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
+            else ["bench", "together", str(run_dir)])
+    refused(cli(args), says)
+    assert snapshot(tmp_path) == before

@@ -26,6 +26,7 @@ from noosphere.metaagent import (
 )
 from noosphere.metaagent.agents import PLANNER_VIEWS
 from noosphere.metaagent.cost import StepCost
+from noosphere.metaagent.hallucination import flag_hallucination
 from noosphere.metaagent.prompts import TEAM, briefed, planner_on_percept
 from noosphere.metaagent.state import EpisodeState
 from tests.helpers import by_agent, scripted
@@ -297,17 +298,31 @@ def test_the_planner_recall_view_keeps_memory_out_of_the_belief_and_episodes_wit
         for planner_view in PLANNER_VIEWS:
             model, backend, _ = scripted(by_role(winning_script()))
             assert asyncio.run(MetaAgent(model, memory=memory, planner_view=planner_view).play(TwoRooms())).won
-            conscious = next(r for r in backend.history if r.agent.startswith("conscious")).messages[-1].content
             planning = next(r for r in backend.history if r.agent.startswith("planning"))
             planner = "\n".join(m.content for m in planning.messages)
             assert "take key" in planner and "Search the neighbouring room" in planner  # the episode and the rule
-            assert ("Episode 1:" in conscious) == (view == "team")
+            others = ["\n".join(m.content for m in r.messages) for r in backend.history
+                      if not r.agent.startswith(("planning", "motor"))]
+            assert len(others) >= 2 and all(("Search the neighbouring room" in text) == (view == "team")
+                                            for text in others)  # no other agent's call, in any step
             assert ("     belief: " in planner) == (view == "team")  # the old beliefs are the paper's view's alone
             assert ("their rooms and objects are not in this one" in planner) == (view == "planner")
     state = EpisodeState("Take the key.", "You are in a hall.", ("go east",), recall="Rules: search first.",
                          recall_shared=False)
-    read = {node: briefed(state, node, "?")[-1].content for node in ("conscious", "planning", "motor", "idea")}
+    state.plan, state.proposal = "go east (because the rules say to search first)", "go east"
+    nodes = ("conscious", "planning", "motor", "idea", "learning", "orchestrator")
+    read = {node: briefed(state, node, "?")[-1].content for node in nodes}
     assert {node for node, text in read.items() if "Rules: search first." in text} == {"planning", "motor"}
+    # the planner's reasons may quote the memory: the others see the planned action alone
+    assert {node for node, text in read.items() if "the rules say" in text} == {"planning", "motor"}
+    assert all("Plan: go east" in text for text in read.values())
+    # a belief may name an object only a recalled game showed when the believer read that game (the team view)
+    state.recall, state.belief = "Earlier: the key was in drawer 7.", "The key is in drawer 7."
+    state.seen |= {("drawer", "1")}
+    for shared in (True, False):
+        state.recall_shared, state.needs_focus = shared, ""
+        flag_hallucination("conscious", state)
+        assert bool(state.needs_focus) == (not shared) and ("drawer 7" in state.needs_focus) == (not shared)
     with pytest.raises(UnknownNameError, match="recall view"):
         MemorySettings(store, view="everyone")  # type: ignore[arg-type]
 

@@ -36,6 +36,10 @@ class BusyRooms(TwoRooms):
         result = super().step(action)
         return Step(result.observation, result.reward, result.done, result.won,
                     (*result.admissible, *EXTRAS) if result.admissible else ())
+class OtherRooms(TwoRooms):
+    name = "other-rooms"  # a game of its own: a run's memory forgets what it holds of the game it plays
+
+
 HABIT = {"react-scored": [reply(thought="I will wait and see", action="wait")]}
 """A model with a habit: whatever it sees, it writes "wait" (which does nothing in the two rooms)."""
 
@@ -247,12 +251,35 @@ def test_the_planner_view_reaches_the_meta_agent_and_is_refused_elsewhere(tmp_pa
             "--games-dir", str(tmp_path / "games"), "--model", "scripted", "--no-cache", "--quiet"]
     for extra, said in ((["--system", "react", "--planner-view", "percept"], "--planner-view is the meta-agent's"),
                         (["--planner-view", "belief"], "unknown planner view 'belief'. Known: percept, team"),
-                        (["--memory", "none", "--recall-view", "planner"], "--recall-view is the meta-agent's with"),
-                        (["--system", "react", "--recall-view", "team"], "--recall-view is the meta-agent's with"),
+                        (["--memory", "none", "--recall-view", "planner"], "--memory none recalls nothing"),
+                        (["--system", "react", "--recall-view", "team"], "--system react has no memory"),
                         (["--recall-view", "all"], "unknown recall view 'all'. Known: planner, team")):
         refused = cli([*args, *extra, "--out", str(tmp_path / "refused")])
         assert refused.code == 2 and said in refused.err, refused
         assert not (tmp_path / "refused").exists()
+
+
+def test_the_recall_view_of_a_runs_config_reaches_the_meta_agent_and_an_old_config_recalls_for_the_team(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from noosphere.memory import HashingEmbedder
+    from tests.helpers import scripted
+    from tests.test_metaagent import winning_script
+
+    monkeypatch.setattr(games_bench, "default_embedder", HashingEmbedder)
+    rule = "When the thing you need is not in sight, search the room next door before anything else."
+    base = {"system": "metaagent", "memory": "both", "retrieve": "random", "k": 2, "max_actions": 3, "seed": 0}
+    for saved, shared in (({"recall_view": "planner"}, False), ({}, True)):  # a run from before the option: team
+        script = {role: replies * 2 for role, replies in winning_script().items()}  # two games
+        model, backend, _ = scripted(by_role(script | {"learning": [reply(text=rule)] * 2}))
+        play = games_bench.player(model, base | saved, tmp_path / str(shared))
+        assert asyncio.run(play(TwoRooms())).won
+        first_game = len(backend.history)
+        assert asyncio.run(play(OtherRooms())).won  # another game, which recalls the first one's rule
+        others = ["\n".join(m.content for m in r.messages) for r in backend.history[first_game:]
+                  if not r.agent.startswith(("planning", "motor"))]
+        planner = [r for r in backend.history[first_game:] if r.agent.startswith("planning")]
+        assert planner and all(rule in "\n".join(m.content for m in r.messages) for r in planner)
+        assert others and all((rule in text) == shared for text in others)
 
 
 def test_the_planner_view_named_for_another_system_is_refused_even_as_the_default(tmp_path: Path) -> None:

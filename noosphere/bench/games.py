@@ -24,6 +24,7 @@ from noosphere.metaagent import (
     CODE_AGENTS,
     DEFAULT_GRAPH,
     LANGUAGE_AGENTS,
+    RECALL_VIEWS,
     EpisodeResult,
     MemorySettings,
     MetaAgent,
@@ -32,6 +33,7 @@ from noosphere.metaagent import (
     reflexion,
     unused_memory_agents,
 )
+from noosphere.metaagent.agents import PLANNER_VIEWS
 from noosphere.metaagent.scored import ScoredDecision
 
 SYSTEMS = ("react", "react-scored", "reflexion", "metaagent")
@@ -93,6 +95,15 @@ def load_graph(path: Path, memory: str = "both") -> TransitionGraph:
 def memory_folder(run_dir: Path) -> Path:
     """Where a games run keeps the meta-agent's memory: inside the run, so a resumed run reopens it."""
     return run_dir / "memory"
+
+
+def check_views(saved: dict[str, Any]) -> None:
+    """A saved run's planner and recall views are ones this version knows: a hand-edited config fails before the
+    model is opened, as the options do."""
+    for key, title, known in (("planner_view", "planner view", PLANNER_VIEWS),
+                              ("recall_view", "recall view", RECALL_VIEWS)):
+        if key in saved and saved[key] not in known:
+            raise UnknownNameError(title, saved[key], known)
 
 
 def check_run_memory(run_dir: Path, saved: dict[str, Any]) -> None:

@@ -95,9 +95,10 @@ class GameOptions:
         if self.recall_view is not None:
             if self.recall_view not in RECALL_VIEWS:
                 raise UnknownNameError("recall view", self.recall_view, RECALL_VIEWS)
-            if self.system != "metaagent" or self.memory == "none":
-                raise UsageError("--recall-view is the meta-agent's with memory; "
-                                 f"--system {self.system} --memory {self.memory} recalls nothing")
+            if self.system != "metaagent":
+                raise UsageError(f"--recall-view is the meta-agent's; --system {self.system} has no memory")
+            if self.memory == "none":
+                raise UsageError("--recall-view needs memory to show: --memory none recalls nothing")
             config["recall_view"] = self.recall_view
         if self.system == "react-scored" or self.judge:
             config["margin"] = DEFAULT_MARGIN if self.margin is None else self.margin
@@ -204,6 +205,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
         def check_all(saved: dict[str, Any]) -> None:  # a resumed run's memory too, before it is reopened
             check(saved)
+            games_bench.check_views(saved)
             if options.resume is not None:
                 games_bench.check_run_memory(options.resume, saved)
 
@@ -266,6 +268,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         for folder in runs:  # every run's config, games and memory whole before any is played
             saved = checked_config({}, folder, None)
             GAME_CHECKS[saved["benchmark"]](saved)
+            games_bench.check_views(saved)
             games_bench.check_run_memory(folder, saved)
         run_together(opener, chosen, no_cache=no_cache, quiet=quiet, otel=otel_export(otel, otel_content))
 

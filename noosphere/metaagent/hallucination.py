@@ -58,5 +58,7 @@ def flag_hallucination(node: str, state: EpisodeState) -> None:
     if node == "external_perception" and state.invalid_streak >= INVALID_STREAK_FOR_FOCUS:
         state.needs_focus = state.needs_focus or f"{state.invalid_streak} actions in a row did nothing"
     text = {"conscious": state.belief, "idea": state.idea}.get(node)
-    if text and (why := off_task(text, won=state.won, seen=state.seen | numbered_objects(state.recall))):
+    # objects of recalled games may be named only by agents that read them (the paper's team view)
+    recalled = numbered_objects(state.recall) if state.recall_shared else set()
+    if text and (why := off_task(text, won=state.won, seen=state.seen | recalled)):
         state.needs_focus = state.needs_focus or f"the {node} agent's text: {why}"

@@ -36,7 +36,10 @@ class MemorySettings:
     """Who reads what is recalled. `team` (the paper): every agent's context, each episode with the belief states
     written during it. `planner`: the planner alone, each episode as the actions taken and what the game answered.
     With `team`, the 1.5B's belief writer copied a recalled episode's ending into the new game's belief ("You
-    scored 1 out of 1") before any action, and its planner took the recalled game's moves (TextWorld, stop 47)."""
+    scored 1 out of 1") before any action, and its planner took the recalled game's moves (TextWorld, stop 47).
+    With `planner`, the other agents see the planned action without the planner's reasons, and a belief naming an
+    object only a recalled game showed is a hallucination; a graph offering a choice after planning still has the
+    orchestrator's pick asked in the planner's call, memory and all."""
 
     def __post_init__(self) -> None:
         if self.view not in RECALL_VIEWS:

@@ -86,14 +86,16 @@ class EpisodeState:
         percept, dated: last before the question, a small model copied it instead of updating it with the
         action's result (a belief that stayed one room behind, seen on TextWorld). The price: the agent
         after the conscious one evaluates the percept again, once per step (measured: about 400 tokens).
-        The memory is left out unless it is shared or this is the `planner`'s context.
+        The memory is left out unless it is shared or this is the `planner`'s context; an agent the memory is kept
+        from sees the planned action without the planner's reasons, which may quote the memory.
         """
-        memory = self.recall and (self.recall_shared or planner)
-        parts = [self.task] + ([f"Memory: {self.recall}"] if memory else [])
+        kept_from = bool(self.recall) and not (self.recall_shared or planner)
+        parts = [self.task] + ([f"Memory: {self.recall}"] if self.recall and not kept_from else [])
         if self.belief:
             parts.append(f"Belief state at timestep {self.belief_at}: {self.belief}")
         parts.append(self.percept(with_task=False))
-        for title, text in (("Plan", self.plan), ("Idea", self.idea), ("Focus", self.focus_note)):
+        plan = (self.proposal or "") if kept_from and self.plan else self.plan
+        for title, text in (("Plan", plan), ("Idea", self.idea), ("Focus", self.focus_note)):
             if text:
                 parts.append(f"{title}: {text}")
         return "\n\n".join(parts)
