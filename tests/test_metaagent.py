@@ -296,7 +296,9 @@ def test_the_planner_recall_view_keeps_memory_out_of_the_belief_and_episodes_wit
     for view in RECALL_VIEWS:
         memory = MemorySettings(store, k=1, embedder=HashingEmbedder(), view=view)
         for planner_view in PLANNER_VIEWS:
-            model, backend, _ = scripted(by_role(winning_script()))
+            steps = {"planning": [reply(thought="the key is east", action="go east"),
+                                  reply(thought="grab it", action="take key")]} if planner_view == "percept" else {}
+            model, backend, _ = scripted(by_role(winning_script() | steps))  # ReAct's step in the percept view
             assert asyncio.run(MetaAgent(model, memory=memory, planner_view=planner_view).play(TwoRooms())).won
             planning = next(r for r in backend.history if r.agent.startswith("planning"))
             planner = "\n".join(m.content for m in planning.messages)
@@ -305,11 +307,14 @@ def test_the_planner_recall_view_keeps_memory_out_of_the_belief_and_episodes_wit
                       if not r.agent.startswith(("planning", "motor"))]
             assert len(others) >= 2 and all(("Search the neighbouring room" in text) == (view == "team")
                                             for text in others)  # no other agent's call, in any step
+            # the next step's belief writer reads the plan after the motor acted: its reasons in the team view alone
+            second = next(r for r in backend.history[1:] if r.agent.startswith("conscious")).messages[-1].content
+            assert "Plan: go east" in second and ("the key is east" in second) == (view == "team")
             assert ("     belief: " in planner) == (view == "team")  # the old beliefs are the paper's view's alone
             assert ("their rooms and objects are not in this one" in planner) == (view == "planner")
     state = EpisodeState("Take the key.", "You are in a hall.", ("go east",), recall="Rules: search first.",
                          recall_shared=False)
-    state.plan, state.proposal = "go east (because the rules say to search first)", "go east"
+    state.plan, state.planned_action = "go east (because the rules say to search first)", "go east"
     nodes = ("conscious", "planning", "motor", "idea", "learning", "orchestrator")
     read = {node: briefed(state, node, "?")[-1].content for node in nodes}
     assert {node for node, text in read.items() if "Rules: search first." in text} == {"planning", "motor"}

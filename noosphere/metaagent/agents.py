@@ -160,13 +160,13 @@ def _believe(state: EpisodeState, output: Any, turn: Turn) -> str:
 
 
 def _plan(state: EpisodeState, action: str, why: str) -> str:
-    state.plan = f"{action.strip()} (because {why.strip()})"
+    state.plan, state.planned_action = f"{action.strip()} (because {why.strip()})", action.strip()
     state.proposal = action
     return state.plan
 
 
 def _forget_plan(state: EpisodeState) -> None:
-    state.plan, state.proposal = "", None  # the motor must not carry out the previous step's plan again
+    state.plan, state.planned_action, state.proposal = "", "", None  # the motor must not carry out this plan
 
 
 def _act(state: EpisodeState, output: Any, turn: Turn) -> str:

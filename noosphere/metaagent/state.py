@@ -30,6 +30,8 @@ class EpisodeState:
     """The timestep the belief state was written at: one behind the percept until the conscious agent
     has read the last action's result."""
     plan: str = ""
+    planned_action: str = ""
+    """The action of `plan`, without the planner's reasons: what an agent the memory is kept from reads."""
     proposal: str | None = None
     """The action the planning and motor agents' shared call chose, until the motor carries it out."""
     idea: str = ""
@@ -94,7 +96,7 @@ class EpisodeState:
         if self.belief:
             parts.append(f"Belief state at timestep {self.belief_at}: {self.belief}")
         parts.append(self.percept(with_task=False))
-        plan = (self.proposal or "") if kept_from and self.plan else self.plan
+        plan = self.planned_action if kept_from else self.plan
         for title, text in (("Plan", plan), ("Idea", self.idea), ("Focus", self.focus_note)):
             if text:
                 parts.append(f"{title}: {text}")
