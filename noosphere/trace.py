@@ -43,6 +43,9 @@ class Event(BaseModel):
 
 
 class RunStarted(Event):
+    """The first event of a run's trace, written when `Run` opens the run folder (and again at the start of each resumed
+    session, whose events are appended): the run's id, the command and its config."""
+
     kind: str = "run_started"
     run_id: str
     command: str
@@ -50,6 +53,9 @@ class RunStarted(Event):
 
 
 class RunFinished(Event):
+    """The last event of a run session, written by `Run.finish`: its status (`ok`, or why it ended: `failed`,
+    `interrupted`, `budget`...), the error if one stopped it, and the seconds of every session of the run so far."""
+
     kind: str = "run_finished"
     run_id: str
     seconds: float
@@ -135,6 +141,10 @@ class ModelRetried(ModelEvent):
 
 
 class PromptTruncated(Event):
+    """A prompt did not fit the model's context window with room for the reply, and its settings say
+    `overflow="truncate"` (`Model._fit`): the oldest messages between the task and the last one were dropped (the task
+    only when nothing else was left). How many, the prompt's tokens after dropping them, and the window (`context`)."""
+
     kind: str = "prompt_truncated"
     model: str
     dropped_messages: int

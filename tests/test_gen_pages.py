@@ -44,3 +44,14 @@ def test_a_field_declared_by_a_base_event_keeps_its_note() -> None:
     assert "mindstorm" in GEN._field_notes(MemberSpoke)["phase"]
     notes = GEN._field_notes(HumanAsked)
     assert "same id in every session" in notes["question"] and "free-text" in notes["fields"]
+
+
+def test_every_event_kind_has_a_docstring_of_its_own() -> None:
+    """The catalogue describes each kind by its class's own docstring; one inherited from a base (or none) says
+    nothing about the event."""
+    GEN.import_everything()
+    from noosphere.trace import Event
+
+    undocumented = sorted(f"{kind} ({cls.__module__}.{cls.__name__})" for kind, cls in Event.registry.items()
+                          if not (isinstance(doc := cls.__dict__.get("__doc__"), str) and doc.strip()))
+    assert not undocumented, f"event kinds without a docstring of their own: {', '.join(undocumented)}"

@@ -46,10 +46,17 @@ class ItemEvent(Event):
 
 
 class BenchItemStarted(ItemEvent):
+    """A benchmark item begins to be scored (`score_one`); every event up to its `bench_item_finished` carries its
+    `item_id`."""
+
     kind: str = "bench_item_started"
 
 
 class BenchItemFinished(ItemEvent):
+    """A benchmark item has been scored (`score_one`): the system's prediction, the gold answer, whether it was right,
+    and the model calls, tokens and seconds it took; `error` says why the system's turn failed at run time (the item
+    then counts as wrong)."""
+
     kind: str = "bench_item_finished"
     prediction: Any = None
     gold: Any = None

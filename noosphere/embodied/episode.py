@@ -20,6 +20,9 @@ from noosphere.trace import Trace
 
 @dataclass(frozen=True)
 class Move:
+    """One step of an episode: what the system said, the world action read from it (`None` when it named none:
+    an invented action, unless the turn forfeited), and the coverage after it."""
+
     step: int
     said: str
     action: str | None
@@ -30,6 +33,8 @@ class Move:
 
 @dataclass(frozen=True)
 class Trajectory:
+    """One episode of exploration: the world and seed, every move, and the coverage curve it drew."""
+
     world: str
     seed: int
     moves: tuple[Move, ...]

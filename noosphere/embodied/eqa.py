@@ -54,6 +54,8 @@ _NOT_SEEN = re.compile(r"\bnot seen\b|\bnever (saw|seen|observed)\b|\bunseen\b|\
 
 @dataclass(frozen=True)
 class Question:
+    """One question about the explored world, of a kind (what the question asks about), with its gold answer."""
+
     id: str
     kind: str
     text: str

@@ -10,6 +10,9 @@ from noosphere.trace import Event
 
 
 class EpisodeBegan(Event):
+    """An exploration episode begins, once `explore` has reset the world: the world and seed, the system driving the
+    robot, the action limit, the whole map and its objects, and the robot's starting pose and view."""
+
     kind: str = "emb_episode"
     world: str
     seed: int
@@ -31,6 +34,9 @@ class EpisodeBegan(Event):
 
 
 class ActionTaken(Event):
+    """One of an episode's actions, traced by `explore` after the world has moved: what the system said and the action
+    read from it (or why nothing was done), the robot's pose, the cells newly seen and the coverage."""
+
     kind: str = "emb_step"
     step: int
     said: str
@@ -55,6 +61,10 @@ class ActionTaken(Event):
 
 
 class QuestionAnswered(Event):
+    """One answerer's answer to one question about the world, asked after exploring (`eqa.ask_all`): the question and
+    its gold answer, the answer as given and as compared, and whether it was right (a failed call answers nothing and is
+    wrong)."""
+
     kind: str = "emb_question"
     question_id: str
     question_kind: str

@@ -18,6 +18,9 @@ from noosphere.human.forms import Field, FormError, read_answer
 
 @dataclass(frozen=True)
 class Question:
+    """One question put to a person: the asking member, the prompt, the form to fill in (`fields`) and how long
+    to wait for an answer (`None`: as long as it takes)."""
+
     id: str
     member: str
     prompt: str

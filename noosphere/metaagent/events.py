@@ -8,6 +8,9 @@ from noosphere.trace import Event
 
 
 class EpisodeStarted(Event):
+    """A game begins: `MetaAgent.play`, or a ReAct baseline episode (each Reflexion trial is one). The game, its task
+    type and task, and the `system` playing it (`metaagent`, `react` or `reflexion`)."""
+
     kind: str = "ma_episode"
     game: str
     task_type: str
@@ -22,6 +25,9 @@ class StepEvent(Event):
 
 
 class AgentSpoke(StepEvent):
+    """One turn of an agent of the transition graph (`MetaAgent.play`), traced after it acted: the agent and the text
+    that speaks for its turn (its model call's output, or what a code agent did or read)."""
+
     kind: str = "ma_step"
     agent: str
     output: str
@@ -31,6 +37,9 @@ class AgentSpoke(StepEvent):
 
 
 class Transition(StepEvent):
+    """The choice of the agent that acts next, traced after each turn (`MetaAgent.play`, via `orchestrator.choose`):
+    from `source` to `target`, who chose, and whether the orchestrator's pick was valid."""
+
     kind: str = "ma_transition"
     source: str
     target: str
@@ -43,6 +52,10 @@ class Transition(StepEvent):
 
 
 class ActionTaken(StepEvent):
+    """An action carried out in the game: the motor's action, by the meta-agent's external-perception agent, or a ReAct
+    step's. `step` counts the actions so far, this one included; then the game's observation and reward, and whether
+    the game is over and won."""
+
     kind: str = "ma_action"
     action: str
     observation: str
@@ -52,11 +65,18 @@ class ActionTaken(StepEvent):
 
 
 class BeliefWritten(StepEvent):
+    """The conscious agent wrote the team's belief state (what it takes to be true of the game now), at the timestep
+    `step`."""
+
     kind: str = "ma_belief"
     belief: str
 
 
 class MemoryRetrieved(StepEvent):
+    """What memory gave the team (`MemorySettings.recall_into`), when the game starts and at each turn of the
+    retrieve-memory agent: one event per kind of memory kept, with `items` the tasks of the past episodes recalled
+    (`episodic`) or the representative of each rule recalled (`conceptual`)."""
+
     kind: str = "ma_retrieval"
     memory: str  # episodic or conceptual
     method: str
@@ -81,6 +101,10 @@ class FocusOutcome(StepEvent):
 
 
 class EpisodeEnded(Event):
+    """A game is over (`MetaAgent.play`, or a ReAct episode): it was done, or the action or transition limit was
+    reached. Whether it was won, the actions taken and the transitions between agents (a baseline counts one per
+    action)."""
+
     kind: str = "ma_episode_end"
     game: str
     won: bool

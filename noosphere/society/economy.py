@@ -21,6 +21,9 @@ ContractStatus = Literal["proposed", "rejected", "delivered", "defaulted"]
 
 
 class PaymentMade(Event):
+    """Money moved in the economy's ledger (`Economy`): a payment between members (`contract N`, or `bucket brigade`
+    passing a reward back), rent paid to the environment (`rent`) or a reward from it (`reward`)."""
+
     kind: str = "econ_payment"
     payer: str  # "environment" for rewards
     payee: str  # "environment" for rent
@@ -29,6 +32,10 @@ class PaymentMade(Event):
 
 
 class ContractEvent(Event):
+    """A step in the life of a market contract (`MarketRounds`, through the ledger): `proposed` when a member offers to
+    hire another, then `rejected` (by the ledger's check or the arbiter), `delivered` (the provider is paid) or
+    `defaulted` (not served by its deadline, or no longer payable); `note` says why."""
+
     kind: str = "econ_contract"
     contract: int
     client: str
@@ -41,6 +48,9 @@ class ContractEvent(Event):
 
 
 class AgentLeft(Event):
+    """A member could not pay its rent in full after a market round (`Economy.charge_rent`): it paid what it had and
+    left the society; `balance` is what it was left holding."""
+
     kind: str = "econ_departure"
     agent: str
     balance: float
@@ -48,6 +58,9 @@ class AgentLeft(Event):
 
 
 class AgentSpawned(Event):
+    """A member endowed a new variant of itself, `child` (named `parent.N`), with `endowment` (`Economy.spawn`): after
+    each market round, every member holding more than `spawn_above` gives half its wealth."""
+
     kind: str = "econ_spawn"
     parent: str
     child: str
@@ -55,6 +68,9 @@ class AgentSpawned(Event):
 
 
 class BalancesReported(Event):
+    """The balance of every member still present (`Economy.report`): before the first market round (`round` 0), after
+    each round, and after the reward is paid (`round` R + 1). The viewer draws them over time."""
+
     kind: str = "econ_balances"
     round: int
     balances: dict[str, float]

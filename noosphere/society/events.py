@@ -8,6 +8,9 @@ from noosphere.trace import Event
 
 
 class SocietyStarted(Event):
+    """A society begins a task (`Society.run`), before its first phase: its organisation, every member and staff member
+    with its role, the number of rounds, its rights and how it votes."""
+
     kind: str = "soc_started"
     organisation: str
     members: dict[str, str]
@@ -22,6 +25,9 @@ class SocietyStarted(Event):
 
 
 class PhaseStarted(Event):
+    """A phase of a society begins (`Session.phase`; a role-play opens its one `roleplay` phase). A phase that runs in
+    rounds begins again at each round; `round` is the step its messages carry."""
+
     kind: str = "soc_phase"
     phase: str  # "mission", "mindstorm", "opinion" or "execution"
     round: int = 0
@@ -40,6 +46,10 @@ class MemberTurnEvent(Event):
 
 
 class MemberSpoke(MemberTurnEvent):
+    """One message of a society: a member's contribution, kept by `Session.record`, or what a phase writes for a member
+    or staff member (a question put, a market offer or service, the arbiter's verdict, a decision, a role-play turn).
+    `answer` is the answer it gives, if any."""
+
     kind: str = "soc_message"
     to: str = "all"
     text: str
@@ -50,11 +60,18 @@ class MemberSpoke(MemberTurnEvent):
 
 
 class MemberForfeited(MemberTurnEvent):
+    """A member's turn failed at run time (its model, its output, a spent budget: `Session.each`, or a role-play turn)
+    and was forfeited; the phase goes on without it, and `error` says why."""
+
     kind: str = "soc_forfeit"
     error: str
 
 
 class BallotCast(Event):
+    """One ballot counted by `hold_vote`, traced before the tally: a vote cast in the execution phase (a member's, or a
+    critic's), or a member's standing answer counted as its vote. `ranking` lists the options it names, first choice
+    first."""
+
     kind: str = "soc_ballot"
     voter: str
     ranking: list[str]
@@ -66,6 +83,9 @@ class BallotCast(Event):
 
 
 class Tallied(Event):
+    """The count of the ballots just cast (`hold_vote`): the voting rule, each option's score, the winner and the
+    options that shared the top score (the winner was drawn among them when there are several)."""
+
     kind: str = "soc_tally"
     rule: str
     scores: dict[str, float]
@@ -84,6 +104,10 @@ class BudgetSpent(Event):
 
 
 class SocietyFinished(Event):
+    """A society's task is over (`Society.run`, or a role-play run on its own): its answer and what decided it (a
+    member's name, `vote`, `count`, `standing`, `fallback`, `budget`...; for a role-play, why the conversation
+    stopped)."""
+
     kind: str = "soc_finished"
     answer: str
     decided_by: str

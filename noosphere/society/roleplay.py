@@ -45,6 +45,9 @@ class RolePlayResult:
 
 @dataclass(frozen=True)
 class RolePlay:
+    """Two members in a conversation (CAMEL style): an optional specifier sharpens the task, then the user
+    instructs and the assistant solves, until the user says the task is done or a cap ends it."""
+
     user: Member
     assistant: Member
     specifier: Member | None = None

@@ -24,6 +24,9 @@ from noosphere.trace import Trace
 
 @dataclass(frozen=True)
 class SocietyResult:
+    """What a mindstorm decided (`answer`, and by which rule: `decided_by`), with every contribution and ballot
+    that led there."""
+
     answer: str
     decided_by: str
     summary: str

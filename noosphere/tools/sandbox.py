@@ -69,6 +69,9 @@ class SandboxUnavailableError(UsageError):
 
 
 class SandboxUnconfined(Event):
+    """Model-written code ran without bubblewrap because someone opted in (`Sandbox.run`, at every run of code, when the
+    sandbox has a trace): what ran (`program` or `expression`) and the opt-in that allowed it."""
+
     kind: str = "sandbox_unconfined"
     what: str
     reason: str

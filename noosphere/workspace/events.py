@@ -14,13 +14,20 @@ class IterationEvent(Event):
 
 
 class IterationStarted(IterationEvent):
+    """An iteration of the workspace loop begins (`Workspace.run`, `ShardedWorkspace.run`): its number, from 1, and the
+    tick of its bids (2 x iteration - 1; the link and fusion steps after them use the next)."""
+
     kind: str = "ws_iteration"
     tick: int
 
 
 class ChunkProduced(IterationEvent):
+    """A chunk a processor produced (`Workspace._execute_all`), traced once it joins the processor's memory: its bid for
+    the query (`phase` chunk) or its answer to the winner's question (`phase` link). Answers in fusion are traced as
+    `ws_fusion`."""
+
     kind: str = "ws_chunk"
-    phase: str  # "chunk" (the query), "link" (the winner's question) or "fusion" (a neighbour's question)
+    phase: str  # "chunk" (the query) or "link" (the winner's question)
     processor: str
     tick: int
     gist: str
@@ -43,6 +50,9 @@ class ChunkProduced(IterationEvent):
 
 
 class ProcessorForfeited(IterationEvent):
+    """A processor's turn (or the STM's) failed at run time and was forfeited; the run goes on without it. `phase` is
+    the step (`chunk`, `link`, `fusion` or `stm`) and `error` says why."""
+
     kind: str = "ws_forfeit"
     phase: str
     processor: str
@@ -50,6 +60,10 @@ class ProcessorForfeited(IterationEvent):
 
 
 class CompetitionHeld(IterationEvent):
+    """The competition of an iteration (`Workspace._compete`; a `ShardedWorkspace` finishes it over its shards): the
+    method (`random` under the `no_uptree` ablation), the weight of each chunk that competed, the winner, and each match
+    of an up-tree competition."""
+
     kind: str = "ws_competition"
     method: str
     weights: dict[str, float]
@@ -58,6 +72,10 @@ class CompetitionHeld(IterationEvent):
 
 
 class StmAnswered(IterationEvent):
+    """The short-term memory's answer from the iteration's winning chunk (`Workspace._stm_answer`): the answer, its
+    label and confidence (alpha), the threshold (tau) and whether alpha reached it, which stops the loop. A forfeited
+    STM call keeps the previous answer (or the winner's gist, at confidence 0)."""
+
     kind: str = "ws_stm"
     winner: str
     answer: str
@@ -68,6 +86,9 @@ class StmAnswered(IterationEvent):
 
 
 class Broadcast(IterationEvent):
+    """The winner's chunk was written into every processor's memory (`LinkStep.commit`): traced only when the loop goes
+    on, since a broadcast is rolled back when the STM's answer stops it."""
+
     kind: str = "ws_broadcast"
     winner: str
     gist: str
@@ -75,6 +96,9 @@ class Broadcast(IterationEvent):
 
 
 class LinkChanged(IterationEvent):
+    """A change to the link graph after the link step (`Workspace._form_links`): weighted links decay first, then each
+    processor's answer to the winner's question creates, strengthens, weakens or removes its link to the winner."""
+
     kind: str = "ws_link"
     a: str
     """One end of the link: the winner whose question was answered (for `decayed` and a decay's `removed`, either
@@ -89,6 +113,9 @@ class LinkChanged(IterationEvent):
 
 
 class FusionExchanged(IterationEvent):
+    """One question and answer of the fusion step (`Workspace._fuse`): a processor's latest follow-up question, answered
+    by a processor linked to it, and written into the asker's memory."""
+
     kind: str = "ws_fusion"
     asker: str
     """The processor that asked: its latest follow-up question goes to each processor linked to it."""
@@ -101,6 +128,10 @@ class FusionExchanged(IterationEvent):
 
 
 class WorkspaceFinished(Event):
+    """The workspace's run is over (`Workspace.run`, `ShardedWorkspace.run`): the last STM answer with its label and
+    confidence, the iterations run, why it stopped (`confidence`, `max_iterations` or `no_chunks`) and the links at the
+    end (pairs of processors)."""
+
     kind: str = "ws_finished"
     answer: str
     label: str | None = None
@@ -111,6 +142,9 @@ class WorkspaceFinished(Event):
 
 
 class ToolUsed(Event):
+    """A tool processor called its tool while working out its chunk (`ToolProcessor.execute`, up to `max_calls` calls a
+    turn): the tool and its arguments, whether the call succeeded, and its output (the first 2,000 characters)."""
+
     kind: str = "ws_tool"
     processor: str
     tool: str
