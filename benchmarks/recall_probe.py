@@ -15,14 +15,18 @@ random, seeded by the run's seed and the game), then shown
 - `team`: the paper's view, each episode with the belief states written during it;
 - `planner`: each episode as the actions taken and what the game answered, under a title saying they are other
   worlds (`--recall-view planner`);
-- `actions`: each episode as its task, outcome and the actions alone, one line.
+- `actions`: each episode as its task, outcome and the actions alone, one line;
+- `kin` (with `--kin-from RUN`, stop 50): the latest won games of the same challenge (`--retrieve kin`) in the planner
+  view, no rules. A run with memory rarely wins (1 of 6 games so far with both memories), so its own memory has
+  almost nothing to give this view: the episodes come instead from the trace of `RUN`, a finished run without
+  memory, as its games before this one ended, which is what `kin` would have recalled had that run kept them.
 
 It writes one JSON row per game and view to `--out` (appended; a resumed probe skips what is there), then a table.
 The call cache makes a decision the runs already made free.
 
     python benchmarks/recall_probe.py --memory RUN/memory --out benchmarks/results/textworld/recall_probe.jsonl
                                       [--views none,rules,team,planner,actions] [--games 12] [--model ID]
-                                      [--first-game 0|3] [--place before|after]
+                                      [--first-game 0|3] [--place before|after] [--kin-from RUN]
 
 `--place after` puts the memory after the observation instead, last before the question (where the meta-agent puts
 the focus note); `--first-game 3` asks the held-out games 3-5 of each challenge, with all of the run's memory.
@@ -43,13 +47,23 @@ from noosphere.llm import Message, Settings
 from noosphere.llm.cache import CallCache
 from noosphere.llm.registry import DEFAULT_MODEL, open_model
 from noosphere.llm.weights import default_cache_dir
-from noosphere.memory import Episode, EpisodeStep, MemoryStore, Recall, default_embedder, recall, sleep
+from noosphere.memory import (
+    Episode,
+    EpisodeStep,
+    MemoryStore,
+    Recall,
+    default_embedder,
+    recall,
+    recall_episodes,
+    sleep,
+)
 from noosphere.metaagent.forms import step_form
 from noosphere.metaagent.prompts import planner_on_percept, react_messages
 from noosphere.metaagent.recollection import OTHER_GAMES
 from noosphere.metaagent.state import EpisodeState
 
 VIEWS = ("none", "rules", "team", "planner", "actions")
+KIN = "kin"
 
 
 def actions_only(found: Recall) -> str:
@@ -71,6 +85,27 @@ def shown(view: str, found: Recall) -> str:
     if view == "planner":
         return found.render(beliefs=False, episodes_title=OTHER_GAMES)
     return actions_only(found)
+
+
+def episodes_of_run(run: Path, openings: dict[str, str]) -> dict[str, Episode]:
+    """Each finished game of a run, rebuilt from its trace: the last attempt's actions and what the game answered
+    (a game stopped midway and played again from its start counts once, as played to its end). `openings` maps a
+    game to its first observation, which the trace does not keep."""
+    started: dict[str, dict[str, Any]] = {}
+    steps: dict[str, list[EpisodeStep]] = {}
+    finished: dict[str, Episode] = {}
+    with (run / "trace.jsonl").open() as trace:
+        for event in map(json.loads, trace):
+            game = str(event.get("item_id", ""))
+            if event["kind"] == "ma_episode":
+                started[game], steps[game] = event, []
+            elif event["kind"] == "ma_action" and game in steps:
+                steps[game].append(EpisodeStep(event["step"], event["action"], event["observation"]))
+            elif event["kind"] == "ma_episode_end" and game in started:
+                opening = EpisodeStep(0, "", openings.get(game, ""))
+                finished[game] = Episode(started[game]["task"], started[game]["task_type"], game,
+                                         (opening, *steps[game]), bool(event["won"]), id=len(finished) + 1)
+    return finished
 
 
 def memory_before(source: Path, game: str, played: list[str], folder: Path) -> MemoryStore:
@@ -108,14 +143,22 @@ async def probe(args: argparse.Namespace) -> None:
                        settings=Settings(seed=args.seed, max_tokens=400))
     embedder = default_embedder()
     views = [v for v in args.views.split(",") if v]
+    kin_episodes: dict[str, Episode] = {}
+    if KIN in views:
+        kin_episodes = episodes_of_run(args.kin_from, {g.name: g.reset().observation for g in tier1(0)})
     for game in games:
         if all((game.name, v, args.place) in done for v in views):
             continue
-        with tempfile.TemporaryDirectory() as tmp:
-            store = memory_before(args.memory, game.name, played, Path(tmp))
-            sleep(store, embedder)
-            rng = random.Random(f"{args.seed}:{game.name}:0:False")  # as `MemorySettings.recall_into` seeds it
-            found = recall(store, "", k=args.k, method="random", rng=rng, embedder=embedder)
+        found = Recall((), ())
+        if any(v != KIN for v in views):
+            with tempfile.TemporaryDirectory() as tmp:
+                store = memory_before(args.memory, game.name, played, Path(tmp))
+                sleep(store, embedder)
+                rng = random.Random(f"{args.seed}:{game.name}:0:False")  # as `MemorySettings.recall_into` seeds it
+                found = recall(store, "", k=args.k, method="random", rng=rng, embedder=embedder)
+        before = played[: played.index(game.name)] if game.name in played else played
+        kin = Recall(recall_episodes([kin_episodes[g] for g in before if g in kin_episodes], "", args.k, KIN,
+                                     rng=random.Random(0), kind=game.kind), ())
         start = game.reset()
         expert = list(game.expert_actions())
         jobs = []
@@ -123,7 +166,7 @@ async def probe(args: argparse.Namespace) -> None:
             if (game.name, view, args.place) in done:
                 continue
             state = EpisodeState(start.task, start.observation, start.admissible, start.guide)
-            state.recall = shown(view, found)
+            state.recall = shown("planner", kin) if view == KIN else shown(view, found)
             jobs.append((view, state))
         replies = await asyncio.gather(*(model.complete(asked(s, args.place), output=step_form(s.admissible),
                                                         agent="planning+motor", format_at="system")
@@ -133,7 +176,7 @@ async def probe(args: argparse.Namespace) -> None:
                 action = reply.output.action
                 row = {"game": game.name, "view": view, "place": args.place, "action": action,
                        "expert_first": expert[0], "first_right": action == expert[0], "in_plan": action in expert,
-                       "episodes": len(found.episodes), "memory_chars": len(state.recall)}
+                       "episodes": len((kin if view == KIN else found).episodes), "memory_chars": len(state.recall)}
                 out.write(json.dumps(row) + "\n")
                 print(json.dumps(row), flush=True)
 
@@ -168,7 +211,8 @@ def table(rows: list[dict[str, Any]], views: list[str]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--memory", type=Path, required=True, help="a finished run's memory folder")
+    parser.add_argument("--memory", type=Path, help="a finished run's memory folder (every view but kin)")
+    parser.add_argument("--kin-from", type=Path, help="a finished run without memory, whose games `kin` recalls")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--views", default=",".join(VIEWS))
     parser.add_argument("--games", type=int, default=12)
@@ -181,6 +225,13 @@ def main() -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args()
+    views = [v for v in args.views.split(",") if v]
+    if unknown := [v for v in views if v not in (*VIEWS, KIN)]:
+        parser.error(f"unknown view(s) {', '.join(unknown)}; choose from {', '.join((*VIEWS, KIN))}")
+    if KIN in views and args.kin_from is None and not args.table_only:
+        parser.error("the kin view needs --kin-from RUN (a finished run without memory)")
+    if any(v != KIN for v in views) and args.memory is None and not args.table_only:
+        parser.error("every view but kin needs --memory RUN/memory")
     if not args.table_only:
         asyncio.run(probe(args))
     rows = [r for r in map(json.loads, args.out.read_text().splitlines()) if r and key(r)[2] == args.place]

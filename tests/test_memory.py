@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from noosphere.errors import UnknownNameError
+from noosphere.errors import UnknownNameError, UsageError
 from noosphere.memory import (
     Episode,
     EpisodeStep,
@@ -109,6 +109,20 @@ def test_random_retrieval_is_seeded_and_relevant_retrieval_ranks_by_similarity()
     assert recall_episodes(episodes, "x", 0, "random", rng=random.Random(0)) == ()
     with pytest.raises(UnknownNameError, match="relevant"):
         recall_episodes(episodes, "x", 1, "relevent", rng=random.Random(0))
+
+
+def test_kin_retrieval_recalls_the_latest_won_games_of_the_same_kind_and_nothing_else() -> None:
+    episodes = [episode("heat a mug 1", "heat"), episode("cool a pear", "cool"),
+                episode("heat a mug 2", "heat", won=False), episode("heat a mug 3", "heat"),
+                episode("cool lettuce", "cool", won=False), episode("heat a mug 4", "heat")]
+    kin = recall_episodes(episodes, "heat a cup", 2, "kin", rng=random.Random(0), kind="heat")
+    assert [e.task for e in kin] == ["heat a mug 4", "heat a mug 3"]
+    assert [e.task for e in recall_episodes(episodes, "x", 9, "kin", rng=random.Random(0), kind="heat")] == [
+        "heat a mug 4", "heat a mug 3", "heat a mug 1"]
+    assert recall_episodes(episodes, "x", 4, "kin", rng=random.Random(0), kind="clean") == ()
+    assert recall_episodes(episodes[4:5], "x", 4, "kin", rng=random.Random(0), kind="cool") == ()  # lost: not shown
+    with pytest.raises(UsageError, match="kind"):
+        recall_episodes(episodes, "x", 1, "kin", rng=random.Random(0))
 
 
 def test_recall_renders_rules_and_episodes_for_a_prompt(tmp_path: Path) -> None:

@@ -288,6 +288,21 @@ def test_memory_stores_the_episode_and_a_rule_after_a_win_and_recalls_them_next_
     assert "Search the neighbouring room" in backend.history[0].messages[-1].content
 
 
+def test_kin_retrieval_recalls_a_won_game_of_the_games_own_kind_and_nothing_for_another_kind(tmp_path: Path) -> None:
+    memory = MemorySettings(MemoryStore(tmp_path), episodic=True, conceptual=False, method="kin", k=2,
+                            embedder=HashingEmbedder())
+    recalled = []
+    other_kind = TwoRooms()
+    other_kind.kind = "heat"
+    for env in (TwoRooms(), TwoRooms(), other_kind):
+        model, backend, trace = scripted(by_role(winning_script()))
+        asyncio.run(MetaAgent(model, memory=memory).play(env))
+        [at_start, *_] = [e.items for e in kinds(trace, "ma_retrieval")]
+        recalled.append((at_start, "Memory:" in backend.history[0].messages[-1].content))
+    # the first game has nothing to recall; the second its won twin; a game of another kind nothing
+    assert recalled == [([], False), (["Your task is to: take the key."], True), ([], False)]
+
+
 def test_the_planner_recall_view_keeps_memory_out_of_the_belief_and_episodes_without_beliefs(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path)
     model, _, _ = scripted(by_role(winning_script()))

@@ -37,7 +37,8 @@ from noosphere.runs import Run
 GameSystemOption = Annotated[str, typer.Option(
     help="react, react-scored (ReAct choosing by P(True), issue 26), reflexion or metaagent")]
 MemoryOption = Annotated[str, typer.Option(help="metaagent: none, episodic, conceptual or both")]
-RetrieveOption = Annotated[str, typer.Option(help="metaagent: random (the paper) or relevant")]
+RetrieveOption = Annotated[str, typer.Option(
+    help="metaagent: random (the paper), relevant, or kin (the latest won games of the same kind)")]
 KOption = Annotated[int, typer.Option(min=0, help="metaagent: past episodes recalled per game")]
 MaxActionsOption = Annotated[int, typer.Option(min=1, help="step budget per game")]
 GraphOption = Annotated[Path | None, typer.Option(

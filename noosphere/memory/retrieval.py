@@ -1,4 +1,5 @@
-"""Recall for a new task: k past episodes (random, as the paper; or the most relevant) and the concepts."""
+"""Recall for a new task: k past episodes (random, as the paper; the most relevant; or the latest won ones of the
+same kind of task) and the concepts."""
 
 from __future__ import annotations
 
@@ -8,13 +9,17 @@ from typing import Literal
 
 import numpy as np
 
-from noosphere.errors import UnknownNameError
+from noosphere.errors import UnknownNameError, UsageError
 from noosphere.memory.embedder import Embedder
 from noosphere.memory.records import ConceptCluster, Episode
 from noosphere.memory.store import MemoryStore
 
-Method = Literal["random", "relevant"]
-METHODS = ("random", "relevant")
+Method = Literal["random", "relevant", "kin"]
+METHODS = ("random", "relevant", "kin")
+"""`random`: k episodes drawn at random (the paper). `relevant`: the k whose task is nearest the new one (embedding
+cosine). `kin`: the k latest episodes of the same kind of task that were won, latest first, and none when there is
+none: a solved example of the same kind, as a demonstration is, where a lost game or another kind's moves are not
+shown at all."""
 
 
 @dataclass(frozen=True)
@@ -36,11 +41,16 @@ class Recall:
 
 
 def recall_episodes(episodes: list[Episode], task: str, k: int, method: str, *, rng: random.Random,
-                    embedder: Embedder | None = None) -> tuple[Episode, ...]:
+                    embedder: Embedder | None = None, kind: str | None = None) -> tuple[Episode, ...]:
+    """Up to `k` of `episodes` (stored order, oldest first) for `task` by `method`; `kin` needs the task's `kind`."""
     if method not in METHODS:
         raise UnknownNameError("retrieval method", method, METHODS)
+    if method == "kin" and not kind:
+        raise UsageError("kin retrieval needs the kind of the task (the game's task type)")
     if k <= 0 or not episodes:
         return ()
+    if method == "kin":
+        return tuple([e for e in reversed(episodes) if e.won and e.kind == kind][:k])
     if method == "random":
         return tuple(rng.sample(episodes, min(k, len(episodes))))
     if embedder is None:
@@ -52,6 +62,8 @@ def recall_episodes(episodes: list[Episode], task: str, k: int, method: str, *, 
 
 
 def recall(store: MemoryStore, task: str, *, k: int, method: str, rng: random.Random,
-           embedder: Embedder | None = None, episodic: bool = True, conceptual: bool = True) -> Recall:
-    episodes = recall_episodes(store.episodes(), task, k, method, rng=rng, embedder=embedder) if episodic else ()
+           embedder: Embedder | None = None, episodic: bool = True, conceptual: bool = True,
+           kind: str | None = None) -> Recall:
+    episodes = recall_episodes(store.episodes(), task, k, method, rng=rng, embedder=embedder,
+                               kind=kind) if episodic else ()
     return Recall(episodes, tuple(store.clusters()) if conceptual else ())

@@ -292,7 +292,7 @@ class RetrieveMemory:
     async def act(self, state: EpisodeState, turn: Turn) -> Said:
         if turn.memory is not None:
             turn.memory.recall_into(state, turn.env.name, turn.trace, seed=turn.seed,
-                                    query=f"{state.task} {state.belief}")
+                                    query=f"{state.task} {state.belief}", kind=turn.env.kind)
         return Said(state.recall or "(no memory)")
 
 

@@ -79,7 +79,7 @@ class MetaAgent:
         trace = self.model.trace
         trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system="metaagent"))
         if self.memory is not None:
-            self.memory.recall_into(state, env.name, trace, seed=self.seed)
+            self.memory.recall_into(state, env.name, trace, seed=self.seed, kind=env.kind)
         node, focus_loops, moves = START, 0, []
         while not state.done and state.t < self.max_actions and state.transitions < self.max_transitions:
             said = await AGENTS[node].act(state, replace(turn, offer=offer(self.graph, node, state),

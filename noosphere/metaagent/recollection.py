@@ -1,8 +1,9 @@
 """The meta-agent's long-term memory in use: what a run keeps, recalls at the start of a task, and stores.
 
 At the start of each task the rules are consolidated ("sleep") and k past episodes are recalled, at
-random (the paper) or by relevance; the retrieve-memory agent recalls again mid-game for the current
-belief. When the game ends the episode is stored (episodic) and, after a win, its rules (conceptual).
+random (the paper), by relevance, or as the latest won games of the same kind (`kin`); the retrieve-memory agent
+recalls again mid-game for the current belief. When the game ends the episode is stored (episodic) and, after a
+win, its rules (conceptual).
 """
 
 from __future__ import annotations
@@ -49,8 +50,10 @@ class MemorySettings:
     def active(self) -> bool:
         return self.episodic or self.conceptual
 
-    def recall_into(self, state: EpisodeState, game: str, trace: Trace, *, seed: int, query: str | None = None) -> None:
-        """Put what memory holds for `query` (the task, when the game starts) into the state's context."""
+    def recall_into(self, state: EpisodeState, game: str, trace: Trace, *, seed: int, query: str | None = None,
+                    kind: str | None = None) -> None:
+        """Put what memory holds for `query` (the task, when the game starts) into the state's context; `kind` is
+        the game's kind of task, which `kin` retrieval recalls by."""
         if not self.active:
             return
         if self.conceptual and query is None:  # sleep: consolidate the rules before a new task
@@ -58,7 +61,7 @@ class MemorySettings:
         # seeded by game and timestep, not by how many recalls came before: a resumed run recalls the same
         rng = random.Random(f"{seed}:{game}:{state.t}:{query is not None}")
         found = recall(self.store, query or state.task, k=self.k, method=self.method, rng=rng,
-                       embedder=self.embedder, episodic=self.episodic, conceptual=self.conceptual)
+                       embedder=self.embedder, episodic=self.episodic, conceptual=self.conceptual, kind=kind)
         shared = self.view == "team"
         state.recall = found.render() if shared else found.render(beliefs=False, episodes_title=OTHER_GAMES)
         state.recall_shared = shared
