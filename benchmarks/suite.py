@@ -391,7 +391,9 @@ def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.
     if not folders:
         return
     print(f"== together: {', '.join(Path(folder).parent.name for folder in folders)}", flush=True)
-    subprocess.run([sys.executable, "-m", "noosphere", "bench", "together", *folders], check=False)
+    parallel = str(args.parallel or suite.parallel)  # for the runs whose games need not go in order
+    subprocess.run([sys.executable, "-m", "noosphere", "bench", "together", *folders, "--parallel", parallel],
+                   check=False)
 
 
 def against(items: dict[str, dict], reference: dict[str, dict]) -> str:

@@ -85,7 +85,8 @@ def test_runs_played_together_leave_the_finished_ones_out(suite: Any, tmp_path: 
     suite.run_together(suite.SUITES["alfworld"], configs, tmp_path,
                        argparse.Namespace(limit=None, model="local:m", parallel=None))
     [command] = ran
-    assert command[3:] == ["bench", "together", str(tmp_path / "reflexion" / "20260101-000000-abcdef")]
+    assert command[3:] == ["bench", "together", str(tmp_path / "reflexion" / "20260101-000000-abcdef"),
+                           "--parallel", str(suite.SUITES["alfworld"].parallel)]
 
 
 def test_runs_whose_games_share_a_memory_are_never_parallel(suite: Any, tmp_path: Path,

@@ -466,6 +466,39 @@ def test_game_runs_created_apart_are_played_together_each_in_order_with_its_own_
         assert (folder / "report.md").read_text().startswith("# TextWorld tier 1")
 
 
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_bench_together_plays_a_runs_games_at_once_only_where_no_memory_carries(tmp_path: Path, parallel: int) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    from noosphere.bench.games import in_order
+    from noosphere.envs import textworld_games
+    from noosphere.llm import Model, ScriptedBackend
+    from tests.test_cli import invoke
+
+    games = textworld_games(tmp_path / "games", tier=1, per_challenge=2, challenges=("coin_collector",))
+    moves = {game.name: [reply(thought="on", action=a) for a in game.expert_actions()] for game in games}
+
+    def play(request: Any) -> str:  # each game's next expert move, told apart by its task
+        asked = " ".join(" ".join(m.content.split()) for m in request.messages if isinstance(m.content, str))
+        game = next(g for g in games if " ".join(g.reset().task.split())[:80] in asked)
+        return moves[game.name].pop(0)
+
+    invoke(["bench", "textworld", "--system", "react", "--challenges", "coin_collector", "--per-challenge", "2",
+            "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "react"), "--create-only"],
+           lambda m, **k: None)
+    [folder] = (tmp_path / "react").iterdir()
+    code, _, err = invoke(["bench", "together", str(folder), "--no-cache", "--parallel", str(parallel)],
+                          lambda m, **k: Model(ScriptedBackend(play, latency_s=0.05), **k))
+    assert code == 0, err
+    kinds = [json.loads(line)["kind"] for line in (folder / "trace.jsonl").read_text().splitlines()]
+    bench = [k for k in kinds if k.startswith("bench_item")]
+    assert bench == (["bench_item_started"] * 2 + ["bench_item_finished"] * 2 if parallel == 2 else
+                     ["bench_item_started", "bench_item_finished"] * 2)
+    assert all(json.loads(line)["correct"] for line in (folder / "items.jsonl").read_text().splitlines())
+    assert in_order({"system": "metaagent", "memory": "episodic"}) and not in_order({"system": "metaagent",
+                                                                                     "memory": "none"})
+    assert not in_order({"system": "react", "memory": "both"})  # a baseline's config may name a memory it ignores
+
+
 def test_a_run_done_before_the_others_are_interrupted_is_reported_complete(tmp_path: Path) -> None:
     """Ctrl-C (or TERM) while one run still plays: the run whose games were all scored is finished "ok" with a
     whole report, the other "interrupted" with a partial one."""

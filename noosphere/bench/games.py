@@ -40,6 +40,11 @@ SYSTEMS = ("react", "react-scored", "reflexion", "metaagent")
 MEMORY_MODES = {"none": (False, False), "episodic": (True, False), "conceptual": (False, True), "both": (True, True)}
 
 
+def in_order(config: dict[str, Any]) -> bool:
+    """Whether a run's games must be played one after another: the meta-agent's memory carries from game to game."""
+    return config["system"] == "metaagent" and config.get("memory", "none") != "none"
+
+
 def check_options(system: str, memory: str, retrieve: str) -> None:
     for what, value, known in (("system", system, SYSTEMS), ("memory mode", memory, MEMORY_MODES),
                                ("retrieval method", retrieve, METHODS)):

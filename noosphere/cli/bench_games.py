@@ -185,7 +185,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     def run_games(config: dict[str, Any], benchmark: Benchmark, options: RunOptions, *, create_only: bool,
                   check: Callable[[dict[str, Any]], None]) -> None:
         def check_parallel(settings: dict[str, Any]) -> None:
-            if options.items_at_once > 1 and settings["system"] == "metaagent" and settings["memory"] != "none":
+            if options.items_at_once > 1 and games_bench.in_order(settings):
                 raise UsageError("the meta-agent's memory carries from one game to the next, in order: use "
                                  "--parallel 1 or --memory none")
 
@@ -262,16 +262,22 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         quiet: QuietOption = False,
         otel: OtelOption = None,
         otel_content: OtelContentOption = False,
+        parallel: Annotated[int, typer.Option(min=1, help=(
+            "games at once of each run that need not go in order (a meta-agent with memory plays one at a time)"))] = 1,
     ) -> None:
-        """Resume several game runs side by side in one process, each playing its games in order; their calls
-        are decoded together (the way to run the meta-agent's memory ablations, which cannot use --parallel)."""
+        """Resume several game runs side by side in one process, each playing its games in order, or up to
+        --parallel at once where no memory carries between them; their calls are decoded together (the way to run
+        the meta-agent's memory ablations, which cannot use --parallel, beside the runs that can)."""
         chosen = [(folder, game_benchmark(folder)) for folder in runs]
+        at_once = []
         for folder in runs:  # every run's config, games and memory whole before any is played
             saved = checked_config({}, folder, None)
             GAME_CHECKS[saved["benchmark"]](saved)
             games_bench.check_views(saved)
             games_bench.check_run_memory(folder, saved)
-        run_together(opener, chosen, no_cache=no_cache, quiet=quiet, otel=otel_export(otel, otel_content))
+            at_once.append(1 if games_bench.in_order(saved) else parallel)
+        run_together(opener, chosen, no_cache=no_cache, quiet=quiet, otel=otel_export(otel, otel_content),
+                     parallel=at_once)
 
 
 def game_benchmark(folder: Path) -> Benchmark:

@@ -6,7 +6,7 @@ import asyncio
 import functools
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import partial
 from pathlib import Path
@@ -359,13 +359,17 @@ class Benchmark:
 
 
 def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_cache: bool, quiet: bool,
-                 otel: OtelExport | None = None) -> None:
-    """Resume several runs in one event loop, each scoring its items one at a time and in order. Their
+                 otel: OtelExport | None = None, parallel: Sequence[int] | None = None) -> None:
+    """Resume several runs in one event loop, each scoring its items one at a time and in order, or
+    `parallel[i]` at a time for run i. Their
     calls share the process's model and so its batch engine: runs whose items must go in order (a
     meta-agent whose memory carries from game to game) keep its slots busy together, where run one
     after another each would leave most of them idle. A run that fails (to prepare, to score, to
     report) is finished as failed without stopping the others; the first such error is raised last."""
     folders = [folder.resolve() for folder, _ in runs]
+    at_once = list(parallel) if parallel is not None else [1] * len(runs)
+    if len(at_once) != len(runs) or min(at_once, default=1) < 1:
+        raise UsageError(f"parallel: one count of at least 1 per run ({len(runs)}), not {at_once}")
     repeated = sorted({str(folder) for folder in folders if folders.count(folder) > 1})
     if repeated:
         raise UsageError(f"a run can be played only once at a time; given twice: {', '.join(repeated)}")
@@ -373,27 +377,27 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
     cache = open_cache(no_cache)  # one for every run: identical calls in flight at once are generated once
     with terminate_as_interrupt():
         prepared = []
-        for folder, benchmark in runs:
+        for (folder, benchmark), count in zip(runs, at_once, strict=True):
             run = Run.resume(folder)
             if otel is not None:
                 otel.attach(run)
             try:
-                prepared.append((run, benchmark, *_prepare(opener, run, benchmark, cache)))
+                prepared.append((run, benchmark, *_prepare(opener, run, benchmark, cache), count))
             except Exception as exc:
                 _fail(run, exc, errors)
 
         bars = progress_bars(not quiet)
 
-        async def score(run: Run, items: Items, solve: Solve) -> Exception | None:
+        async def score(run: Run, items: Items, solve: Solve, count: int) -> Exception | None:
             try:  # each bar is named by the run's folder and the one it is in (a suite's configuration)
                 await run_items(run, items, solve, progress=bars, label=f"{run.directory.parent.name}/{run.run_id}",
-                                warn=warn)
+                                warn=warn, parallel=count)
             except Exception as exc:  # this run fails; the others play on
                 return exc
             return None
 
         async def score_all() -> list[Exception | None]:
-            return await asyncio.gather(*(score(run, items, solve) for run, _, items, solve in prepared))
+            return await asyncio.gather(*(score(run, items, solve, count) for run, _, items, solve, count in prepared))
 
         try:
             with bars:
@@ -401,7 +405,7 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
             interrupted = False
         except KeyboardInterrupt:
             outcomes, interrupted = [None] * len(prepared), True
-        for (run, benchmark, items, _), error in zip(prepared, outcomes, strict=True):
+        for (run, benchmark, items, _, _), error in zip(prepared, outcomes, strict=True):
             try:
                 if isinstance(error, BudgetExceededError):  # its budget stopped this run: a partial report
                     _report(run, benchmark, items, "budget spent")
