@@ -19,7 +19,8 @@ random, seeded by the run's seed and the game), then shown
 - `kin` (with `--kin-from RUN`, stop 50): the latest won games of the same challenge (`--retrieve kin`) in the planner
   view, no rules. A run with memory rarely wins (1 of 6 games so far with both memories), so its own memory has
   almost nothing to give this view: the episodes come instead from the trace of `RUN`, a finished run without
-  memory, as its games before this one ended, which is what `kin` would have recalled had that run kept them.
+  memory: its games that come before this one in the probe's order (the order a run with memory plays them in),
+  which is what `kin` would have recalled had that run kept them.
 
 It writes one JSON row per game and view to `--out` (appended; a resumed probe skips what is there), then a table.
 The call cache makes a decision the runs already made free.
@@ -43,6 +44,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from noosphere.datafiles import scan_json_lines
 from noosphere.llm import Message, Settings
 from noosphere.llm.cache import CallCache
 from noosphere.llm.registry import DEFAULT_MODEL, open_model
@@ -61,6 +63,7 @@ from noosphere.metaagent.forms import step_form
 from noosphere.metaagent.prompts import planner_on_percept, react_messages
 from noosphere.metaagent.recollection import OTHER_GAMES
 from noosphere.metaagent.state import EpisodeState
+from noosphere.runs import load_done
 
 VIEWS = ("none", "rules", "team", "planner", "actions")
 KIN = "kin"
@@ -87,25 +90,43 @@ def shown(view: str, found: Recall) -> str:
     return actions_only(found)
 
 
-def episodes_of_run(run: Path, openings: dict[str, str]) -> dict[str, Episode]:
-    """Each finished game of a run, rebuilt from its trace: the last attempt's actions and what the game answered
-    (a game stopped midway and played again from its start counts once, as played to its end). `openings` maps a
-    game to its first observation, which the trace does not keep."""
+def episodes_of_run(run: Path, played: list[str], openings: dict[str, str]) -> dict[str, Episode]:
+    """Each scored game of a run, rebuilt from its trace: the last attempt's actions and what the game answered (a
+    game stopped midway and played again from its start counts as played the last time), won as the run's
+    `items.jsonl` scored it. `played` is the order a run that kept them would have stored them in, which gives each
+    its id; `openings` maps a game to its first observation, which the trace does not keep. Torn lines are skipped."""
     started: dict[str, dict[str, Any]] = {}
     steps: dict[str, list[EpisodeStep]] = {}
-    finished: dict[str, Episode] = {}
-    with (run / "trace.jsonl").open() as trace:
-        for event in map(json.loads, trace):
-            game = str(event.get("item_id", ""))
-            if event["kind"] == "ma_episode":
-                started[game], steps[game] = event, []
-            elif event["kind"] == "ma_action" and game in steps:
-                steps[game].append(EpisodeStep(event["step"], event["action"], event["observation"]))
-            elif event["kind"] == "ma_episode_end" and game in started:
-                opening = EpisodeStep(0, "", openings.get(game, ""))
-                finished[game] = Episode(started[game]["task"], started[game]["task_type"], game,
-                                         (opening, *steps[game]), bool(event["won"]), id=len(finished) + 1)
-    return finished
+    ended: dict[str, dict[str, Any]] = {}
+    events, _ = scan_json_lines(run / "trace.jsonl")
+    for _, event in events:
+        game = str(event.get("item_id", ""))
+        if event.get("kind") == "ma_episode":
+            started[game], steps[game] = event, []
+            ended.pop(game, None)  # an earlier attempt does not stand for this one
+        elif event.get("kind") == "ma_action" and game in steps:
+            steps[game].append(EpisodeStep(event["step"], event["action"], event["observation"]))
+        elif event.get("kind") == "ma_episode_end" and game in started:
+            ended[game] = event
+    scored = load_done(run / "items.jsonl")
+    return {game: Episode(started[game]["task"], started[game]["task_type"], game,
+                          (EpisodeStep(0, "", openings.get(game, "")), *steps[game]), bool(scored[game]["correct"]),
+                          id=played.index(game) + 1)
+            for game in ended if game in scored and game in played}
+
+
+def check_kin_source(run: Path) -> None:
+    """The run `kin` recalls from must have played this probe's games, without memory."""
+    config = json.loads((run / "config.json").read_text()) if (run / "config.json").is_file() else None
+    if config is None:
+        raise SystemExit(f"--kin-from {run}: not a run folder (no config.json)")
+    wanted = {"benchmark": "textworld", "tier": 1, "per_challenge": 3, "seed": 0}
+    wrong = {k: config.get(k) for k, v in wanted.items() if config.get(k) != v}
+    if config.get("system") == "metaagent" and config.get("memory", "none") != "none":
+        wrong["memory"] = config["memory"]
+    if wrong:
+        raise SystemExit(f"--kin-from {run}: a run of other games or with memory ({wrong}); the probe needs "
+                         f"{wanted}, without memory")
 
 
 def memory_before(source: Path, game: str, played: list[str], folder: Path) -> MemoryStore:
@@ -144,8 +165,12 @@ async def probe(args: argparse.Namespace) -> None:
     embedder = default_embedder()
     views = [v for v in args.views.split(",") if v]
     kin_episodes: dict[str, Episode] = {}
-    if KIN in views:
-        kin_episodes = episodes_of_run(args.kin_from, {g.name: g.reset().observation for g in tier1(0)})
+    if KIN in views and not all((g.name, KIN, args.place) in done for g in games):
+        openings = {}
+        for known in tier1(0):
+            openings[known.name] = known.reset().observation
+            known.close()
+        kin_episodes = episodes_of_run(args.kin_from, played, openings)
     for game in games:
         if all((game.name, v, args.place) in done for v in views):
             continue
@@ -230,6 +255,10 @@ def main() -> None:
         parser.error(f"unknown view(s) {', '.join(unknown)}; choose from {', '.join((*VIEWS, KIN))}")
     if KIN in views and args.kin_from is None and not args.table_only:
         parser.error("the kin view needs --kin-from RUN (a finished run without memory)")
+    if args.kin_from is not None and KIN not in views:
+        parser.error("--kin-from is read by the kin view alone: add kin to --views")
+    if args.kin_from is not None and not args.table_only:
+        check_kin_source(args.kin_from)
     if any(v != KIN for v in views) and args.memory is None and not args.table_only:
         parser.error("every view but kin needs --memory RUN/memory")
     if not args.table_only:

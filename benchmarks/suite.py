@@ -8,9 +8,10 @@ restarted after every kill until the whole table is there. The default `--out` i
 results and its report are what a table and a resume need, and machines here do not outlive a session.
 Runs whose items must go in order (the meta-agent with memory, whose memory carries from game to game)
 are never given `--parallel`. With `--together` (the
-game suites) every chosen run is played side by side instead, each game after game, in one `noosphere
+game suites) every chosen run is played side by side instead, in one `noosphere
 bench together` process whose calls are decoded together: eleven ALFWorld runs keep the batch engine's
-slots busy where one in-order run at a time would leave most of them idle.
+slots busy where one in-order run at a time would leave most of them idle. There the in-order runs play game
+after game and the others `--parallel` games at once (the suite's own count unless `--parallel` is given).
 
     python benchmarks/suite.py SUITE [--only NAME ...] [--limit N] [--offset N] [--parallel P] [--model ID]
                                [--together] [--out benchmarks/results] [--summary-only]

@@ -46,8 +46,8 @@ class ItemEvent(Event):
 
 
 class BenchItemStarted(ItemEvent):
-    """A benchmark item begins to be scored (`score_one`); every event up to its `bench_item_finished` carries its
-    `item_id`."""
+    """A benchmark item begins to be scored (`score_one`); every event of this item, up to its `bench_item_finished`,
+    carries its `item_id` (items scored at once interleave their events)."""
 
     kind: str = "bench_item_started"
 

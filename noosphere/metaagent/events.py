@@ -9,7 +9,7 @@ from noosphere.trace import Event
 
 class EpisodeStarted(Event):
     """A game begins: `MetaAgent.play`, or a ReAct baseline episode (each Reflexion trial is one). The game, its task
-    type and task, and the `system` playing it (`metaagent`, `react` or `reflexion`)."""
+    type and task, and the `system` playing it (`metaagent`, `react`, `react-scored` or `reflexion`)."""
 
     kind: str = "ma_episode"
     game: str

@@ -50,8 +50,8 @@ class MemorySettings:
     def active(self) -> bool:
         return self.episodic or self.conceptual
 
-    def recall_into(self, state: EpisodeState, game: str, trace: Trace, *, seed: int, query: str | None = None,
-                    kind: str | None = None) -> None:
+    def recall_into(self, state: EpisodeState, game: str, trace: Trace, *, seed: int, kind: str,
+                    query: str | None = None) -> None:
         """Put what memory holds for `query` (the task, when the game starts) into the state's context; `kind` is
         the game's kind of task, which `kin` retrieval recalls by."""
         if not self.active:

@@ -48,8 +48,9 @@ class ContractEvent(Event):
 
 
 class AgentLeft(Event):
-    """A member could not pay its rent in full after a market round (`Economy.charge_rent`): it paid what it had and
-    left the society; `balance` is what it was left holding."""
+    """A member left the society after paying rent (`Economy.charge_rent`, after a market round): it could not pay the
+    rent in full, or paying it left it nothing. It paid what it had; `balance` is what it was left holding (0 or
+    less)."""
 
     kind: str = "econ_departure"
     agent: str
