@@ -127,7 +127,11 @@ def _alfworld_12() -> tuple[Config, ...]:
     both = ("--system", "metaagent", "--memory", "both")
     return (Config("react", ("--system", "react", *games), 12),
             Config("metaagent-both", (*both, *games), 12, in_order=True),
-            Config("metaagent-both-percept", (*both, "--planner-view", "percept", *games), 12, in_order=True))
+            Config("metaagent-both-percept", (*both, "--planner-view", "percept", *games), 12, in_order=True),
+            # the focus agent kept from the actions that just did nothing (stop 51): every game of stop 50 was lost to
+            # one action repeated, and the focus agent itself advised it
+            Config("metaagent-both-percept-strike", (*both, "--planner-view", "percept", "--focus", "strike", *games),
+                   12, in_order=True))
 
 
 TEXTWORLD_TIER = 1
@@ -175,7 +179,13 @@ def _textworld() -> tuple[Config, ...]:
             # paper's view, recalled episodes' endings and objects came into new games' beliefs and moves (stop 47)
             Config("metaagent-both-percept-planner", ("--system", "metaagent", "--memory", "both", "--planner-view",
                                                       "percept", "--recall-view", "planner", *games), n,
-                   in_order=True))
+                   in_order=True),
+            # the focus agent told which actions just did nothing, and kept from them (`--focus strike`, stop 51): the
+            # paper's loop replays an unchanged observation, and its agent advised the loop's own action (stop 46)
+            *(Config(f"metaagent-{memory}-percept-strike", ("--system", "metaagent", "--memory", memory,
+                                                            "--planner-view", "percept", "--focus", "strike", *games),
+                     n, in_order=memory != "none")
+              for memory in ("none", "both")))
 
 
 def _textworld_tiers() -> tuple[Config, ...]:

@@ -173,7 +173,8 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                "metaagent-none-judged", "metaagent-both-judged",
                                                *(f"metaagent-{memory}-percept"
                                                  for memory in ("none", "episodic", "conceptual", "both")),
-                                               "metaagent-both-percept-planner"]
+                                               "metaagent-both-percept-planner", "metaagent-none-percept-strike",
+                                               "metaagent-both-percept-strike"]
     assert [c.name for c in table.configs if "--judge" in c.args] == ["metaagent-none-judged", "metaagent-both-judged"]
     margins = {c.name: c.args[c.args.index("--margin") + 1] for c in table.configs if "--margin" in c.args}
     assert margins == {"react-scored": "0.05", "react-scored-nomargin": "0", "react-scored-heldout": "0.05"}
@@ -187,7 +188,10 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                              "metaagent-both", "metaagent-both-judged",
                                                              *(f"metaagent-{memory}-percept"
                                                                for memory in ("episodic", "conceptual", "both")),
-                                                             "metaagent-both-percept-planner"]
+                                                             "metaagent-both-percept-planner",
+                                                             "metaagent-both-percept-strike"]
+    focus = {c.name: c.args[c.args.index("--focus") + 1] for c in table.configs if "--focus" in c.args}
+    assert focus == {"metaagent-none-percept-strike": "strike", "metaagent-both-percept-strike": "strike"}
     assert all(c.args[c.args.index("--planner-view") + 1] == "percept" for c in table.configs if "percept" in c.name)
     recall_views = {c.name: c.args[c.args.index("--recall-view") + 1]
                     for c in table.configs if "--recall-view" in c.args}
@@ -206,13 +210,14 @@ def test_alfworld_12_is_react_and_the_meta_agent_with_both_memories_in_a_folder_
     args = argparse.Namespace(limit=None, model="local:m", parallel=None)
     for config in small.configs:
         suite.run(small, config, tmp_path, args)
-    react, metaagent, percept = (command[3:] for command in ran)
+    react, metaagent, percept, strike = (command[3:] for command in ran)
     assert react[:8] == ["bench", "alfworld", "--quiet", "--parallel", "4", "--system", "react", "--per-type"]
     assert metaagent[:12] == ["bench", "alfworld", "--quiet", "--parallel", "1", "--system", "metaagent", "--memory",
                               "both", "--per-type", "2", "--max-actions"]
     assert metaagent[12:16] == ["30", "--limit", "12", "--model"]
     assert percept[5:11] == [*metaagent[5:9], "--planner-view", "percept"] and percept[11:-1] == metaagent[9:-1]
     assert percept[-1].endswith("metaagent-both-percept")
+    assert strike[5:13] == [*percept[5:11], "--focus", "strike"] and strike[13:-1] == percept[11:-1]
     folder = tmp_path / "alfworld" / "12-games"  # under the alfworld suite's results, apart from its runs
     fake_run(folder / "react" / "20260101-000000-eeeeee", {"system": "react"}, [row("g1", True, 7, "look")])
     monkeypatch.setattr(sys, "argv", ["suite.py", "alfworld-12", "--summary-only", "--out", str(tmp_path)])

@@ -215,6 +215,49 @@ def test_an_action_repeated_to_the_same_result_counts_as_doing_nothing() -> None
     assert state.invalid_streak == 0  # a place seen long ago may be worth a second visit
 
 
+@pytest.mark.parametrize("focus", ["replay", "strike"])
+def test_the_struck_focus_agent_is_told_what_did_nothing_and_cannot_choose_it(focus: str) -> None:
+    """Stop 46 and 50: the paper's focus agent, shown an unchanged observation, advised the action the team kept
+    repeating. With `strike` the actions that just did nothing are named to it and left out of its form."""
+    script = winning_script()
+    script["planning"] = [reply(plan="rest", action="wait"), reply(plan="rest", action="wait"),
+                          reply(plan="east", action="go east"), reply(plan="grab", action="take key")]
+    script["focus"] = [reply(situation="Waiting did nothing.", action="go east")]
+    model, backend, _ = scripted(by_role(script))
+    result = asyncio.run(MetaAgent(model, focus=focus).play(TwoRooms()))
+    assert result.won and result.focus_loops == 1 and result.focus_recoveries == 1
+    [call] = [r for r in backend.history if r.agent == "focus"]
+    allowed = call.json_schema["properties"]["action"]["enum"]
+    told = "Actions that just did nothing (not to be taken again now): wait\n" in call.messages[-1].content
+    if focus == "strike":
+        assert allowed == ["go east", "look"] and told
+        assert "Admissible actions: go east, look\n" in call.messages[-1].content
+    else:
+        assert allowed == ["go east", "look", "wait"] and not told
+    with pytest.raises(UnknownNameError, match="unknown focus mode 'loud'"):
+        MetaAgent(model, focus="loud")  # type: ignore[arg-type]
+
+
+def test_an_action_that_did_nothing_is_struck_until_it_does_something_or_its_window_passes() -> None:
+    from noosphere.metaagent.state import FUTILE_WINDOW
+
+    state = EpisodeState("Your task is to: take the key.", "You are in the west room.", WEST, strike_futile=True)
+    state.record("wait", "Nothing happens.", WEST, False, False)
+    state.record("look", "You are in the west room.", WEST, False, False)
+    state.record("look", "You are in the west room.", WEST, False, False)  # the same result: a repeat
+    assert state.futile() == ("look", "wait") and state.focus_choices() == ("go east",)  # the game's order
+    state.record("look", "The lamp is lit now.", WEST, False, False)  # it did something after all
+    assert state.futile() == ("wait",)
+    for _ in range(FUTILE_WINDOW - state.t):  # up to the last step whose window still holds the wait (step 1)
+        state.record("go east", f"Step {state.t}.", WEST, False, False)
+    assert state.futile() == ("wait",)
+    state.record("go east", "Further on.", WEST, False, False)
+    assert state.futile() == ()  # long ago: it may do something now
+    for action in WEST:
+        state.record(action, "Nothing happens.", WEST, False, False)
+    assert state.futile() == WEST and state.focus_choices() == WEST  # all struck: every action is offered again
+
+
 def test_a_planner_that_proposes_no_admissible_action_forfeits_and_the_team_refocuses() -> None:
     """The planner's form takes only admissible actions: a plan outside them is sent back, and a planner
     that keeps proposing one forfeits its turn, which counts as a hallucination."""

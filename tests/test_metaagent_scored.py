@@ -253,7 +253,9 @@ def test_the_planner_view_reaches_the_meta_agent_and_is_refused_elsewhere(tmp_pa
                         (["--planner-view", "belief"], "unknown planner view 'belief'. Known: percept, team"),
                         (["--memory", "none", "--recall-view", "planner"], "--memory none recalls nothing"),
                         (["--system", "react", "--recall-view", "team"], "--system react has no memory"),
-                        (["--recall-view", "all"], "unknown recall view 'all'. Known: planner, team")):
+                        (["--recall-view", "all"], "unknown recall view 'all'. Known: planner, team"),
+                        (["--system", "react", "--focus", "strike"], "--focus is the meta-agent's"),
+                        (["--focus", "loud"], "unknown focus mode 'loud'. Known: replay, strike")):
         refused = cli([*args, *extra, "--out", str(tmp_path / "refused")])
         assert refused.code == 2 and said in refused.err, refused
         assert not (tmp_path / "refused").exists()

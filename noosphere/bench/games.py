@@ -33,7 +33,7 @@ from noosphere.metaagent import (
     reflexion,
     unused_memory_agents,
 )
-from noosphere.metaagent.agents import PLANNER_VIEWS
+from noosphere.metaagent.agents import FOCUS_MODES, PLANNER_VIEWS
 from noosphere.metaagent.scored import ScoredDecision
 
 SYSTEMS = ("react", "react-scored", "reflexion", "metaagent")
@@ -72,7 +72,7 @@ def player(model: Model, config: dict[str, Any], memory_folder: Path):  # type: 
     graph = TransitionGraph.from_data(config["graph"]) if config.get("graph") else DEFAULT_GRAPH
     judge = ScoredDecision(config.get("candidates", 3), config["margin"]) if config.get("judge") else None
     agent = MetaAgent(model, graph=graph, memory=memory, max_actions=max_actions, seed=config["seed"], judge=judge,
-                      planner_view=config.get("planner_view", "team"))
+                      planner_view=config.get("planner_view", "team"), focus=config.get("focus", "replay"))
     if memory is None:
         return agent.play
     store = memory.store
@@ -103,9 +103,9 @@ def memory_folder(run_dir: Path) -> Path:
 
 
 def check_views(saved: dict[str, Any]) -> None:
-    """A saved run's planner and recall views are ones this version knows: a hand-edited config fails before the
-    model is opened, as the options do."""
-    for key, title, known in (("planner_view", "planner view", PLANNER_VIEWS),
+    """A saved run's planner view, focus mode and recall view are ones this version knows: a hand-edited config
+    fails before the model is opened, as the options do."""
+    for key, title, known in (("planner_view", "planner view", PLANNER_VIEWS), ("focus", "focus mode", FOCUS_MODES),
                               ("recall_view", "recall view", RECALL_VIEWS)):
         if key in saved and saved[key] not in known:
             raise UnknownNameError(title, saved[key], known)

@@ -29,7 +29,7 @@ from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
 from noosphere.envs.textworld_games import CHALLENGES
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
-from noosphere.metaagent.agents import PLANNER_VIEWS
+from noosphere.metaagent.agents import FOCUS_MODES, PLANNER_VIEWS
 from noosphere.metaagent.recollection import RECALL_VIEWS
 from noosphere.metaagent.scored import DEFAULT_MARGIN
 from noosphere.runs import Run
@@ -52,6 +52,9 @@ JudgeOption = Annotated[bool, typer.Option(
 PlannerViewOption = Annotated[str | None, typer.Option(
     help="metaagent: what the planning agent reads: team (the belief state, its last plan and the percept, as the "
          "paper has it; the default) or percept (ReAct's step, with the team's memory, idea and focus note)")]
+FocusOption = Annotated[str | None, typer.Option(
+    help="metaagent: what the focus agent chooses from: replay (every admissible action after the replay, as the "
+         "paper has it; the default) or strike (the actions that just did nothing struck out, and named to it)")]
 RecallViewOption = Annotated[str | None, typer.Option(
     help="metaagent with memory: who reads what is recalled: team (every agent, each episode with its belief "
          "states, as the paper has it; the default) or planner (the planner alone, each episode as the actions "
@@ -74,6 +77,7 @@ class GameOptions:
     judge: JudgeOption = False
     planner_view: PlannerViewOption = None
     recall_view: RecallViewOption = None
+    focus: FocusOption = None
     create_only: CreateOnlyOption = False
 
     def config(self, limit: int | None, run: RunOptions) -> dict[str, Any]:
@@ -93,6 +97,12 @@ class GameOptions:
             if self.system != "metaagent":
                 raise UsageError(f"--planner-view is the meta-agent's; --system {self.system} has no planner")
             config["planner_view"] = self.planner_view
+        if self.focus is not None:
+            if self.focus not in FOCUS_MODES:
+                raise UnknownNameError("focus mode", self.focus, FOCUS_MODES)
+            if self.system != "metaagent":
+                raise UsageError(f"--focus is the meta-agent's; --system {self.system} has no focus loop")
+            config["focus"] = self.focus
         if self.recall_view is not None:
             if self.recall_view not in RECALL_VIEWS:
                 raise UnknownNameError("recall view", self.recall_view, RECALL_VIEWS)

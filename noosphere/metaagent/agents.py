@@ -58,6 +58,10 @@ PlannerView = Literal["team", "percept"]
 PLANNER_VIEWS: tuple[PlannerView, ...] = ("team", "percept")
 """What the planning agent reads: the team's shared context (the belief state, its own last plan and the percept,
 as the paper has it), or the game as ReAct reads it plus the team's memory, idea and focus note."""
+FocusMode = Literal["replay", "strike"]
+FOCUS_MODES: tuple[FocusMode, ...] = ("replay", "strike")
+"""What the focus agent chooses from: every admissible action after the replay (`replay`, the paper), or those left
+when the actions that just did nothing are struck out, which it is told (`strike`)."""
 
 
 @dataclass(frozen=True)
@@ -308,7 +312,7 @@ LANGUAGE_AGENTS: dict[str, Agent] = {agent.name: agent for agent in (
     Conscious(LanguageAgent("conscious", _in_context("conscious", belief_question), lambda s: Belief, _believe)),
     Planning(),
     Motor(),
-    LanguageAgent("focus", focus_messages, lambda s: focus_form(s.admissible), _refocus),
+    LanguageAgent("focus", focus_messages, lambda s: focus_form(s.focus_choices()), _refocus),
     LanguageAgent("idea", _in_context("idea", lambda s: "One new idea:"), lambda s: Note, _idea),
     LanguageAgent("learning", _in_context("learning", lambda s: "One general rule:"), lambda s: Note, _rule),
 )}

@@ -21,7 +21,7 @@ from noosphere.envs import Environment
 from noosphere.errors import UnknownNameError
 from noosphere.llm import Model
 from noosphere.memory import EpisodeStep
-from noosphere.metaagent.agents import AGENTS, LESSON, PLANNER_VIEWS, PlannerView, Turn
+from noosphere.metaagent.agents import AGENTS, FOCUS_MODES, LESSON, PLANNER_VIEWS, FocusMode, PlannerView, Turn
 from noosphere.metaagent.events import AgentSpoke, EpisodeEnded, EpisodeStarted, FocusTriggered, Transition
 from noosphere.metaagent.graph import DEFAULT_GRAPH, START, TransitionGraph, unused_memory_agents
 from noosphere.metaagent.hallucination import flag_hallucination
@@ -55,9 +55,13 @@ class EpisodeResult:
 class MetaAgent:
     def __init__(self, model: Model, *, graph: TransitionGraph = DEFAULT_GRAPH, memory: MemorySettings | None = None,
                  max_actions: int = 50, max_transitions: int | None = None, seed: int = 0,
-                 judge: ScoredDecision | None = None, planner_view: PlannerView = "team") -> None:
+                 judge: ScoredDecision | None = None, planner_view: PlannerView = "team",
+                 focus: FocusMode = "replay") -> None:
         if planner_view not in PLANNER_VIEWS:
             raise UnknownNameError("planner view", planner_view, PLANNER_VIEWS)
+        if focus not in FOCUS_MODES:
+            raise UnknownNameError("focus mode", focus, FOCUS_MODES)
+        self.focus = focus
         graph.check_agents(set(AGENTS))
         self.planner_view = planner_view
         if judge is not None:
@@ -74,7 +78,8 @@ class MetaAgent:
 
     async def play(self, env: Environment) -> EpisodeResult:
         start = env.reset()
-        state = EpisodeState(start.task, start.observation, start.admissible, start.guide)
+        state = EpisodeState(start.task, start.observation, start.admissible, start.guide,
+                             strike_futile=self.focus == "strike")
         turn = Turn(self.model, env, self.memory, self.seed, judge=self.judge, planner_view=self.planner_view)
         trace = self.model.trace
         trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system="metaagent"))

@@ -108,11 +108,16 @@ def planner_on_percept(state: EpisodeState) -> list[Message]:
 
 def focus_messages(state: EpisodeState) -> list[Message]:
     """The focus agent sees only the task, the last real observation and what can be done now: the rest
-    may be what misled the team."""
-    actions = ", ".join(state.admissible[:ADMISSIBLE_SHOWN])
+    may be what misled the team. With `strike_futile`, what can be done now leaves out the actions that just did
+    nothing, which it is told: the paper's loop, faithful, replays an observation that has not changed, and the
+    1.5B focus agent advised the very action the team was repeating (`examine cookbook` 29 times on TextWorld,
+    stop 46; `examine sidetable 1` on ALFWorld, stop 50)."""
+    actions = ", ".join(state.focus_choices()[:ADMISSIBLE_SHOWN])
+    futile = state.futile() if state.strike_futile else ()
+    struck = f"Actions that just did nothing (not to be taken again now): {', '.join(futile)}\n" if futile else ""
     return [team(state), Message.user(
         f"Task: {state.task}\nLast real observation: {state.last_valid_observation}\n"
-        f"Admissible actions: {actions}\nActions taken: {state.t}.\n"
+        f"{struck}Admissible actions: {actions}\nActions taken: {state.t}.\n"
         f"Why the team lost track: {state.needs_focus or 'unclear'}.\n\n{ROLES['focus']}\n"
         "Where do things stand, what next?")]
 

@@ -13,6 +13,9 @@ REPEAT_WINDOW = 4
 """An action is a repeat when one of the last this-many steps took it and saw the same result."""
 ADMISSIBLE_SHOWN = 60
 """Admissible actions listed in a prompt; ALFWorld rooms rarely have more."""
+FUTILE_WINDOW = 8
+"""With `strike_futile`, an action that did nothing (refused, or a repeat) within this many steps, and has not
+done something since, is struck from the focus agent's choices."""
 
 
 @dataclass
@@ -53,6 +56,11 @@ class EpisodeState:
     """The focus loop whose outcome the next action decides (0: none)."""
     focus_recoveries: int = 0
     """Focus loops whose next action did something (the loop put the team back on track)."""
+    strike_futile: bool = False
+    """The focus agent is told which actions did nothing lately and cannot choose them (`FocusMode` `strike`);
+    False: it chooses among all admissible actions, as the paper's focus loop does."""
+    did_nothing: dict[str, int] = field(default_factory=dict)
+    """Each action whose last try did nothing, with that timestep; an action that then does something leaves it."""
     done: bool = False
     won: bool = False
     opening: EpisodeStep = field(init=False)
@@ -118,8 +126,26 @@ class EpisodeState:
         repeated = (action, observation) in {(step.action, step.observation) for step in self.steps[-REPEAT_WINDOW:]}
         refused = any(marker in observation.lower() for marker in INVALID_MARKERS)
         self.invalid_streak = self.invalid_streak + 1 if refused or repeated else 0
+        if refused or repeated:
+            self.did_nothing[action] = self.t
+        else:
+            self.did_nothing.pop(action, None)
         if not refused:  # a repeat still took the team somewhere: what it sees now is real
             self.last_valid_observation = observation
         self.steps.append(EpisodeStep(self.t, action, observation))
         self._see(observation, admissible)
         self.observation, self.admissible, self.done, self.won = observation, admissible or self.admissible, done, won
+
+    def futile(self) -> tuple[str, ...]:
+        """The admissible actions that did nothing within the last `FUTILE_WINDOW` steps and nothing since, in the
+        order the game lists them."""
+        recent = {action for action, t in self.did_nothing.items() if t > self.t - FUTILE_WINDOW}
+        return tuple(action for action in self.admissible if action in recent)
+
+    def focus_choices(self) -> tuple[str, ...]:
+        """What the focus agent may choose: every admissible action, or with `strike_futile` those that did not
+        just do nothing (all of them again if nothing else is left)."""
+        if not self.strike_futile:
+            return self.admissible
+        futile = set(self.futile())
+        return tuple(action for action in self.admissible if action not in futile) or self.admissible
