@@ -86,6 +86,10 @@ class GameOptions:
         games_bench.check_options(self.system, self.memory, self.retrieve)
         config = {"system": self.system, "memory": self.memory, "retrieve": self.retrieve, "k": self.k,
                   "max_actions": self.max_actions, **run.config(), "limit": limit}
+        if self.retrieve != "random" and (self.system != "metaagent" or not games_bench.MEMORY_MODES[self.memory][0]):
+            keeps = f"--memory {self.memory}" if self.system == "metaagent" else f"--system {self.system}"
+            raise UsageError(f"--retrieve {self.retrieve} picks past episodes: {keeps} keeps none to pick from "
+                             "(episodes are kept with --memory episodic or both)")
         if self.judge and self.system != "metaagent":
             raise UsageError(f"--judge is the meta-agent's; --system {self.system} "
                              + ("always judges" if self.system == "react-scored" else "has no judge"))
