@@ -223,12 +223,14 @@ def test_the_struck_focus_agent_is_told_what_did_nothing_and_cannot_choose_it(fo
     script["planning"] = [reply(plan="rest", action="wait"), reply(plan="rest", action="wait"),
                           reply(plan="east", action="go east"), reply(plan="grab", action="take key")]
     script["focus"] = [reply(situation="Waiting did nothing.", action="go east")]
-    model, backend, _ = scripted(by_role(script))
+    model, backend, trace = scripted(by_role(script))
     result = asyncio.run(MetaAgent(model, focus=focus).play(TwoRooms()))
     assert result.won and result.focus_loops == 1 and result.focus_recoveries == 1
     [call] = [r for r in backend.history if r.agent == "focus"]
     allowed = call.json_schema["properties"]["action"]["enum"]
     told = "Actions that just did nothing (not to be taken again now): wait\n" in call.messages[-1].content
+    [loop] = trace.of_kind("ma_focus")
+    assert loop.struck == (["wait"] if focus == "strike" else [])
     if focus == "strike":
         assert allowed == ["go east", "look"] and told
         assert "Admissible actions: go east, look\n" in call.messages[-1].content

@@ -314,7 +314,8 @@ def test_metaagent_path_heatmap_beliefs_retrievals_and_focus(view: Any) -> None:
     steps = card(panel, "Steps").inner_text()
     assert '"holding": "clean apple 1"' in steps and "put apple 1 in/on fridge 1" in steps
     assert "Apples are cleaned at a sinkbasin." in card(panel, "Memory retrievals (2)").inner_text()
-    assert "the same action three times" in card(panel, "Focus-loop recoveries (1)").inner_text()
+    focus = card(panel, "Focus-loop recoveries (1)").inner_text()
+    assert "the same action three times (struck: go to countertop 1)" in focus
     viewer.shot("metaagent")
 
 

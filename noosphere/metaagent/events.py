@@ -84,11 +84,14 @@ class MemoryRetrieved(StepEvent):
 
 
 class FocusTriggered(StepEvent):
-    """A hallucination sent the conscious agent into the focus loop (the `loop`-th of the episode)."""
+    """The team goes round the focus loop (the `loop`-th of the episode), sent by a hallucination (`reason` says
+    which), the orchestrator's pick or the graph; `struck` lists the actions the focus agent is kept from (`--focus
+    strike`: those that just did nothing), empty otherwise."""
 
     kind: str = "ma_focus"
     reason: str
     loop: int
+    struck: list[str] = Field(default_factory=list)
 
 
 class FocusOutcome(StepEvent):

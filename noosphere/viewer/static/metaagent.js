@@ -4,7 +4,7 @@
 // Events: ma_step {step, agent, output}; ma_transition {step, source,
 // target, valid, fallback}; ma_action {step, action, observation, reward, done, won}; ma_belief {step,
 // belief}; ma_retrieval {step, memory: episodic|conceptual, method: random|relevant, items: [str]};
-// ma_focus {step, reason, loop}; ma_focus_outcome {step, loop, action, recovered}: the first action after
+// ma_focus {step, reason, loop, struck}; ma_focus_outcome {step, loop, action, recovered}: the first action after
 // that loop did something. Older traces put `recovered` on ma_focus itself. ma_judged {step, written, chosen,
 // candidates, policy, p_true}: a react-scored step, the written action and the judge's candidates.
 
@@ -83,7 +83,8 @@ function metaView(events) {
       of("ma_retrieval"), (r) => [String(r.step), r.memory, r.method,
         el("ul", null, (r.items || []).map((item) => el("li", null, asText(item))))])),
     section(`Focus-loop recoveries (${focus.length})`, pagedTable(["step", "reason", "recovered"], focus,
-      (f) => [String(f.step), block(f.reason), mark(recovered(f))])),
+      (f) => [String(f.step), block(f.struck && f.struck.length ? `${f.reason} (struck: ${f.struck.join(", ")})`
+        : f.reason), mark(recovered(f))])),
     judged.length ? section(`Judge (${judged.filter((j) => j.chosen !== j.written).length} of ${judged.length} ` +
       "actions changed)", pagedTable(["step", "written", "candidates: policy, P(True)", "taken"], judged,
       (j) => [String(j.step), j.written, el("ul", null, j.candidates.map((c, i) =>

@@ -134,7 +134,8 @@ const DESCRIBE = {
   ma_judged: (e) => `${short(e.written, 30)} → ${short(e.chosen, 30)}` +
     `${e.written === e.chosen ? "" : " (the judge's pick)"}`,
   ma_retrieval: (e) => `${e.memory} (${e.method}): ${(e.items || []).length} items`,
-  ma_focus: (e) => (e.loop ? `focus loop ${e.loop}: ${e.reason}`
+  ma_focus: (e) => (e.loop ? `focus loop ${e.loop}: ${e.reason}` +
+    `${e.struck && e.struck.length ? ` (struck: ${short(e.struck.join(", "), 60)})` : ""}`
     : `${e.reason}${e.recovered ? " (recovered)" : " (not recovered)"}`),
   ma_focus_outcome: (e) => `after focus loop ${e.loop}: ${short(e.action, 40)}` +
     `${e.recovered ? " (recovered)" : " (did nothing)"}`,
