@@ -327,3 +327,43 @@ def test_the_recall_probe_rebuilds_the_memory_each_game_started_with_and_shows_i
     rows = [{"game": "g1", "view": view, "action": "go east", "expert_first": "go east", "first_right": view != "team"}
             for view in ("none", "team")]
     assert probe.table(rows, ["none", "team"]).splitlines()[-1] == "| expert's first action taken | | 1 of 1 | 0 of 1 |"
+
+
+def test_focus_loops_reads_each_games_loops_what_was_struck_and_the_action_after_from_a_runs_trace(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    from noosphere.errors import UsageError
+    from noosphere.metaagent import MetaAgent
+    from noosphere.scope import item_scope
+    from noosphere.trace import Trace
+    from tests.test_metaagent import TwoRooms, by_role, reply, winning_script
+
+    focus_loops = script("focus_loops")
+    script_ = {**winning_script(), "focus": [reply(situation="Waiting did nothing.", action="go east")],
+               "planning": [reply(plan="rest", action="wait")] * 2 + winning_script()["planning"]}
+    runs = {}
+    for focus in ("strike", "replay"):
+        run = tmp_path / focus / "20260101-000000-aaaaaa"  # a suite's layout: the configuration names the run
+        run.mkdir(parents=True)
+        trace = Trace(run / "trace.jsonl")
+        with item_scope("two-rooms"):
+            result = asyncio.run(MetaAgent(Model(ScriptedBackend(by_role(script_)), trace=trace), focus=focus)
+                                 .play(TwoRooms()))
+        trace.close()
+        (run / "items.jsonl").write_text(json.dumps({"id": "two-rooms", "prediction": "won",
+                                                     "actions": result.actions}) + "\n")
+        runs[focus] = run
+    with (runs["strike"] / "trace.jsonl").open("a") as torn:
+        torn.write('{"kind": "ma_focus", "item_id": "two-ro')  # a killed run's last line
+    [loop] = focus_loops.loops_by_game(runs["strike"])["two-rooms"]
+    assert (loop["struck"], loop["action"], loop["recovered"]) == (["wait"], "go east", True)
+    assert loop["advice"] == "Waiting did nothing. Next action: go east."
+    focus_loops.main([str(runs["strike"]), "--against", str(runs["replay"])])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "two-rooms" and out[1] == "  strike: won in 4; 1 focus loops, 1 recovered"
+    assert out[2] == ("    step 2: 2 actions in a row did nothing; struck [wait]; advised `go east`, took `go east` "
+                      "(did something)")
+    assert out[4].startswith("    step 2: 2 actions in a row did nothing; advised `go east`")
+    with pytest.raises(UsageError, match="is not a run folder"):
+        focus_loops.loops_by_game(tmp_path / "strike")

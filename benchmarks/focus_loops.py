@@ -1,0 +1,97 @@
+"""What each focus loop of a meta-agent run did, game by game: why it opened, what the focus agent advised, what
+was struck from its choices (`--focus strike`) and the action that followed. Read from the run's trace; with
+`--against RUN`, each game's loops beside another run's (the same games with the paper's focus loop, say).
+
+    python benchmarks/focus_loops.py benchmarks/results/textworld/metaagent-none-percept-strike/RUN \
+        --against benchmarks/results/textworld/metaagent-none-percept/RUN [--game tier1/cooking-1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from noosphere.errors import UsageError
+
+STRUCK = re.compile(r"Actions that just did nothing \(not to be taken again now\): (.*)\n")
+"""How `prompts.focus_messages` names the struck actions: read where an older trace's `ma_focus` lacks them."""
+
+
+def loops_by_game(run: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each game's focus loops in order: step, reason, struck, advice, the next action and whether it recovered.
+    A torn last line (a killed run) is skipped; the last attempt at a game is the one kept."""
+    trace = run / "trace.jsonl"
+    if not trace.exists():
+        raise UsageError(f"{run} is not a run folder (no trace.jsonl)")
+    games: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in trace.open(encoding="utf-8"):
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        game, kind = event.get("item_id"), event.get("kind")
+        if game is None:
+            continue
+        loops = games[game]
+        if kind == "ma_episode":
+            loops.clear()  # a resumed game starts again
+        elif kind == "ma_focus":
+            loops.append({"step": event["step"], "reason": event.get("reason", ""), "struck": event.get("struck", []),
+                          "advice": "", "action": None, "recovered": None})
+        elif kind == "model_call" and event.get("agent") == "focus" and loops and not loops[-1]["struck"]:
+            told = STRUCK.search(event["messages"][-1]["content"]) if event.get("messages") else None
+            loops[-1]["struck"] = told.group(1).split(", ") if told else []
+        elif kind == "ma_step" and event.get("agent") == "focus" and loops:
+            loops[-1]["advice"] = event.get("output", "")
+        elif kind == "ma_focus_outcome" and loops:
+            loops[-1].update(action=event.get("action"), recovered=event.get("recovered"))
+    return dict(games)
+
+
+def outcomes(run: Path) -> dict[str, dict[str, Any]]:
+    rows = {}
+    items = run / "items.jsonl"
+    for line in items.open(encoding="utf-8") if items.exists() else ():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        rows[row["id"]] = row
+    return rows
+
+
+def describe(run: Path, game: str, loops: list[dict[str, Any]]) -> list[str]:
+    row = outcomes(run).get(game)
+    result = f"{row['prediction']} in {row['actions']}" if row else "not finished"
+    recovered = sum(1 for loop in loops if loop["recovered"])
+    lines = [f"  {run.parent.name}: {result}; {len(loops)} focus loops, {recovered} recovered"]
+    for loop in loops:
+        advice = loop["advice"].rsplit("Next action:", 1)[-1].strip(" .") if loop["advice"] else "(no advice)"
+        struck = f" struck [{', '.join(loop['struck'])}];" if loop["struck"] else ""
+        outcome = {True: "did something", False: "did nothing", None: "-"}[loop["recovered"]]
+        lines.append(f"    step {loop['step']}: {loop['reason']};{struck} advised `{advice}`, took `{loop['action']}`"
+                     f" ({outcome})")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path)
+    parser.add_argument("--against", type=Path, help="another run of the same games, shown beside it")
+    parser.add_argument("--game", action="append", help="only these games (repeatable)")
+    args = parser.parse_args(argv)
+    runs = [args.run, *([args.against] if args.against else [])]
+    found = [loops_by_game(run) for run in runs]
+    games = args.game or sorted(set().union(*found), key=lambda g: (g.rsplit("-", 1)[-1], g))
+    for game in games:
+        print(game)
+        for run, loops in zip(runs, found, strict=True):
+            print("\n".join(describe(run, game, loops.get(game, []))))
+
+
+if __name__ == "__main__":
+    main()
