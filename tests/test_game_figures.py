@@ -174,12 +174,14 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                *(f"metaagent-{memory}-percept"
                                                  for memory in ("none", "episodic", "conceptual", "both")),
                                                "metaagent-both-percept-planner", "metaagent-none-percept-strike",
-                                               "metaagent-both-percept-strike"]
+                                               "metaagent-both-percept-strike", "metaagent-none-percept-heldout",
+                                               "metaagent-none-percept-strike-heldout"]
     assert [c.name for c in table.configs if "--judge" in c.args] == ["metaagent-none-judged", "metaagent-both-judged"]
     margins = {c.name: c.args[c.args.index("--margin") + 1] for c in table.configs if "--margin" in c.args}
     assert margins == {"react-scored": "0.05", "react-scored-nomargin": "0", "react-scored-heldout": "0.05"}
     seeds = {c.name: c.args[c.args.index("--seed") + 1] for c in table.configs if "--seed" in c.args}
-    assert seeds == {"react-heldout": "3", "react-scored-heldout": "3"}
+    assert seeds == {name: "3" for name in ("react-heldout", "react-scored-heldout", "metaagent-none-percept-heldout",
+                                            "metaagent-none-percept-strike-heldout")}
     games = {c.args[c.args.index("--tier"):] for c in table.configs}
     assert games == {("--tier", "1", "--challenges", "coin_collector,treasure_hunter,cooking,custom",
                       "--per-challenge", "3", "--max-actions", "40")}
@@ -191,7 +193,8 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                              "metaagent-both-percept-planner",
                                                              "metaagent-both-percept-strike"]
     focus = {c.name: c.args[c.args.index("--focus") + 1] for c in table.configs if "--focus" in c.args}
-    assert focus == {"metaagent-none-percept-strike": "strike", "metaagent-both-percept-strike": "strike"}
+    assert focus == {name: "strike" for name in ("metaagent-none-percept-strike", "metaagent-both-percept-strike",
+                                                 "metaagent-none-percept-strike-heldout")}
     assert all(c.args[c.args.index("--planner-view") + 1] == "percept" for c in table.configs if "percept" in c.name)
     recall_views = {c.name: c.args[c.args.index("--recall-view") + 1]
                     for c in table.configs if "--recall-view" in c.args}
