@@ -95,26 +95,19 @@ class GameOptions:
                              + ("always judges" if self.system == "react-scored" else "has no judge"))
         if self.judge:
             config["judge"] = True
-        if self.planner_view is not None:
-            if self.planner_view not in PLANNER_VIEWS:
-                raise UnknownNameError("planner view", self.planner_view, PLANNER_VIEWS)
+        for key, value, title, known, lacks in (
+                ("planner_view", self.planner_view, "planner view", PLANNER_VIEWS, "has no planner"),
+                ("focus", self.focus, "focus mode", FOCUS_MODES, "has no focus loop"),
+                ("recall_view", self.recall_view, "recall view", RECALL_VIEWS, "has no memory")):
+            if value is None:
+                continue
+            if value not in known:
+                raise UnknownNameError(title, value, known)
             if self.system != "metaagent":
-                raise UsageError(f"--planner-view is the meta-agent's; --system {self.system} has no planner")
-            config["planner_view"] = self.planner_view
-        if self.focus is not None:
-            if self.focus not in FOCUS_MODES:
-                raise UnknownNameError("focus mode", self.focus, FOCUS_MODES)
-            if self.system != "metaagent":
-                raise UsageError(f"--focus is the meta-agent's; --system {self.system} has no focus loop")
-            config["focus"] = self.focus
-        if self.recall_view is not None:
-            if self.recall_view not in RECALL_VIEWS:
-                raise UnknownNameError("recall view", self.recall_view, RECALL_VIEWS)
-            if self.system != "metaagent":
-                raise UsageError(f"--recall-view is the meta-agent's; --system {self.system} has no memory")
-            if self.memory == "none":
+                raise UsageError(f"--{key.replace('_', '-')} is the meta-agent's; --system {self.system} {lacks}")
+            if key == "recall_view" and self.memory == "none":
                 raise UsageError("--recall-view needs memory to show: --memory none recalls nothing")
-            config["recall_view"] = self.recall_view
+            config[key] = value
         if self.system == "react-scored" or self.judge:
             config["margin"] = DEFAULT_MARGIN if self.margin is None else self.margin
         elif self.margin is not None:
