@@ -131,6 +131,8 @@ def _alfworld_12() -> tuple[Config, ...]:
             # the focus agent kept from the actions that just did nothing (stop 51): every game of stop 50 was lost to
             # one action repeated, and the focus agent itself advised it
             Config("metaagent-both-percept-strike", (*both, "--planner-view", "percept", "--focus", "strike", *games),
+                   12, in_order=True),
+            Config("metaagent-both-percept-mask", (*both, "--planner-view", "percept", "--focus", "mask", *games),
                    12, in_order=True))
 
 
@@ -186,12 +188,18 @@ def _textworld() -> tuple[Config, ...]:
                                                             "--planner-view", "percept", "--focus", "strike", *games),
                      n, in_order=memory != "none")
               for memory in ("none", "both")),
+            # and struck from the planner's choices too (`--focus mask`): after the strike, the planner went straight
+            # back to the action the focus agent had been kept from (stop 51)
+            *(Config(f"metaagent-{memory}-percept-mask", ("--system", "metaagent", "--memory", memory,
+                                                          "--planner-view", "percept", "--focus", "mask", *games),
+                     n, in_order=memory != "none")
+              for memory in ("none", "both")),
             # the strike was designed from these 12 games' traces: it is measured against the paper's loop on 12
             # others (the held-out seed ReAct played)
             *(Config(f"metaagent-none-percept{suffix}-heldout",
                      ("--system", "metaagent", "--memory", "none", "--planner-view", "percept", *focus, "--seed",
                       str(HELDOUT_SEED), *games), n)
-              for suffix, focus in (("", ()), ("-strike", ("--focus", "strike")))))
+              for suffix, focus in (("", ()), ("-strike", ("--focus", "strike")), ("-mask", ("--focus", "mask")))))
 
 
 def _textworld_tiers() -> tuple[Config, ...]:

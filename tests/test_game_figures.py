@@ -174,14 +174,17 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                *(f"metaagent-{memory}-percept"
                                                  for memory in ("none", "episodic", "conceptual", "both")),
                                                "metaagent-both-percept-planner", "metaagent-none-percept-strike",
-                                               "metaagent-both-percept-strike", "metaagent-none-percept-heldout",
-                                               "metaagent-none-percept-strike-heldout"]
+                                               "metaagent-both-percept-strike", "metaagent-none-percept-mask",
+                                               "metaagent-both-percept-mask", "metaagent-none-percept-heldout",
+                                               "metaagent-none-percept-strike-heldout",
+                                               "metaagent-none-percept-mask-heldout"]
     assert [c.name for c in table.configs if "--judge" in c.args] == ["metaagent-none-judged", "metaagent-both-judged"]
     margins = {c.name: c.args[c.args.index("--margin") + 1] for c in table.configs if "--margin" in c.args}
     assert margins == {"react-scored": "0.05", "react-scored-nomargin": "0", "react-scored-heldout": "0.05"}
     seeds = {c.name: c.args[c.args.index("--seed") + 1] for c in table.configs if "--seed" in c.args}
-    assert seeds == {name: "3" for name in ("react-heldout", "react-scored-heldout", "metaagent-none-percept-heldout",
-                                            "metaagent-none-percept-strike-heldout")}
+    assert seeds == {name: "3" for name in (
+        "react-heldout", "react-scored-heldout", "metaagent-none-percept-heldout",
+        "metaagent-none-percept-strike-heldout", "metaagent-none-percept-mask-heldout")}
     games = {c.args[c.args.index("--tier"):] for c in table.configs}
     assert games == {("--tier", "1", "--challenges", "coin_collector,treasure_hunter,cooking,custom",
                       "--per-challenge", "3", "--max-actions", "40")}
@@ -191,10 +194,12 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                              *(f"metaagent-{memory}-percept"
                                                                for memory in ("episodic", "conceptual", "both")),
                                                              "metaagent-both-percept-planner",
-                                                             "metaagent-both-percept-strike"]
+                                                             "metaagent-both-percept-strike",
+                                                             "metaagent-both-percept-mask"]
     focus = {c.name: c.args[c.args.index("--focus") + 1] for c in table.configs if "--focus" in c.args}
-    assert focus == {name: "strike" for name in ("metaagent-none-percept-strike", "metaagent-both-percept-strike",
-                                                 "metaagent-none-percept-strike-heldout")}
+    assert focus == {name: name.split("-")[3] for name in (
+        "metaagent-none-percept-strike", "metaagent-both-percept-strike", "metaagent-none-percept-strike-heldout",
+        "metaagent-none-percept-mask", "metaagent-both-percept-mask", "metaagent-none-percept-mask-heldout")}
     assert all(c.args[c.args.index("--planner-view") + 1] == "percept" for c in table.configs if "percept" in c.name)
     recall_views = {c.name: c.args[c.args.index("--recall-view") + 1]
                     for c in table.configs if "--recall-view" in c.args}
@@ -213,7 +218,7 @@ def test_alfworld_12_is_react_and_the_meta_agent_with_both_memories_in_a_folder_
     args = argparse.Namespace(limit=None, model="local:m", parallel=None)
     for config in small.configs:
         suite.run(small, config, tmp_path, args)
-    react, metaagent, percept, strike = (command[3:] for command in ran)
+    react, metaagent, percept, strike, mask = (command[3:] for command in ran)
     assert react[:8] == ["bench", "alfworld", "--quiet", "--parallel", "4", "--system", "react", "--per-type"]
     assert metaagent[:12] == ["bench", "alfworld", "--quiet", "--parallel", "1", "--system", "metaagent", "--memory",
                               "both", "--per-type", "2", "--max-actions"]
@@ -221,6 +226,7 @@ def test_alfworld_12_is_react_and_the_meta_agent_with_both_memories_in_a_folder_
     assert percept[5:11] == [*metaagent[5:9], "--planner-view", "percept"] and percept[11:-1] == metaagent[9:-1]
     assert percept[-1].endswith("metaagent-both-percept")
     assert strike[5:13] == [*percept[5:11], "--focus", "strike"] and strike[13:-1] == percept[11:-1]
+    assert mask[5:13] == [*percept[5:11], "--focus", "mask"] and mask[13:-1] == percept[11:-1]
     folder = tmp_path / "alfworld" / "12-games"  # under the alfworld suite's results, apart from its runs
     fake_run(folder / "react" / "20260101-000000-eeeeee", {"system": "react"}, [row("g1", True, 7, "look")])
     monkeypatch.setattr(sys, "argv", ["suite.py", "alfworld-12", "--summary-only", "--out", str(tmp_path)])

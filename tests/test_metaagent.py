@@ -240,6 +240,28 @@ def test_the_struck_focus_agent_is_told_what_did_nothing_and_cannot_choose_it(fo
         MetaAgent(model, focus="loud")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("planner_view", ["team", "percept"])
+def test_the_mask_keeps_every_choice_of_an_action_from_what_just_did_nothing(planner_view: str) -> None:
+    """`--focus mask`: the planner's and motor's forms, and the admissible actions every agent reads, leave out an
+    action that did nothing, from the step after it; with `strike` only the focus agent's do."""
+    key = "thought" if planner_view == "percept" else "plan"
+    for focus in ("mask", "strike"):
+        script = {**winning_script(), "planning": [reply(**{key: "rest", "action": "wait"}),
+                                                   reply(**{key: "east", "action": "go east"}),
+                                                   reply(**{key: "grab", "action": "take key"})]}
+        model, backend, _ = scripted(by_role(script))
+        assert asyncio.run(MetaAgent(model, focus=focus, planner_view=planner_view).play(TwoRooms())).won
+        first, second, _ = calls(backend, "planning")
+        assert first.json_schema["properties"]["action"]["enum"] == list(WEST)
+        listed = [m.content for m in second.messages if "Admissible actions:" in m.content][-1]
+        if focus == "mask":
+            assert second.json_schema["properties"]["action"]["enum"] == ["go east", "look"]
+            assert "Admissible actions: go east, look\n" in listed
+        else:
+            assert second.json_schema["properties"]["action"]["enum"] == list(WEST)
+            assert "Admissible actions: go east, look, wait\n" in listed
+
+
 def test_an_action_that_did_nothing_is_struck_until_it_does_something_or_its_window_passes() -> None:
     from noosphere.metaagent.state import FUTILE_WINDOW
 

@@ -255,7 +255,7 @@ def test_the_planner_view_reaches_the_meta_agent_and_is_refused_elsewhere(tmp_pa
                         (["--system", "react", "--recall-view", "team"], "--system react has no memory"),
                         (["--recall-view", "all"], "unknown recall view 'all'. Known: planner, team"),
                         (["--system", "react", "--focus", "strike"], "--focus is the meta-agent's"),
-                        (["--focus", "loud"], "unknown focus mode 'loud'. Known: replay, strike"),
+                        (["--focus", "loud"], "unknown focus mode 'loud'. Known: mask, replay, strike"),
                         (["--memory", "conceptual", "--retrieve", "kin"], "--memory conceptual keeps none to pick"),
                         (["--system", "react", "--retrieve", "relevant"], "--system react keeps none to pick")):
         refused = cli([*args, *extra, "--out", str(tmp_path / "refused")])

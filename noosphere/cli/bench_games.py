@@ -53,8 +53,10 @@ PlannerViewOption = Annotated[str | None, typer.Option(
     help="metaagent: what the planning agent reads: team (the belief state, its last plan and the percept, as the "
          "paper has it; the default) or percept (ReAct's step, with the team's memory, idea and focus note)")]
 FocusOption = Annotated[str | None, typer.Option(
-    help="metaagent: what the focus agent chooses from: replay (every admissible action after the replay, as the "
-         "paper has it; the default) or strike (the actions that just did nothing struck out, and named to it)")]
+    help="metaagent: what the team may do after actions that did nothing: replay (the focus agent chooses from every "
+         "admissible action, as the paper has it; the default), strike (the actions that just did nothing struck from "
+         "the focus agent's choices, and named to it) or mask (struck from every choice of an action, the planner's "
+         "too)")]
 RecallViewOption = Annotated[str | None, typer.Option(
     help="metaagent with memory: who reads what is recalled: team (every agent, each episode with its belief "
          "states, as the paper has it; the default) or planner (the planner alone, each episode as the actions "

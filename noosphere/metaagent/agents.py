@@ -58,10 +58,11 @@ PlannerView = Literal["team", "percept"]
 PLANNER_VIEWS: tuple[PlannerView, ...] = ("team", "percept")
 """What the planning agent reads: the team's shared context (the belief state, its own last plan and the percept,
 as the paper has it), or the game as ReAct reads it plus the team's memory, idea and focus note."""
-FocusMode = Literal["replay", "strike"]
-FOCUS_MODES: tuple[FocusMode, ...] = ("replay", "strike")
-"""What the focus agent chooses from: every admissible action after the replay (`replay`, the paper), or those left
-when the actions that just did nothing are struck out, which it is told (`strike`)."""
+FocusMode = Literal["replay", "strike", "mask"]
+FOCUS_MODES: tuple[FocusMode, ...] = ("replay", "strike", "mask")
+"""What the team may do after actions that did nothing: the focus agent chooses from every admissible action after the
+replay (`replay`, the paper); from those left when the actions that just did nothing are struck out, which it is told
+(`strike`); or those actions are struck from every choice of an action, the planner's and the motor's too (`mask`)."""
 
 
 @dataclass(frozen=True)
@@ -194,17 +195,17 @@ def _rule(state: EpisodeState, output: Any, turn: Turn) -> str:
 
 
 PLANNING = LanguageAgent("planning", _in_context("planning", lambda s: PLAN_QUESTION),
-                         lambda s: plan_form(s.admissible),
+                         lambda s: plan_form(s.choices()),
                          lambda state, output, turn: _plan(state, output.action, output.plan), shares=("motor",),
                          forfeit=_forget_plan,
                          judged=True)
-PLANNING_ON_PERCEPT = replace(PLANNING, messages=planner_on_percept, output=lambda s: step_form(s.admissible),
+PLANNING_ON_PERCEPT = replace(PLANNING, messages=planner_on_percept, output=lambda s: step_form(s.choices()),
                               apply=lambda state, output, turn: _plan(state, output.action, output.thought),
                               format_at="system")
 """The planning and motor agents' call in the `percept` view: ReAct's step (a `thought`, then the action), asked as
 ReAct is asked."""
 MOTOR_ALONE = LanguageAgent("motor", _in_context("motor", lambda s: "Choose the action that carries out the plan."),
-                            lambda s: action_form("MotorAction", s.admissible), _act, judged=True)
+                            lambda s: action_form("MotorAction", s.choices()), _act, judged=True)
 MOTOR_ON_PERCEPT = replace(MOTOR_ALONE, messages=planner_on_percept, format_at="system")
 """The motor asked alone in the `percept` view (the planner's call failed): ReAct's prompt, an admissible action."""
 LESSON = LanguageAgent("learning", _in_context("learning", lambda s: "The task was solved. One general rule:"),

@@ -79,7 +79,7 @@ class MetaAgent:
     async def play(self, env: Environment) -> EpisodeResult:
         start = env.reset()
         state = EpisodeState(start.task, start.observation, start.admissible, start.guide,
-                             strike_futile=self.focus == "strike")
+                             strike_futile=self.focus != "replay", mask_futile=self.focus == "mask")
         turn = Turn(self.model, env, self.memory, self.seed, judge=self.judge, planner_view=self.planner_view)
         trace = self.model.trace
         trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system="metaagent"))

@@ -97,7 +97,7 @@ class ScoredDecision:
                                             "from token log-probabilities)")
 
     async def __call__(self, model: Model, messages: list[Message], state: EpisodeState, agent: str) -> str:
-        form = step_form(state.admissible)
+        form = step_form(state.choices())
         completion = await attempt(model.complete(messages, output=form, agent=agent))
         if isinstance(completion, Forfeit):
             return "look"  # as ReAct does: a failed step still costs an action
@@ -135,7 +135,7 @@ class ScoredDecision:
                           written: str, agent: str) -> tuple[tuple[str, ...], dict[str, float]]:
         """The written action and the policy's likeliest others, `candidates` in all, with the policy's probabilities
         (none when the scoring call failed, or when every admissible action is a candidate anyway: no call then)."""
-        admissible = tuple(dict.fromkeys(state.admissible))
+        admissible = tuple(dict.fromkeys(state.choices()))
         others = [action for action in admissible if action != written]
         if self.candidates == 1 or not others:
             return (written,), {}

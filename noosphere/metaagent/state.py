@@ -59,6 +59,9 @@ class EpisodeState:
     strike_futile: bool = False
     """The focus agent is told which actions did nothing lately and cannot choose them (`FocusMode` `strike`);
     False: it chooses among all admissible actions, as the paper's focus loop does."""
+    mask_futile: bool = False
+    """Every action choice (the planner's, the motor's, the focus agent's, and the admissible actions the percept lists)
+    leaves out the actions that just did nothing; False: only the focus agent's, if `strike_futile`."""
     did_nothing: dict[str, int] = field(default_factory=dict)
     """Each action whose last try did nothing, with that timestep; an action that then does something leaves it."""
     done: bool = False
@@ -83,7 +86,7 @@ class EpisodeState:
         """
         start = max(0, (self.t // recent - 1) * recent)
         history = "\n".join(step.line(150) for step in self.steps[start:])
-        actions = ", ".join(self.admissible[:ADMISSIBLE_SHOWN])
+        actions = ", ".join(self.choices()[:ADMISSIBLE_SHOWN])
         return (f"{self.task + chr(10) if with_task else ''}Recent actions:\n{history or '(none yet)'}\n"
                 f"Admissible actions: {actions}\nCurrent observation: {self.observation}\n"
                 f"Actions taken: {self.t}.")
@@ -142,10 +145,15 @@ class EpisodeState:
         recent = {action for action, t in self.did_nothing.items() if t > self.t - FUTILE_WINDOW}
         return tuple(action for action in self.admissible if action in recent)
 
-    def focus_choices(self) -> tuple[str, ...]:
-        """What the focus agent may choose: every admissible action, or with `strike_futile` those that did not
-        just do nothing (all of them again if nothing else is left)."""
-        if not self.strike_futile:
-            return self.admissible
+    def _without_futile(self) -> tuple[str, ...]:
         futile = set(self.futile())
         return tuple(action for action in self.admissible if action not in futile) or self.admissible
+
+    def choices(self) -> tuple[str, ...]:
+        """What an action may be: every admissible action, or with `mask_futile` those that did not just do nothing
+        (all of them again if nothing else is left)."""
+        return self._without_futile() if self.mask_futile else self.admissible
+
+    def focus_choices(self) -> tuple[str, ...]:
+        """What the focus agent may choose: `choices`, and with `strike_futile` also without what just did nothing."""
+        return self._without_futile() if self.strike_futile or self.mask_futile else self.admissible
