@@ -268,8 +268,9 @@ def test_an_action_that_did_nothing_is_struck_until_it_does_something_or_its_win
     state = EpisodeState("Your task is to: take the key.", "You are in the west room.", WEST, strike_futile=True)
     state.record("wait", "Nothing happens.", WEST, False, False)
     state.record("look", "You are in the west room.", WEST, False, False)
-    state.record("look", "You are in the west room.", WEST, False, False)  # the same result: a repeat
+    state.record("look", "You are in the west room.", WEST, False, False)  # the very text the team had: no change
     assert state.futile() == ("look", "wait") and state.focus_choices() == ("go east",)  # the game's order
+    assert state.choices() == WEST  # the planner keeps every choice unless masked
     state.record("look", "The lamp is lit now.", WEST, False, False)  # it did something after all
     assert state.futile() == ("wait",)
     for _ in range(FUTILE_WINDOW - state.t):  # up to the last step whose window still holds the wait (step 1)
@@ -280,6 +281,11 @@ def test_an_action_that_did_nothing_is_struck_until_it_does_something_or_its_win
     for action in WEST:
         state.record(action, "Nothing happens.", WEST, False, False)
     assert state.futile() == WEST and state.focus_choices() == WEST  # all struck: every action is offered again
+    back_and_forth = EpisodeState("Find the coin.", "A hall.", ("go east", "go west"), strike_futile=True)
+    for action, room in (("go east", "A cellar."), ("go west", "A hall."), ("go east", "A cellar."),
+                         ("go west", "A hall.")):
+        back_and_forth.record(action, room, ("go east", "go west"), False, False)
+    assert back_and_forth.invalid_streak == 2 and back_and_forth.futile() == ()  # the loop opens, nothing is struck
 
 
 def test_a_planner_that_proposes_no_admissible_action_forfeits_and_the_team_refocuses() -> None:

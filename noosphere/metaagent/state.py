@@ -14,8 +14,8 @@ REPEAT_WINDOW = 4
 ADMISSIBLE_SHOWN = 60
 """Admissible actions listed in a prompt; ALFWorld rooms rarely have more."""
 FUTILE_WINDOW = 8
-"""With `strike_futile`, an action that did nothing (refused, or a repeat) within this many steps, and has not
-done something since, is struck from the focus agent's choices."""
+"""With `strike_futile`, an action that did nothing (refused, or its result the very observation the team already had)
+within this many steps, and has not done something since, is struck from the focus agent's choices."""
 
 
 @dataclass
@@ -63,7 +63,8 @@ class EpisodeState:
     """Every action choice (the planner's, the motor's, the focus agent's, and the admissible actions the percept lists)
     leaves out the actions that just did nothing; False: only the focus agent's, if `strike_futile`."""
     did_nothing: dict[str, int] = field(default_factory=dict)
-    """Each action whose last try did nothing, with that timestep; an action that then does something leaves it."""
+    """Each action whose last try changed nothing (refused, or the observation came back as it was), with that
+    timestep; an action that then does something leaves it."""
     done: bool = False
     won: bool = False
     opening: EpisodeStep = field(init=False)
@@ -129,7 +130,11 @@ class EpisodeState:
         repeated = (action, observation) in {(step.action, step.observation) for step in self.steps[-REPEAT_WINDOW:]}
         refused = any(marker in observation.lower() for marker in INVALID_MARKERS)
         self.invalid_streak = self.invalid_streak + 1 if refused or repeated else 0
-        if refused or repeated:
+        # struck only where the game did not change at all: the action was refused, or brought back the very text the
+        # team was looking at ("examine cookbook" again). Going back and forth is a repeat but moves the team: struck,
+        # both exits of a dead end's neighbour were taken from the focus agent (TextWorld coin collector, stop 51)
+        unchanged = observation == (self.steps[-1] if self.steps else self.opening).observation
+        if refused or unchanged:
             self.did_nothing[action] = self.t
         else:
             self.did_nothing.pop(action, None)
