@@ -102,8 +102,8 @@ class MetaAgent:
                 state.focus_pending = focus_loops
                 reason = {"focus": state.needs_focus, "orchestrator": "the orchestrator picked it"}.get(
                     choice.by, "the graph's only way on")
-                struck = list(state.futile()) if state.strike_futile else []
-                trace.emit(FocusTriggered(step=state.t, reason=reason or "", loop=focus_loops, struck=struck))
+                trace.emit(FocusTriggered(step=state.t, reason=reason or "", loop=focus_loops,
+                                          struck=list(state.struck())))
             moves.append((node, choice.target))
             node, state.transitions = choice.target, state.transitions + 1
         await self._remember(state, turn)

@@ -113,7 +113,7 @@ def focus_messages(state: EpisodeState) -> list[Message]:
     1.5B focus agent advised the very action the team was repeating (`examine cookbook` 29 times on TextWorld,
     stop 46; `examine sidetable 1` on ALFWorld, stop 50)."""
     actions = ", ".join(state.focus_choices()[:ADMISSIBLE_SHOWN])
-    futile = state.futile() if state.strike_futile else ()
+    futile = state.struck()
     struck = f"Actions that just did nothing (not to be taken again now): {', '.join(futile)}\n" if futile else ""
     return [team(state), Message.user(
         f"Task: {state.task}\nLast real observation: {state.last_valid_observation}\n"

@@ -150,6 +150,10 @@ class EpisodeState:
         recent = {action for action, t in self.did_nothing.items() if t > self.t - FUTILE_WINDOW}
         return tuple(action for action in self.admissible if action in recent)
 
+    def struck(self) -> tuple[str, ...]:
+        """The actions kept from the focus agent now: `futile` with `strike_futile` or `mask_futile`, else none."""
+        return self.futile() if self.strike_futile or self.mask_futile else ()
+
     def _without_futile(self) -> tuple[str, ...]:
         futile = set(self.futile())
         return tuple(action for action in self.admissible if action not in futile) or self.admissible
