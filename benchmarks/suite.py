@@ -194,6 +194,12 @@ def _textworld() -> tuple[Config, ...]:
                                                           "--planner-view", "percept", "--focus", "mask", *games),
                      n, in_order=memory != "none")
               for memory in ("none", "both")),
+            # memory recalled only once the team is stuck (`--recall-at stuck`, stop 52): recalled text before the
+            # first step moved the 1.5B's greedy step away from the winning action more often than toward it (stops
+            # 48 and 50); the planner alone reads it, as actions and answers (`--recall-view planner`)
+            Config("metaagent-both-percept-stuck", ("--system", "metaagent", "--memory", "both", "--planner-view",
+                                                    "percept", "--recall-view", "planner", "--recall-at", "stuck",
+                                                    *games), n, in_order=True),
             # the strike was designed from these 12 games' traces: it is measured against the paper's loop on 12
             # others (the held-out seed ReAct played)
             *(Config(f"metaagent-none-percept{suffix}-heldout",

@@ -361,6 +361,36 @@ def test_memory_stores_the_episode_and_a_rule_after_a_win_and_recalls_them_next_
     assert "Search the neighbouring room" in backend.history[0].messages[-1].content
 
 
+def test_memory_recalled_when_stuck_waits_for_the_first_focus_loop_and_a_game_never_stuck_recalls_nothing(
+        tmp_path: Path) -> None:
+    """`at="stuck"`: stops 48 and 50 found that any recalled text before the 1.5B's first step moved it, more often
+    away from the winning action; a stuck team is where moving the next step is wanted."""
+    memory = MemorySettings(MemoryStore(tmp_path), conceptual=False, k=1, embedder=HashingEmbedder(), at="stuck",
+                            view="planner")
+    model, _, _ = scripted(by_role(winning_script()))
+    asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms()))  # a won game to recall
+    model, backend, trace = scripted(by_role(winning_script()))
+    assert asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms())).won
+    assert not kinds(trace, "ma_retrieval")  # never stuck: nothing recalled
+    marker = "their rooms and objects are not in this one"  # the title of the recalled games, in the planner view
+    assert not any(marker in m.content for r in backend.history for m in r.messages)
+    script = winning_script()
+    script["planning"] = [reply(plan="rest", action="wait"), reply(plan="rest", action="wait"),
+                          reply(plan="east", action="go east"), reply(plan="grab", action="take key")]
+    script["focus"] = [reply(situation="Waiting did nothing.", action="go east")]
+    model, backend, trace = scripted(by_role(script))
+    assert asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms())).won
+    order = [e.kind for e in trace.events if e.kind in ("ma_focus", "ma_retrieval")]
+    assert order == ["ma_focus", "ma_retrieval"]  # once, when the loop opened
+    assert kinds(trace, "ma_retrieval")[0].items == ["Your task is to: take the key."]
+    assert kinds(trace, "ma_retrieval")[0].step == kinds(trace, "ma_focus")[0].step
+    planners = ["\n".join(m.content for m in r.messages) for r in calls(backend, "planning")]
+    recalled = [marker in text for text in planners]
+    assert recalled[0] is False and recalled[-1] is True  # the planner reads it from the loop on, not before
+    with pytest.raises(UnknownNameError, match="unknown recall time 'later'"):
+        MemorySettings(MemoryStore(tmp_path), at="later")  # type: ignore[arg-type]
+
+
 def test_kin_retrieval_recalls_a_won_game_of_the_games_own_kind_and_nothing_for_another_kind(tmp_path: Path) -> None:
     memory = MemorySettings(MemoryStore(tmp_path), episodic=True, conceptual=False, method="kin", k=2,
                             embedder=HashingEmbedder())

@@ -254,6 +254,8 @@ def test_the_planner_view_reaches_the_meta_agent_and_is_refused_elsewhere(tmp_pa
                         (["--memory", "none", "--recall-view", "planner"], "--memory none recalls nothing"),
                         (["--system", "react", "--recall-view", "team"], "--system react has no memory"),
                         (["--recall-view", "all"], "unknown recall view 'all'. Known: planner, team"),
+                        (["--memory", "none", "--recall-at", "stuck"], "--recall-at needs memory to recall"),
+                        (["--recall-at", "soon"], "unknown recall time 'soon'. Known: start, stuck"),
                         (["--system", "react", "--focus", "strike"], "--focus is the meta-agent's"),
                         (["--focus", "loud"], "unknown focus mode 'loud'. Known: mask, replay, strike"),
                         (["--memory", "conceptual", "--retrieve", "kin"], "--memory conceptual keeps none to pick"),
@@ -272,18 +274,20 @@ def test_the_recall_view_of_a_runs_config_reaches_the_meta_agent_and_an_old_conf
     monkeypatch.setattr(games_bench, "default_embedder", HashingEmbedder)
     rule = "When the thing you need is not in sight, search the room next door before anything else."
     base = {"system": "metaagent", "memory": "both", "retrieve": "random", "k": 2, "max_actions": 3, "seed": 0}
-    for saved, shared in (({"recall_view": "planner"}, False), ({}, True)):  # a run from before the option: team
+    # a run from before the options: the team's view, recalled at the start; `stuck`: a game never stuck recalls none
+    for saved, shared, recalled in (({"recall_view": "planner"}, False, True), ({}, True, True),
+                                    ({"recall_view": "planner", "recall_at": "stuck"}, False, False)):
         script = {role: replies * 2 for role, replies in winning_script().items()}  # two games
         model, backend, _ = scripted(by_role(script | {"learning": [reply(text=rule)] * 2}))
-        play = games_bench.player(model, base | saved, tmp_path / str(shared))
+        play = games_bench.player(model, base | saved, tmp_path / f"{shared}{recalled}")
         assert asyncio.run(play(TwoRooms())).won
         first_game = len(backend.history)
         assert asyncio.run(play(OtherRooms())).won  # another game, which recalls the first one's rule
         others = ["\n".join(m.content for m in r.messages) for r in backend.history[first_game:]
                   if not r.agent.startswith(("planning", "motor"))]
         planner = [r for r in backend.history[first_game:] if r.agent.startswith("planning")]
-        assert planner and all(rule in "\n".join(m.content for m in r.messages) for r in planner)
-        assert others and all((rule in text) == shared for text in others)
+        assert planner and all((rule in "\n".join(m.content for m in r.messages)) == recalled for r in planner)
+        assert others and all((rule in text) == (shared and recalled) for text in others)
 
 
 def test_the_planner_view_named_for_another_system_is_refused_even_as_the_default(tmp_path: Path) -> None:

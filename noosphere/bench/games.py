@@ -24,6 +24,7 @@ from noosphere.metaagent import (
     CODE_AGENTS,
     DEFAULT_GRAPH,
     LANGUAGE_AGENTS,
+    RECALL_AT,
     RECALL_VIEWS,
     EpisodeResult,
     MemorySettings,
@@ -68,7 +69,7 @@ def player(model: Model, config: dict[str, Any], memory_folder: Path):  # type: 
     if episodic or conceptual:
         memory = MemorySettings(MemoryStore(memory_folder), episodic=episodic, conceptual=conceptual,
                                 method=config["retrieve"], k=config["k"], embedder=default_embedder(),
-                                view=config.get("recall_view", "team"))
+                                view=config.get("recall_view", "team"), at=config.get("recall_at", "start"))
     graph = TransitionGraph.from_data(config["graph"]) if config.get("graph") else DEFAULT_GRAPH
     judge = ScoredDecision(config.get("candidates", 3), config["margin"]) if config.get("judge") else None
     agent = MetaAgent(model, graph=graph, memory=memory, max_actions=max_actions, seed=config["seed"], judge=judge,
@@ -106,7 +107,7 @@ def check_views(saved: dict[str, Any]) -> None:
     """A saved run's planner view, focus mode and recall view are ones this version knows: a hand-edited config
     fails before the model is opened, as the options do."""
     for key, title, known in (("planner_view", "planner view", PLANNER_VIEWS), ("focus", "focus mode", FOCUS_MODES),
-                              ("recall_view", "recall view", RECALL_VIEWS)):
+                              ("recall_view", "recall view", RECALL_VIEWS), ("recall_at", "recall time", RECALL_AT)):
         if key in saved and saved[key] not in known:
             raise UnknownNameError(title, saved[key], known)
 

@@ -30,7 +30,7 @@ from noosphere.envs.textworld_games import CHALLENGES
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.metaagent.agents import FOCUS_MODES, PLANNER_VIEWS
-from noosphere.metaagent.recollection import RECALL_VIEWS
+from noosphere.metaagent.recollection import RECALL_AT, RECALL_VIEWS
 from noosphere.metaagent.scored import DEFAULT_MARGIN
 from noosphere.runs import Run
 
@@ -61,6 +61,10 @@ RecallViewOption = Annotated[str | None, typer.Option(
     help="metaagent with memory: who reads what is recalled: team (every agent, each episode with its belief "
          "states, as the paper has it; the default) or planner (the planner alone, each episode as the actions "
          "taken and what the game answered)")]
+RecallAtOption = Annotated[str | None, typer.Option(
+    help="metaagent with memory: when a game's memory is recalled: start (before the first action, as the paper has "
+         "it; the default) or stuck (when the focus loop first opens: a game that never gets stuck plays as it "
+         "would without memory)")]
 CreateOnlyOption = Annotated[bool, typer.Option(
     help="write the run folder and stop: score it later with --resume, or beside others with `bench together`")]
 
@@ -79,6 +83,7 @@ class GameOptions:
     judge: JudgeOption = False
     planner_view: PlannerViewOption = None
     recall_view: RecallViewOption = None
+    recall_at: RecallAtOption = None
     focus: FocusOption = None
     create_only: CreateOnlyOption = False
 
@@ -100,15 +105,16 @@ class GameOptions:
         for key, value, title, known, lacks in (
                 ("planner_view", self.planner_view, "planner view", PLANNER_VIEWS, "has no planner"),
                 ("focus", self.focus, "focus mode", FOCUS_MODES, "has no focus loop"),
-                ("recall_view", self.recall_view, "recall view", RECALL_VIEWS, "has no memory")):
+                ("recall_view", self.recall_view, "recall view", RECALL_VIEWS, "has no memory"),
+                ("recall_at", self.recall_at, "recall time", RECALL_AT, "has no memory")):
             if value is None:
                 continue
             if value not in known:
                 raise UnknownNameError(title, value, known)
             if self.system != "metaagent":
                 raise UsageError(f"--{key.replace('_', '-')} is the meta-agent's; --system {self.system} {lacks}")
-            if key == "recall_view" and self.memory == "none":
-                raise UsageError("--recall-view needs memory to show: --memory none recalls nothing")
+            if key.startswith("recall") and self.memory == "none":
+                raise UsageError(f"--{key.replace('_', '-')} needs memory to recall: --memory none recalls nothing")
             config[key] = value
         if self.system == "react-scored" or self.judge:
             config["margin"] = DEFAULT_MARGIN if self.margin is None else self.margin

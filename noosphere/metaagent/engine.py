@@ -9,8 +9,9 @@ that says nothing usable, such as a planner that keeps proposing no admissible a
 keep doing nothing or repeat to the same result, a belief or idea that gives up, claims a success
 the game has not granted, or names objects it never showed) sends the conscious agent into the focus loop,
 which replays the last real observation and the task; the loop runs at most once per timestep, whether a
-hallucination or the orchestrator's pick sent the team round it. Memory is recalled when the game starts,
-consolidated ("sleep") first, and the episode is stored when it ends; its rules only if it was won.
+hallucination or the orchestrator's pick sent the team round it. Memory is consolidated ("sleep") when the game
+starts and recalled then, or when the focus loop first opens (`MemorySettings.at`); the episode is stored when
+the game ends, its rules only if it was won.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class MetaAgent:
         trace = self.model.trace
         trace.emit(EpisodeStarted(game=env.name, task_type=env.kind, task=start.task, system="metaagent"))
         if self.memory is not None:
-            self.memory.recall_into(state, env.name, trace, seed=self.seed, kind=env.kind)
+            self.memory.begin(state, env.name, trace, seed=self.seed, kind=env.kind)
         node, focus_loops, moves = START, 0, []
         while not state.done and state.t < self.max_actions and state.transitions < self.max_transitions:
             said = await AGENTS[node].act(state, replace(turn, offer=offer(self.graph, node, state),
@@ -104,6 +105,8 @@ class MetaAgent:
                     choice.by, "the graph's only way on")
                 trace.emit(FocusTriggered(step=state.t, reason=reason or "", loop=focus_loops,
                                           struck=list(state.struck())))
+                if self.memory is not None:
+                    self.memory.stuck(state, env.name, trace, seed=self.seed, kind=env.kind)
             moves.append((node, choice.target))
             node, state.transitions = choice.target, state.transitions + 1
         await self._remember(state, turn)

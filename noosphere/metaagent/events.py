@@ -73,9 +73,10 @@ class BeliefWritten(StepEvent):
 
 
 class MemoryRetrieved(StepEvent):
-    """What memory gave the team (`MemorySettings.recall_into`), when the game starts and at each turn of the
-    retrieve-memory agent: one event per kind of memory kept, with `items` the tasks of the past episodes recalled
-    (`episodic`) or the representative of each rule recalled (`conceptual`)."""
+    """What memory gave the team (`MemorySettings.recall_into`), when the game starts (or the first focus loop opens,
+    `MemorySettings.at` `stuck`) and at each turn of the retrieve-memory agent: one event per kind of memory kept,
+    with `items` the tasks of the past episodes recalled (`episodic`) or the representative of each rule recalled
+    (`conceptual`)."""
 
     kind: str = "ma_retrieval"
     memory: str  # episodic or conceptual

@@ -1,9 +1,9 @@
 """The meta-agent's long-term memory in use: what a run keeps, recalls at the start of a task, and stores.
 
 At the start of each task the rules are consolidated ("sleep") and k past episodes are recalled, at
-random (the paper), by relevance, or as the latest won games of the same kind (`kin`); the retrieve-memory agent
-recalls again mid-game for the current belief. When the game ends the episode is stored (episodic) and, after a
-win, its rules (conceptual).
+random (the paper), by relevance, or as the latest won games of the same kind (`kin`); or, with `RecallAt`
+`stuck`, not until the focus loop first opens. The retrieve-memory agent recalls again mid-game for the current
+belief. When the game ends the episode is stored (episodic) and, after a win, its rules (conceptual).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from noosphere.trace import Trace
 
 RecallView = Literal["team", "planner"]
 RECALL_VIEWS: tuple[RecallView, ...] = ("team", "planner")
+RecallAt = Literal["start", "stuck"]
+RECALL_AT: tuple[RecallAt, ...] = ("start", "stuck")
 OTHER_GAMES = ("Earlier games, each in another world: their rooms and objects are not in this one. What was done, "
                "and what the game answered")
 
@@ -42,22 +44,44 @@ class MemorySettings:
     object only a recalled game showed is a hallucination; a graph offering a choice after planning still has the
     orchestrator's pick asked in the planner's call, memory and all."""
 
+    at: RecallAt = "start"
+    """When a game's memory is recalled. `start` (the paper): before the first action. `stuck`: when the focus loop
+    first opens, and not before; a game that never gets stuck plays as it would without memory. On the 1.5B any
+    recalled text before its first greedy step moved that step, more often away from the expert's action than
+    toward it, even a won game of the same kind (TextWorld, stops 48 and 50); where the team is stuck, moving its
+    next step is what is wanted."""
+
     def __post_init__(self) -> None:
         if self.view not in RECALL_VIEWS:
             raise UnknownNameError("recall view", self.view, RECALL_VIEWS)
+        if self.at not in RECALL_AT:
+            raise UnknownNameError("recall time", self.at, RECALL_AT)
 
     @property
     def active(self) -> bool:
         return self.episodic or self.conceptual
 
+    def begin(self, state: EpisodeState, game: str, trace: Trace, *, seed: int, kind: str) -> None:
+        """A new task: consolidate the rules ("sleep"), then recall for the task if memory is recalled at the start."""
+        if not self.active:
+            return
+        if self.conceptual:
+            sleep(self.store, self.embedder)
+        if self.at == "start":
+            self.recall_into(state, game, trace, seed=seed, kind=kind)
+
+    def stuck(self, state: EpisodeState, game: str, trace: Trace, *, seed: int, kind: str) -> None:
+        """The focus loop opened: recall for the task, the first time, if memory waits for that (`stuck`)."""
+        if self.active and self.at == "stuck" and not state.recalled:
+            self.recall_into(state, game, trace, seed=seed, kind=kind)
+
     def recall_into(self, state: EpisodeState, game: str, trace: Trace, *, seed: int, kind: str,
                     query: str | None = None) -> None:
-        """Put what memory holds for `query` (the task, when the game starts) into the state's context; `kind` is
+        """Put what memory holds for `query` (the task, when none is given) into the state's context; `kind` is
         the game's kind of task, which `kin` retrieval recalls by."""
         if not self.active:
             return
-        if self.conceptual and query is None:  # sleep: consolidate the rules before a new task
-            sleep(self.store, self.embedder)
+        state.recalled = True
         # seeded by game and timestep, not by how many recalls came before: a resumed run recalls the same
         rng = random.Random(f"{seed}:{game}:{state.t}:{query is not None}")
         found = recall(self.store, query or state.task, k=self.k, method=self.method, rng=rng,

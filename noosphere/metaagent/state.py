@@ -42,6 +42,8 @@ class EpisodeState:
     recall: str = ""
     recall_shared: bool = True
     """The recalled memory is in every agent's context (the paper); False: the planner's alone (`RecallView`)."""
+    recalled: bool = False
+    """Memory was recalled this game (possibly nothing, if it holds nothing yet)."""
     pending_action: str | None = None
     rules: list[str] = field(default_factory=list)
     steps: list[EpisodeStep] = field(default_factory=list)
