@@ -2,6 +2,10 @@
 was struck from its choices (`--focus strike`) and the action that followed. Read from the run's trace; with
 `--against RUN`, each game's loops beside another run's (the same games with the paper's focus loop, say).
 
+A loop "recovered" (the run's count) if the next action did something; this also says whether that action led
+somewhere new: to an observation the game had not shown before. Moving the cookbook into the fridge and out again
+does something each time, and after the first round shows nothing new.
+
     python benchmarks/focus_loops.py benchmarks/results/textworld/metaagent-none-percept-strike/RUN \
         --against benchmarks/results/textworld/metaagent-none-percept/RUN [--game tier1/cooking-1]
 """
@@ -28,6 +32,8 @@ def loops_by_game(run: Path) -> dict[str, list[dict[str, Any]]]:
     if not trace.exists():
         raise UsageError(f"{run} is not a run folder (no trace.jsonl)")
     games: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    seen: dict[str, set[str]] = defaultdict(set)  # each game's observations so far
+    last_new: dict[str, bool] = {}  # whether each game's last action led to an observation not seen before
     for line in trace.open(encoding="utf-8"):
         try:
             event = json.loads(line)
@@ -39,16 +45,21 @@ def loops_by_game(run: Path) -> dict[str, list[dict[str, Any]]]:
         loops = games[game]
         if kind == "ma_episode":
             loops.clear()  # a resumed game starts again
+            seen[game].clear()
+        elif kind == "ma_action":
+            observation = event.get("observation", "")
+            last_new[game] = observation not in seen[game]
+            seen[game].add(observation)
         elif kind == "ma_focus":
             loops.append({"step": event["step"], "reason": event.get("reason", ""), "struck": event.get("struck", []),
-                          "advice": "", "action": None, "recovered": None})
+                          "advice": "", "action": None, "recovered": None, "new": None})
         elif kind == "model_call" and event.get("agent") == "focus" and loops and not loops[-1]["struck"]:
             told = STRUCK.search(event["messages"][-1]["content"]) if event.get("messages") else None
             loops[-1]["struck"] = told.group(1).split(", ") if told else []
         elif kind == "ma_step" and event.get("agent") == "focus" and loops:
             loops[-1]["advice"] = event.get("output", "")
         elif kind == "ma_focus_outcome" and loops:
-            loops[-1].update(action=event.get("action"), recovered=event.get("recovered"))
+            loops[-1].update(action=event.get("action"), recovered=event.get("recovered"), new=last_new.get(game))
     return dict(games)
 
 
@@ -68,11 +79,14 @@ def describe(run: Path, game: str, loops: list[dict[str, Any]]) -> list[str]:
     row = outcomes(run).get(game)
     result = f"{row['prediction']} in {row['actions']}" if row else "not finished"
     recovered = sum(1 for loop in loops if loop["recovered"])
-    lines = [f"  {run.parent.name}: {result}; {len(loops)} focus loops, {recovered} recovered"]
+    new = sum(1 for loop in loops if loop["recovered"] and loop["new"])
+    lines = [f"  {run.parent.name}: {result}; {len(loops)} focus loops, {recovered} recovered, {new} to something new"]
     for loop in loops:
         advice = loop["advice"].rsplit("Next action:", 1)[-1].strip(" .") if loop["advice"] else "(no advice)"
         struck = f" struck [{', '.join(loop['struck'])}];" if loop["struck"] else ""
         outcome = {True: "did something", False: "did nothing", None: "-"}[loop["recovered"]]
+        if loop["recovered"] and loop["new"] is not None:
+            outcome += ", new" if loop["new"] else ", seen before"
         lines.append(f"    step {loop['step']}: {loop['reason']};{struck} advised `{advice}`, took `{loop['action']}`"
                      f" ({outcome})")
     return lines

@@ -370,9 +370,18 @@ def test_focus_loops_reads_each_games_loops_what_was_struck_and_the_action_after
     assert loop["advice"] == "Waiting did nothing. Next action: go east."
     focus_loops.main([str(runs["strike"]), "--against", str(runs["replay"])])
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "two-rooms" and out[1] == "  strike: won in 4; 1 focus loops, 1 recovered"
+    assert out[0] == "two-rooms" and out[1] == "  strike: won in 4; 1 focus loops, 1 recovered, 1 to something new"
     assert out[2] == ("    step 2: 2 actions in a row did nothing; struck [wait]; advised `go east`, took `go east` "
-                      "(did something)")
+                      "(did something, new)")
     assert out[4].startswith("    step 2: 2 actions in a row did nothing; advised `go east`")
     with pytest.raises(UsageError, match="is not a run folder"):
         focus_loops.loops_by_game(tmp_path / "strike")
+    shuffle = tmp_path / "shuffle" / "run"  # the cookbook into the fridge and out: something done, nothing new
+    shuffle.mkdir(parents=True)
+    events = [{"kind": "ma_episode"}, *({"kind": "ma_action", "observation": text} for text in ("In.", "Out.")),
+              {"kind": "ma_focus", "step": 2, "reason": "a loop"}, {"kind": "ma_action", "observation": "In."},
+              {"kind": "ma_focus_outcome", "action": "put cookbook in fridge", "recovered": True}]
+    (shuffle / "trace.jsonl").write_text("".join(json.dumps(e | {"item_id": "cooking"}) + "\n" for e in events))
+    [loop] = focus_loops.loops_by_game(shuffle)["cooking"]
+    assert (loop["recovered"], loop["new"]) == (True, False)
+    assert focus_loops.describe(shuffle, "cooking", [loop])[0].endswith("1 recovered, 0 to something new")
