@@ -38,8 +38,8 @@ and actions per success, a row per run) and, where the suite has the meta-agent 
 
 The summary has a row for every run of every configuration, oldest first, each named by its folder: a
 configuration measured twice (before and after a prompt changed, say) shows both results, never only the
-newest. "vs <first configuration>" compares a run item by item with the first configuration's first run on the
-same items.
+newest. "vs <first configuration>" compares a run item by item with the first configuration's run (or its
+`-heldout` configuration's) that shares the most items with it, the first such run on a tie.
 
 Measuring again on items a change was not tuned on: a prompt, role or setting changed after looking at results
 on dev items has seen those items, so its figure there is optimistic. `--offset N` (MUStARD, GSM8K, BFCL;
@@ -473,25 +473,28 @@ def summary(suite: Suite, out: Path) -> None:
     reference_name = suite.configs[0].name
     print(f"| run | folder | n | {' | '.join(suite.metrics)} | vs {reference_name} | {' | '.join(COSTS)} |")
     print("|---" * (4 + len(suite.metrics) + len(COSTS)) + "|")
-    references: dict[int, tuple[Path, dict[str, dict]]] = {}  # offset -> the first reference run on those items
+    runs = [(config.name, folder, found) for config in suite.configs for folder in run_folders(out / config.name)
+            if (found := measured(folder)) is not None]
+    # the reference's runs, on its own items and on the held-out ones (`react-heldout` for TextWorld's seed 3)
+    references = [(at, found.items) for at, (name, _, found) in enumerate(runs)
+                  if name in (reference_name, f"{reference_name}-heldout")]
     diagnosed: dict[tuple[str, str], dict] = {}
-    for config in suite.configs:
-        for folder in run_folders(out / config.name):
-            found = measured(folder)
-            if found is None:
-                continue
-            offset = offset_of(folder)
-            if config.name == reference_name:
-                references.setdefault(offset, (folder, found.items))
-            reference = references.get(offset)
-            versus = "-" if reference is None or reference[0] == folder else against(found.items, reference[1])
-            cells = [str(found.metrics.get(key, "-")) for key in suite.metrics] + [versus] + [
-                str(found.spent.get(key, "-")) for key in COSTS]
-            scored = f"{len(found.items)}" + (f" from item {offset + 1}" if offset else "") + (
-                "" if found.reported else f" (in progress; report: {found.in_report or 0})")
-            print(f"| {config.name} | {folder.name} | {scored} | {' | '.join(cells)} |")
-            if suite.diagnose is not None and (figures := suite.diagnose(list(found.items.values()))):
-                diagnosed[(config.name, folder.name)] = figures
+    for here, (name, folder, found) in enumerate(runs):
+        offset = offset_of(folder)
+        versus = "-"
+        # the first reference run that shares the most items with this one (a reference run: among those before it)
+        own = any(at == here for at, _ in references)
+        shared, reference = max(((len(found.items.keys() & items), items) for at, items in references
+                                 if not own or at < here), key=lambda pair: pair[0], default=(0, {}))
+        if shared:
+            versus = against(found.items, reference)
+        cells = [str(found.metrics.get(key, "-")) for key in suite.metrics] + [versus] + [
+            str(found.spent.get(key, "-")) for key in COSTS]
+        scored = f"{len(found.items)}" + (f" from item {offset + 1}" if offset else "") + (
+            "" if found.reported else f" (in progress; report: {found.in_report or 0})")
+        print(f"| {name} | {folder.name} | {scored} | {' | '.join(cells)} |")
+        if suite.diagnose is not None and (figures := suite.diagnose(list(found.items.values()))):
+            diagnosed[(name, folder.name)] = figures
     if diagnosed:
         keys = list(dict.fromkeys(key for found in diagnosed.values() for key in found))  # some runs have more
         print(f"\n| run | folder | {' | '.join(keys)} |\n" + "|---" * (2 + len(keys)) + "|")

@@ -148,6 +148,21 @@ def test_every_run_of_a_configuration_has_its_row_not_only_the_newest(suite: Any
     assert [row.split(" | ")[4] for row in rows] == ["-", "+1 / -0 of 2", "+1 / -1 of 2", "+1 / -0 of 2"]
 
 
+def test_a_held_out_run_is_set_against_the_references_held_out_run(suite: Any, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """TextWorld's held-out games (seed 3) have other ids: the first ReAct run shares none of them."""
+    reported(tmp_path / "react" / "20260101-000000-aaaaaa", {"cc-0": True, "th-0": False}, 50.0)
+    reported(tmp_path / "react-heldout" / "20260102-000000-bbbbbb", {"cc-3": False, "th-3": True}, 50.0)
+    reported(tmp_path / "metaagent-none-percept-heldout" / "20260103-000000-cccccc", {"cc-3": True, "th-3": True},
+             100.0)
+    reported(tmp_path / "metaagent-none-percept" / "20260103-000000-dddddd", {"cc-0": True}, 100.0)
+    suite.summary(suite.SUITES["textworld"], tmp_path)
+    rows = {row.split(" | ")[0]: row.split(" | ") for row in capsys.readouterr().out.splitlines()[2:]}
+    versus = rows["| metaagent-none-percept-heldout"][-7]
+    assert versus == "+1 / -0 of 2" and rows["| metaagent-none-percept"][-7] == "+0 / -0 of 1"
+    assert rows["| react-heldout"][-7] == "-" and rows["| react"][-7] == "-"  # no reference run shares its items
+
+
 def test_runs_on_later_items_get_their_own_folders_rows_and_reference(suite: Any, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
