@@ -63,8 +63,8 @@ RecallViewOption = Annotated[str | None, typer.Option(
          "taken and what the game answered)")]
 RecallAtOption = Annotated[str | None, typer.Option(
     help="metaagent with memory: when a game's memory is recalled: start (before the first action, as the paper has "
-         "it; the default) or stuck (when the focus loop first opens: a game that never gets stuck plays as it "
-         "would without memory)")]
+         "it; the default) or stuck (when the focus loop first opens: a game that never gets stuck is played with "
+         "nothing recalled)")]
 CreateOnlyOption = Annotated[bool, typer.Option(
     help="write the run folder and stop: score it later with --resume, or beside others with `bench together`")]
 
