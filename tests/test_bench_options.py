@@ -143,3 +143,39 @@ def test_a_resume_refuses_a_setting_other_than_the_runs_own_and_takes_the_same_a
     code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--limit", "1", "--data", str(data),
                            "--parallel", "2", "--no-cache", "--quiet"], recording_opener(models))
     assert code == 0, err
+
+
+def test_a_run_keeps_its_own_calls_so_a_resume_on_a_fresh_machine_replays_them(
+        data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each session here starts on a new machine with an empty user cache: the run folder's `calls.sqlite`, kept
+    with the results, is what lets a resume replay the calls of a game that was cut short."""
+    import noosphere.cli.ask as ask
+
+    asked: list[str] = []
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        def answer(request: Any) -> str:
+            asked.append(request.messages[-1].content)
+            return json.dumps({"reasoning": "3 + 4", "answer": "7"})
+        model = open_model(model_id, script=answer, **kwargs)
+        model.backend._identity = "the same model"  # type: ignore[attr-defined]  # as weights are, session to session
+        return model
+
+    monkeypatch.setattr(ask, "default_cache_dir", lambda: tmp_path / "first-machine")
+    args = [arg for arg in gsm8k(data, tmp_path / "runs") if arg != "--no-cache"]
+    code, _, err = invoke(args, opener)
+    assert code == 0, err
+    assert len(asked) == 1
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    assert (run_dir / "calls.sqlite").exists() and (tmp_path / "first-machine" / "calls.sqlite").exists()
+    (run_dir / "items.jsonl").write_text("")  # the item was in flight when the session ended
+    monkeypatch.setattr(ask, "default_cache_dir", lambda: tmp_path / "second-machine")  # an empty user cache
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--quiet"], opener)
+    assert code == 0, err
+    assert len(asked) == 1  # replayed from the run's own calls, not asked again
+    assert json.loads((run_dir / "items.jsonl").read_text())["correct"] is True
+    (run_dir / "calls.sqlite").unlink()
+    (run_dir / "items.jsonl").write_text("")
+    monkeypatch.setattr(ask, "default_cache_dir", lambda: tmp_path / "third-machine")
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--quiet"], opener)
+    assert code == 0 and len(asked) == 2, err  # without the run's file the call is asked again

@@ -44,8 +44,9 @@ from noosphere.cli.signals import terminate_as_interrupt
 from noosphere.datafiles import describe
 from noosphere.errors import BudgetExceededError, UsageError
 from noosphere.llm import DEFAULT_MODEL, Budget, Model, Settings, UsageLedger
-from noosphere.llm.cache import CallCache
+from noosphere.llm.cache import CallCache, CarriedCache
 from noosphere.llm.registry import check_deterministic
+from noosphere.replay import RUN_CACHE
 from noosphere.runs import Run
 from noosphere.trace import Trace
 
@@ -435,6 +436,9 @@ def _fail(run: Run, error: Exception, errors: list[Exception]) -> None:
 
 def _prepare(opener: ModelOpener, run: Run, benchmark: Benchmark, cache: CallCache | None) -> tuple[Items, Solve]:
     saved = run.config
+    if cache is not None:
+        # the run folder's own copy of its calls: kept with the results, a resume on another machine replays them
+        cache = CarriedCache(run.directory / RUN_CACHE, cache)
     llm = opener(saved["model"], trace=run.trace, ledger=run.ledger, cache=cache,
                  settings=Settings(seed=saved["seed"], max_tokens=benchmark.max_tokens), **model_options(saved))
     return benchmark.prepare(saved, llm)

@@ -160,3 +160,42 @@ class CallCache:
 
     def close(self) -> None:
         self._db.close()
+
+
+class CarriedCache(CallCache):
+    """A run folder's own copy of its calls, in front of a shared cache (the user's): every call the run stores or
+    finds in the shared cache is kept here too, so that the file, kept with the run's results, lets a resume on
+    another machine replay what this one asked, the game it was in the middle of included. Identical calls in
+    flight are still generated once across every run that shares the cache (`once` is the shared cache's)."""
+
+    def __init__(self, path: Path, shared: CallCache) -> None:
+        super().__init__(path)
+        self.shared = shared
+
+    def get(self, key: str) -> Reply | None:
+        reply = super().get(key)
+        if reply is None and (reply := self.shared.get(key)) is not None:
+            super().put(key, reply)
+        return reply
+
+    def put(self, key: str, reply: Reply) -> None:
+        super().put(key, reply)
+        self.shared.put(key, reply)
+
+    def get_json(self, key: str) -> Any:
+        value = super().get_json(key)
+        if value is None and (value := self.shared.get_json(key)) is not None:
+            super().put_json(key, value)
+        return value
+
+    def put_json(self, key: str, value: Any) -> None:
+        super().put_json(key, value)
+        self.shared.put_json(key, value)
+
+    async def once(self, key: str, generate: Callable[[], Awaitable[Reply]]) -> tuple[Reply, bool]:
+        return await self.shared.once(key, generate)
+
+    def close(self) -> None:
+        """Fold the write-ahead log into the file, so that the one file holds every call."""
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        super().close()
