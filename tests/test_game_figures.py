@@ -385,3 +385,32 @@ def test_focus_loops_reads_each_games_loops_what_was_struck_and_the_action_after
     [loop] = focus_loops.loops_by_game(shuffle)["cooking"]
     assert (loop["recovered"], loop["new"]) == (True, False)
     assert focus_loops.describe(shuffle, "cooking", [loop])[0].endswith("1 recovered, 0 to something new")
+
+
+def test_first_prompt_tells_a_planning_prompt_without_memory_from_one_that_read_memory(tmp_path: Path) -> None:
+    import asyncio
+
+    from noosphere.memory import HashingEmbedder, MemoryStore
+    from noosphere.metaagent import MemorySettings, MetaAgent
+    from noosphere.scope import item_scope
+    from noosphere.trace import Trace
+    from tests.test_metaagent import TwoRooms, by_role, reply, winning_script
+
+    first_prompt = script("first_prompt")
+    steps = {"planning": [reply(thought="the key is east", action="go east"), reply(thought="grab", action="take key")]}
+    store = MemoryStore(tmp_path / "memory")
+    same = {}
+    for at in ("stuck", "start"):  # the first game has nothing to recall and is stored; the second recalls it first
+        memory = MemorySettings(store, conceptual=False, k=1, embedder=HashingEmbedder(), at=at, view="planner")
+        run = tmp_path / at
+        run.mkdir()
+        trace = Trace(run / "trace.jsonl")
+        with item_scope("two-rooms"):
+            agent = MetaAgent(Model(ScriptedBackend(by_role(winning_script() | steps)), trace=trace), memory=memory,
+                              planner_view="percept")
+            asyncio.run(agent.play(TwoRooms()))
+        trace.close()
+        calls = first_prompt.recorded_calls(run, "two-rooms")
+        same[at] = first_prompt.same_first_prompt(calls, TwoRooms(), {"planner_view": "percept"})
+    assert all(same["stuck"]) and len(same["stuck"]) == 3  # the message count, then each message
+    assert same["start"][:2] == [True, True] and same["start"][2] is False  # the user message read the memory
