@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from noosphere.errors import UsageError
 from noosphere.llm.types import Reply, Request, ScoreRequest, ToolCall, Usage
@@ -55,6 +55,7 @@ def _reply_from_json(raw: str) -> Reply:
 
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 60.0
 """How long a write waits for another process's write to the same cache before it fails."""
@@ -172,21 +173,24 @@ class CarriedCache(CallCache):
         super().__init__(path)
         self.shared = shared
 
+    @staticmethod
+    def _carried(here: T | None, shared: Callable[[], T | None], keep: Callable[[T], None]) -> T | None:
+        """What this file holds, else what the shared cache holds, copied here."""
+        if here is None and (here := shared()) is not None:
+            keep(here)
+        return here
+
     def get(self, key: str) -> Reply | None:
-        reply = super().get(key)
-        if reply is None and (reply := self.shared.get(key)) is not None:
-            super().put(key, reply)
-        return reply
+        return self._carried(super().get(key), lambda: self.shared.get(key),
+                             lambda reply: CallCache.put(self, key, reply))
 
     def put(self, key: str, reply: Reply) -> None:
         super().put(key, reply)
         self.shared.put(key, reply)
 
     def get_json(self, key: str) -> Any:
-        value = super().get_json(key)
-        if value is None and (value := self.shared.get_json(key)) is not None:
-            super().put_json(key, value)
-        return value
+        return self._carried(super().get_json(key), lambda: self.shared.get_json(key),
+                             lambda value: CallCache.put_json(self, key, value))
 
     def put_json(self, key: str, value: Any) -> None:
         super().put_json(key, value)
