@@ -175,7 +175,8 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                  for memory in ("none", "episodic", "conceptual", "both")),
                                                "metaagent-both-percept-planner", "metaagent-none-percept-strike",
                                                "metaagent-both-percept-strike", "metaagent-none-percept-mask",
-                                               "metaagent-both-percept-mask", "metaagent-none-percept-heldout",
+                                               "metaagent-both-percept-mask", "metaagent-both-percept-stuck",
+                                               "metaagent-none-percept-heldout",
                                                "metaagent-none-percept-strike-heldout",
                                                "metaagent-none-percept-mask-heldout"]
     assert [c.name for c in table.configs if "--judge" in c.args] == ["metaagent-none-judged", "metaagent-both-judged"]
@@ -195,7 +196,8 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                                for memory in ("episodic", "conceptual", "both")),
                                                              "metaagent-both-percept-planner",
                                                              "metaagent-both-percept-strike",
-                                                             "metaagent-both-percept-mask"]
+                                                             "metaagent-both-percept-mask",
+                                                             "metaagent-both-percept-stuck"]
     focus = {c.name: c.args[c.args.index("--focus") + 1] for c in table.configs if "--focus" in c.args}
     assert focus == {name: name.split("-")[3] for name in (
         "metaagent-none-percept-strike", "metaagent-both-percept-strike", "metaagent-none-percept-strike-heldout",
@@ -203,7 +205,9 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
     assert all(c.args[c.args.index("--planner-view") + 1] == "percept" for c in table.configs if "percept" in c.name)
     recall_views = {c.name: c.args[c.args.index("--recall-view") + 1]
                     for c in table.configs if "--recall-view" in c.args}
-    assert recall_views == {"metaagent-both-percept-planner": "planner"}
+    assert recall_views == {"metaagent-both-percept-planner": "planner", "metaagent-both-percept-stuck": "planner"}
+    recall_at = {c.name: c.args[c.args.index("--recall-at") + 1] for c in table.configs if "--recall-at" in c.args}
+    assert recall_at == {"metaagent-both-percept-stuck": "stuck"}
     assert table.memory_pair == ("metaagent-none-percept", "metaagent-both-percept")  # the view that wins games
     assert [c.name for c in suite.SUITES["textworld-tiers"].configs][:3] == ["tier1-react", "tier1-reflexion",
                                                                              "tier1-metaagent"]

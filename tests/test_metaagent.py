@@ -944,7 +944,9 @@ def test_runs_played_together_share_one_call_cache(tmp_path: Path, monkeypatch: 
     caches.clear()
     code, _, err = invoke(["bench", "together", *map(str, folders)], opener)
     assert code == 0, err
-    assert len(opened) == 1 and caches == [opened[0], opened[0]]
+    # one cache shared by both runs, behind each run's own copy of its calls (`calls.sqlite` in its folder)
+    assert len(opened) == 1 and [cache.shared for cache in caches] == [opened[0], opened[0]]  # type: ignore[attr-defined]
+    assert sorted(cache.path.parent for cache in caches) == sorted(folders)  # type: ignore[attr-defined]
 
 
 def test_on_the_percept_view_a_motor_asked_alone_reads_reacts_prompt_not_the_belief() -> None:
