@@ -197,9 +197,15 @@ def _textworld() -> tuple[Config, ...]:
             # memory recalled only once the team is stuck (`--recall-at stuck`, stop 52): recalled text before the
             # first step moved the 1.5B's greedy step away from the winning action more often than toward it (stops
             # 48 and 50); the planner alone reads it, as actions and answers (`--recall-view planner`)
+            # (stop 53: and its agents not offered until then; the first version, `metaagent-both-percept-stuck-v1/`,
+            # offered them, which alone made coin_collector-0 another game). Played beside it with `--together
+            # --parallel 1`, the run without memory again: the two send the same calls, generated once, until memory is
+            # first recalled, so the pair differs only by what memory does to a stuck team, not by batch or build
             Config("metaagent-both-percept-stuck", ("--system", "metaagent", "--memory", "both", "--planner-view",
                                                     "percept", "--recall-view", "planner", "--recall-at", "stuck",
                                                     *games), n, in_order=True),
+            Config("metaagent-none-percept-paired", ("--system", "metaagent", "--memory", "none", "--planner-view",
+                                                     "percept", *games), n, in_order=True),
             # the strike was designed from these 12 games' traces: it is measured against the paper's loop on 12
             # others (the held-out seed ReAct played)
             *(Config(f"metaagent-none-percept{suffix}-heldout",

@@ -176,7 +176,7 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                "metaagent-both-percept-planner", "metaagent-none-percept-strike",
                                                "metaagent-both-percept-strike", "metaagent-none-percept-mask",
                                                "metaagent-both-percept-mask", "metaagent-both-percept-stuck",
-                                               "metaagent-none-percept-heldout",
+                                               "metaagent-none-percept-paired", "metaagent-none-percept-heldout",
                                                "metaagent-none-percept-strike-heldout",
                                                "metaagent-none-percept-mask-heldout"]
     assert [c.name for c in table.configs if "--judge" in c.args] == ["metaagent-none-judged", "metaagent-both-judged"]
@@ -197,7 +197,10 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                              "metaagent-both-percept-planner",
                                                              "metaagent-both-percept-strike",
                                                              "metaagent-both-percept-mask",
-                                                             "metaagent-both-percept-stuck"]
+                                                             "metaagent-both-percept-stuck",
+                                                             "metaagent-none-percept-paired"]
+    config = {c.name: c for c in table.configs}  # the pair's other half is the run without memory, game for game
+    assert config["metaagent-none-percept-paired"].args == config["metaagent-none-percept"].args
     focus = {c.name: c.args[c.args.index("--focus") + 1] for c in table.configs if "--focus" in c.args}
     assert focus == {name: name.split("-")[3] for name in (
         "metaagent-none-percept-strike", "metaagent-both-percept-strike", "metaagent-none-percept-strike-heldout",

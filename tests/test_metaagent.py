@@ -374,6 +374,11 @@ def test_memory_recalled_when_stuck_waits_for_the_first_focus_loop_and_a_game_ne
     assert not kinds(trace, "ma_retrieval")  # never stuck: nothing recalled
     marker = "their rooms and objects are not in this one"  # the title of the recalled games, in the planner view
     assert not any(marker in m.content for r in backend.history for m in r.messages)
+    model, bare, _ = scripted(by_role(winning_script()))
+    asyncio.run(MetaAgent(model).play(TwoRooms()))
+    # the game without memory, prompt for prompt (the memory agents not offered either); then the closing belief
+    assert [r.messages for r in backend.history[:len(bare.history)]] == [r.messages for r in bare.history]
+    assert not any("retrieve_memory" in m.content for r in backend.history for m in r.messages)
     script = winning_script()
     script["planning"] = [reply(plan="rest", action="wait"), reply(plan="rest", action="wait"),
                           reply(plan="east", action="go east"), reply(plan="grab", action="take key")]
@@ -387,6 +392,8 @@ def test_memory_recalled_when_stuck_waits_for_the_first_focus_loop_and_a_game_ne
     planners = ["\n".join(m.content for m in r.messages) for r in calls(backend, "planning")]
     recalled = [marker in text for text in planners]
     assert recalled[0] is False and recalled[-1] is True  # the planner reads it from the loop on, not before
+    offered = ["retrieve_memory" in r.messages[-1].content for r in calls(backend, "conscious")]
+    assert offered[0] is False and any(offered)  # the memory agent joins the team with the recall
     with pytest.raises(UnknownNameError, match="unknown recall time 'later'"):
         MemorySettings(MemoryStore(tmp_path), at="later")  # type: ignore[arg-type]
 

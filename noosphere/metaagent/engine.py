@@ -10,8 +10,8 @@ keep doing nothing or repeat to the same result, a belief or idea that gives up,
 the game has not granted, or names objects it never showed) sends the conscious agent into the focus loop,
 which replays the last real observation and the task; the loop runs at most once per timestep, whether a
 hallucination or the orchestrator's pick sent the team round it. Memory is consolidated ("sleep") when the game
-starts and recalled then, or when the focus loop first opens (`MemorySettings.at`); the episode is stored when
-the game ends, its rules only if it was won.
+starts and recalled then, or when the focus loop first opens (`MemorySettings.at`: until then the memory agents
+are not offered either); the episode is stored when the game ends, its rules only if it was won.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from noosphere.llm import Model
 from noosphere.memory import EpisodeStep
 from noosphere.metaagent.agents import AGENTS, FOCUS_MODES, LESSON, PLANNER_VIEWS, FocusMode, PlannerView, Turn
 from noosphere.metaagent.events import AgentSpoke, EpisodeEnded, EpisodeStarted, FocusTriggered, Transition
-from noosphere.metaagent.graph import DEFAULT_GRAPH, START, TransitionGraph, unused_memory_agents
+from noosphere.metaagent.graph import DEFAULT_GRAPH, MEMORY_AGENTS, START, TransitionGraph, unused_memory_agents
 from noosphere.metaagent.hallucination import flag_hallucination
 from noosphere.metaagent.orchestrator import FOCUS, choose, focus_decided, offer
 from noosphere.metaagent.recollection import MemorySettings
@@ -73,6 +73,11 @@ class MetaAgent:
         self.graph = graph.without(*unused_memory_agents(memory is not None and memory.episodic,
                                                          memory is not None and memory.conceptual))
         self.graph.check_agents(set(AGENTS))  # what is left must still reach an action
+        # memory recalled only when stuck stays out of the game until then, its agents too: the team plays the game
+        # the team without memory plays, prompt for prompt, until its first focus loop
+        self.unrecalled = (self.graph.without(*MEMORY_AGENTS) if memory is not None and memory.at == "stuck"
+                           else self.graph)
+        self.unrecalled.check_agents(set(AGENTS))
         self.max_actions = max_actions
         self.max_transitions = max_transitions or 8 * max_actions
         self.seed = seed
@@ -88,13 +93,14 @@ class MetaAgent:
             self.memory.begin(state, env.name, trace, seed=self.seed, kind=env.kind)
         node, focus_loops, moves = START, 0, []
         while not state.done and state.t < self.max_actions and state.transitions < self.max_transitions:
-            said = await AGENTS[node].act(state, replace(turn, offer=offer(self.graph, node, state),
-                                                         refocus=focus_decided(self.graph, node, state)))
+            graph = self.graph if state.recalled else self.unrecalled
+            said = await AGENTS[node].act(state, replace(turn, offer=offer(graph, node, state),
+                                                         refocus=focus_decided(graph, node, state)))
             trace.emit(AgentSpoke(step=state.t, agent=node, output=said.text, call=said.call))
             flag_hallucination(node, state)
             if state.needs_focus and state.focused_at == state.t:
                 state.needs_focus = None  # already focused at this timestep: carry on and let an action decide
-            choice = await choose(self.graph, node, state, self.model, said.pick)
+            choice = await choose(graph, node, state, self.model, said.pick)
             trace.emit(Transition(step=state.t, source=node, target=choice.target, valid=choice.valid,
                                   fallback=choice.fallback, by=choice.by))
             if choice.target == FOCUS:  # whoever sent the team round it (once per timestep), counted alike
