@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from noosphere.llm.cache import CallCache
-from noosphere.llm.types import Reply
+from noosphere.llm.cache import CallCache, CarriedCache
 from noosphere.trace import Event, Trace
 
 RUN_CACHE = "calls.sqlite"
@@ -50,50 +49,6 @@ class ReplayTrace(Trace):
         return self.inner.of_kind(kind)
 
 
-class RunCache(CallCache):
-    """The run folder's own call cache, in front of the user's (`fallback`, written to as well). A miss here is
-    a call no earlier session completed: `on_miss` is told, unless `replays(key)` says the call's outcome is
-    kept elsewhere (a person's forfeited turn)."""
-
-    def __init__(self, path: Path, *, fallback: CallCache | None = None, on_miss: Callable[[], None] = lambda: None,
-                 replays: Callable[[str], bool] = lambda key: False) -> None:
-        super().__init__(path)
-        self.fallback = fallback
-        self.on_miss = on_miss
-        self.replays = replays
-        self.hits = 0
-
-    def _found(self, value: T | None, key: str, in_fallback: Callable[[CallCache], T | None]) -> T | None:
-        """`value` as found here (a hit), or else, after telling the miss, what the fallback holds."""
-        if value is not None:
-            self.hits += 1
-            return value
-        if not self.replays(key):
-            self.on_miss()
-        return in_fallback(self.fallback) if self.fallback is not None else None
-
-    def get(self, key: str) -> Reply | None:
-        return self._found(super().get(key), key, lambda fallback: fallback.get(key))
-
-    def put(self, key: str, reply: Reply) -> None:
-        super().put(key, reply)
-        if self.fallback is not None:
-            self.fallback.put(key, reply)
-
-    def get_json(self, key: str) -> Any:
-        return self._found(super().get_json(key), key, lambda fallback: fallback.get_json(key))
-
-    def put_json(self, key: str, value: Any) -> None:
-        super().put_json(key, value)
-        if self.fallback is not None:
-            self.fallback.put_json(key, value)
-
-    def close(self) -> None:
-        super().close()
-        if self.fallback is not None:
-            self.fallback.close()
-
-
 class Replay:
     """The two halves together, for one session of a run folder: `trace` for the engine, `cache` for its
     models. A fresh run (`resuming=False`) is live from the start and only fills the cache."""
@@ -101,9 +56,15 @@ class Replay:
     def __init__(self, trace: Trace, directory: Path, *, resuming: bool, fallback: CallCache | None = None,
                  replays: Callable[[str], bool] = lambda key: False) -> None:
         self.trace = ReplayTrace(trace, replaying=resuming)
-        self.cache = RunCache(directory / RUN_CACHE, fallback=fallback, on_miss=self.trace.go_live, replays=replays)
+        self.cache = CarriedCache(directory / RUN_CACHE, fallback, on_miss=self.trace.go_live, replays=replays)
 
     @property
     def replayed(self) -> int:
         """Turns served from the run's cache this session."""
         return self.cache.hits
+
+    def close(self) -> None:
+        """Close the run's cache and the user's behind it."""
+        self.cache.close()
+        if self.cache.shared is not None:
+            self.cache.shared.close()

@@ -421,3 +421,43 @@ def test_first_prompt_tells_a_planning_prompt_without_memory_from_one_that_read_
         same[at] = first_prompt.same_first_prompt(calls, TwoRooms(), {"planner_view": "percept"})
     assert all(same["stuck"]) and len(same["stuck"]) == 3  # the message count, then each message
     assert same["start"][:2] == [True, True] and same["start"][2] is False  # the user message read the memory
+
+
+def test_pair_divergence_finds_where_a_run_recalling_when_stuck_parts_from_the_run_without_memory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    from noosphere.errors import UsageError
+    from noosphere.memory import HashingEmbedder, MemoryStore
+    from noosphere.metaagent import MemorySettings, MetaAgent
+    from noosphere.scope import item_scope
+    from noosphere.trace import Trace
+    from tests.test_metaagent import TwoRooms, by_role, reply, winning_script
+
+    pair = script("pair_divergence")
+    stuck = {**winning_script(), "focus": [reply(situation="Waiting did nothing.", action="go east")],
+             "planning": [reply(plan="rest", action="wait")] * 2 + winning_script()["planning"]}
+    store = MemoryStore(tmp_path / "memory")
+    runs = {}
+    for name, memory in (("stuck", MemorySettings(store, conceptual=False, k=1, embedder=HashingEmbedder(),
+                                                  at="stuck", view="planner")), ("none", None)):
+        run = tmp_path / name / "20260101-000000-aaaaaa"
+        run.mkdir(parents=True)
+        trace = Trace(run / "trace.jsonl")
+        rows = []
+        for game, script_ in (("easy", winning_script()), ("hard", stuck)):  # never stuck, then stuck at action 2
+            with item_scope(game):
+                result = asyncio.run(MetaAgent(Model(ScriptedBackend(by_role(script_)), trace=trace),
+                                               memory=memory).play(TwoRooms()))
+            rows.append(json.dumps({"id": game, "correct": result.won, "actions": result.actions}))
+        trace.close()
+        (run / "items.jsonl").write_text("\n".join(rows[:1]) + "\n")  # the second game still in play
+        runs[name] = run
+    pair.main([str(runs["stuck"]), str(runs["none"])])
+    lines = capsys.readouterr().out.splitlines()
+    easy, hard = (line.split(" | ") for line in lines[2:])
+    assert easy[1:3] == ["won 2", "won 2"] and easy[4:] == ["-", "-", "the same game, then the calls that store it |"]
+    assert hard[1:3] == ["in play", "in play"] and int(hard[3]) > 0
+    assert hard[4] == hard[5] == "2"  # they part where memory was first recalled, and not before
+    with pytest.raises(UsageError, match="is not a run folder"):
+        pair.games(tmp_path)

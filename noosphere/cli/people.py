@@ -72,7 +72,7 @@ class SocietySession:
     channel: Channel | None
 
     def close(self) -> None:
-        self.replay.cache.close()
+        self.replay.close()
 
 
 def open_session(run: Run, spec: SocietySpec, open_member: Opener, default_model: str, *, human: str,

@@ -164,42 +164,61 @@ class CallCache:
 
 
 class CarriedCache(CallCache):
-    """A run folder's own copy of its calls, in front of a shared cache (the user's): every call the run stores or
-    finds in the shared cache is kept here too, so that the file, kept with the run's results, lets a resume on
-    another machine replay what this one asked, the game it was in the middle of included. Identical calls in
-    flight are still generated once across every run that shares the cache (`once` is the shared cache's)."""
+    """A run folder's own copy of its calls (`calls.sqlite`), in front of a shared cache (the user's), if any: every
+    call the run stores or finds in the shared cache is kept here too, so that the file, kept with the run, lets a
+    resume on another machine replay what this one asked, the game or the turn it was in the middle of included.
+    Identical calls in flight are still generated once across every run that shares the cache (`once` is the shared
+    cache's).
 
-    def __init__(self, path: Path, shared: CallCache) -> None:
+    A call missing here is one no earlier session of the run completed: `on_miss` is told (a resumed run goes live
+    there), unless `replays(key)` says its outcome is kept elsewhere (a person's forfeited turn). `hits` counts the
+    calls this file served."""
+
+    def __init__(self, path: Path, shared: CallCache | None = None, *, on_miss: Callable[[], None] = lambda: None,
+                 replays: Callable[[str], bool] = lambda key: False) -> None:
         super().__init__(path)
         self.shared = shared
+        self.on_miss = on_miss
+        self.replays = replays
+        self.hits = 0
 
-    @staticmethod
-    def _carried(here: T | None, shared: Callable[[], T | None], keep: Callable[[T], None]) -> T | None:
-        """What this file holds, else what the shared cache holds, copied here."""
-        if here is None and (here := shared()) is not None:
+    def _carried(self, here: T | None, key: str, shared: Callable[[CallCache], T | None],
+                 keep: Callable[[T], None]) -> T | None:
+        """What this file holds, else (after telling the miss) what the shared cache holds, copied here."""
+        if here is not None:
+            self.hits += 1
+            return here
+        if not self.replays(key):
+            self.on_miss()
+        if self.shared is not None and (here := shared(self.shared)) is not None:
             keep(here)
         return here
 
     def get(self, key: str) -> Reply | None:
-        return self._carried(super().get(key), lambda: self.shared.get(key),
+        return self._carried(super().get(key), key, lambda shared: shared.get(key),
                              lambda reply: CallCache.put(self, key, reply))
 
     def put(self, key: str, reply: Reply) -> None:
         super().put(key, reply)
-        self.shared.put(key, reply)
+        if self.shared is not None:
+            self.shared.put(key, reply)
 
     def get_json(self, key: str) -> Any:
-        return self._carried(super().get_json(key), lambda: self.shared.get_json(key),
+        return self._carried(super().get_json(key), key, lambda shared: shared.get_json(key),
                              lambda value: CallCache.put_json(self, key, value))
 
     def put_json(self, key: str, value: Any) -> None:
         super().put_json(key, value)
-        self.shared.put_json(key, value)
+        if self.shared is not None:
+            self.shared.put_json(key, value)
 
     async def once(self, key: str, generate: Callable[[], Awaitable[Reply]]) -> tuple[Reply, bool]:
+        if self.shared is None:
+            return await super().once(key, generate)
         return await self.shared.once(key, generate)
 
     def close(self) -> None:
-        """Fold the write-ahead log into the file, so that the one file holds every call."""
+        """Fold the write-ahead log into the file, so that the one file holds every call. The shared cache is its
+        owner's to close."""
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         super().close()

@@ -48,8 +48,8 @@ class MemorySettings:
     """When a game's memory is recalled. `start` (the paper): before the first action. `stuck`: when the focus loop
     first opens, and not before; until then the memory agents are not offered either, so the team plays the game the
     team without memory plays, prompt for prompt (stop 52's first version offered them, and the orchestrator's
-    question alone made coin_collector-0 another game), and a game never stuck is played as without memory. On the 1.5B any
-    recalled text before its first greedy step moved that step, more often away from the expert's action than
+    question alone made coin_collector-0 another game), and a game never stuck is played as without memory. On the
+    1.5B any recalled text before its first greedy step moved that step, more often away from the expert's action than
     toward it, even a won game of the same kind (TextWorld, stops 48 and 50); where the team is stuck, moving its
     next step is what is wanted."""
 
