@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from noosphere.bench.game_traces import games_in_trace
 from noosphere.envs import Environment
 from noosphere.errors import UsageError
 from noosphere.llm import Model, ScriptedBackend
@@ -29,22 +30,7 @@ class _Stop(Exception):
 
 def recorded_calls(run: Path, game: str) -> list[dict[str, Any]]:
     """The model calls of the last attempt at `game` in the run's trace, in order."""
-    trace = run / "trace.jsonl"
-    if not trace.exists():
-        raise UsageError(f"{run} is not a run folder (no trace.jsonl)")
-    calls: list[dict[str, Any]] = []
-    for line in trace.open(encoding="utf-8"):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if event.get("item_id") != game:
-            continue
-        if event.get("kind") == "ma_episode":
-            calls.clear()  # a resumed game starts again
-        elif event.get("kind") == "model_call":
-            calls.append(event)
-    return calls
+    return [event for event in games_in_trace(run).get(game, []) if event.get("kind") == "model_call"]
 
 
 def same_first_prompt(calls: list[dict[str, Any]], env: Environment, config: dict[str, Any]) -> list[bool]:

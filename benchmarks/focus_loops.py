@@ -13,13 +13,11 @@ does something each time, and after the first round shows nothing new.
 from __future__ import annotations
 
 import argparse
-import json
 import re
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from noosphere.errors import UsageError
+from noosphere.bench.game_traces import game_rows, games_in_trace
 
 STRUCK = re.compile(r"Actions that just did nothing \(not to be taken again now\): (.*)\n")
 """How `prompts.focus_messages` names the struck actions: read where an older trace's `ma_focus` lacks them."""
@@ -28,28 +26,19 @@ STRUCK = re.compile(r"Actions that just did nothing \(not to be taken again now\
 def loops_by_game(run: Path) -> dict[str, list[dict[str, Any]]]:
     """Each game's focus loops in order: step, reason, struck, advice, the next action and whether it recovered.
     A torn last line (a killed run) is skipped; the last attempt at a game is the one kept."""
-    trace = run / "trace.jsonl"
-    if not trace.exists():
-        raise UsageError(f"{run} is not a run folder (no trace.jsonl)")
-    games: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    seen: dict[str, set[str]] = defaultdict(set)  # each game's observations so far
-    last_new: dict[str, bool] = {}  # whether each game's last action led to an observation not seen before
-    for line in trace.open(encoding="utf-8"):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        game, kind = event.get("item_id"), event.get("kind")
-        if game is None:
-            continue
-        loops = games[game]
-        if kind == "ma_episode":
-            loops.clear()  # a resumed game starts again
-            seen[game].clear()
-        elif kind == "ma_action":
+    return {game: _loops(events) for game, events in games_in_trace(run).items()}
+
+
+def _loops(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    loops: list[dict[str, Any]] = []
+    seen: set[str] = set()  # the game's observations so far
+    last_new = False  # whether the last action led to an observation not seen before
+    for event in events:
+        kind = event.get("kind")
+        if kind == "ma_action":
             observation = event.get("observation", "")
-            last_new[game] = observation not in seen[game]
-            seen[game].add(observation)
+            last_new = observation not in seen
+            seen.add(observation)
         elif kind == "ma_focus":
             loops.append({"step": event["step"], "reason": event.get("reason", ""), "struck": event.get("struck", []),
                           "advice": "", "action": None, "recovered": None, "new": None})
@@ -59,24 +48,12 @@ def loops_by_game(run: Path) -> dict[str, list[dict[str, Any]]]:
         elif kind == "ma_step" and event.get("agent") == "focus" and loops:
             loops[-1]["advice"] = event.get("output", "")
         elif kind == "ma_focus_outcome" and loops:
-            loops[-1].update(action=event.get("action"), recovered=event.get("recovered"), new=last_new.get(game))
-    return dict(games)
-
-
-def outcomes(run: Path) -> dict[str, dict[str, Any]]:
-    rows = {}
-    items = run / "items.jsonl"
-    for line in items.open(encoding="utf-8") if items.exists() else ():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        rows[row["id"]] = row
-    return rows
+            loops[-1].update(action=event.get("action"), recovered=event.get("recovered"), new=last_new)
+    return loops
 
 
 def describe(run: Path, game: str, loops: list[dict[str, Any]]) -> list[str]:
-    row = outcomes(run).get(game)
+    row = game_rows(run).get(game)
     result = f"{row['prediction']} in {row['actions']}" if row else "not finished"
     recovered = sum(1 for loop in loops if loop["recovered"])
     new = sum(1 for loop in loops if loop["recovered"] and loop["new"])

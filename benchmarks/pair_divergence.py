@@ -15,12 +15,11 @@ another reason, which this names.
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from noosphere.errors import UsageError
+from noosphere.bench.game_traces import game_rows, games_in_trace
 
 
 @dataclass
@@ -37,33 +36,20 @@ class Game:
 
 def games(run: Path) -> dict[str, Game]:
     """Every game in the run's trace; a resumed game keeps its last attempt, a torn last line is skipped."""
-    trace = run / "trace.jsonl"
-    if not trace.exists():
-        raise UsageError(f"{run} is not a run folder (no trace.jsonl)")
     found: dict[str, Game] = {}
-    for line in trace.open(encoding="utf-8"):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        name, kind = event.get("item_id"), event.get("kind")
-        if name is None:
-            continue
-        if kind == "ma_episode":
-            found[name] = Game()  # a resumed game starts again
-            continue
-        game = found.setdefault(name, Game())
-        if game.ended:
-            continue
-        if kind == "model_call":
-            game.calls.append(event)
-            game.steps.append(len(game.actions))
-        elif kind == "ma_action":
-            game.actions.append(str(event.get("action", "")))
-        elif kind == "ma_retrieval" and game.recalled_at is None:
-            game.recalled_at = int(event.get("step", len(game.actions)))
-        elif kind == "ma_episode_end":
-            game.ended = True
+    for name, events in games_in_trace(run).items():
+        game = found[name] = Game()
+        for event in events:
+            kind = event.get("kind")
+            if kind == "model_call":
+                game.calls.append(event)
+                game.steps.append(len(game.actions))
+            elif kind == "ma_action":
+                game.actions.append(str(event.get("action", "")))
+            elif kind == "ma_retrieval" and game.recalled_at is None:
+                game.recalled_at = int(event.get("step", len(game.actions)))
+            elif kind == "ma_episode_end":
+                game.ended = True
     return found
 
 
@@ -79,18 +65,6 @@ def parted(a: Game, b: Game) -> int:
             break
         shared += 1
     return shared
-
-
-def outcomes(run: Path) -> dict[str, str]:
-    rows: dict[str, str] = {}
-    items = run / "items.jsonl"
-    for line in items.open(encoding="utf-8") if items.exists() else ():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        rows[str(row["id"])] = f"{'won' if row.get('correct') else 'lost'} {row.get('actions', '?')}"
-    return rows
 
 
 def why(a: Game, b: Game, shared: int) -> str:
@@ -110,18 +84,20 @@ def why(a: Game, b: Game, shared: int) -> str:
 
 def table(run_a: Path, run_b: Path) -> list[str]:
     a_games, b_games = games(run_a), games(run_b)
-    a_out, b_out = outcomes(run_a), outcomes(run_b)
+    a_out, b_out = ({game: f"{'won' if row.get('correct') else 'lost'} {row.get('actions', '?')}"
+                     for game, row in game_rows(run).items()} for run in (run_a, run_b))
     lines = [f"| game | {run_a.parent.name} | {run_b.parent.name} | calls shared | parted at action | memory first "
              "recalled at action | what differs first |", "|---|---|---|---|---|---|---|"]
-    for name in sorted(a_games.keys() & b_games.keys(), key=lambda n: (n not in a_out, list(a_games).index(n))):
-        a, b = a_games[name], b_games[name]
-        shared = parted(a, b)
-        same = shared == min(len(a.calls), len(b.calls))
-        at = "-" if same else str(a.steps[shared])
-        recalled = "-" if a.recalled_at is None else str(a.recalled_at)
-        lines.append(f"| {name} | {a_out.get(name, 'in play')} | {b_out.get(name, 'in play')} | {shared} | {at} | "
-                     f"{recalled} | {why(a, b, shared)} |")
-    return lines
+    order = sorted(a_games.keys() & b_games.keys(), key=lambda n: (n not in a_out, list(a_games).index(n)))
+    return lines + [_row(name, a_games[name], b_games[name], a_out.get(name, "in play"), b_out.get(name, "in play"))
+                    for name in order]
+
+
+def _row(name: str, a: Game, b: Game, a_result: str, b_result: str) -> str:
+    shared = parted(a, b)
+    at = "-" if shared == min(len(a.calls), len(b.calls)) else str(a.steps[shared])
+    recalled = "-" if a.recalled_at is None else str(a.recalled_at)
+    return f"| {name} | {a_result} | {b_result} | {shared} | {at} | {recalled} | {why(a, b, shared)} |"
 
 
 def main(argv: list[str] | None = None) -> None:
