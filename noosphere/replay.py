@@ -17,13 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from noosphere.llm.cache import CallCache, CarriedCache
 from noosphere.trace import Event, Trace
 
 RUN_CACHE = "calls.sqlite"
-T = TypeVar("T")
 
 
 class ReplayTrace(Trace):
