@@ -20,6 +20,29 @@ def scripted(script: Script, **options: Any) -> tuple[Model, ScriptedBackend, Tr
     return Model(backend, trace=trace), backend, trace
 
 
+def opener_for(script: Script, **options: Any) -> Any:
+    """A model opener (what the CLI and benchmarks call with a model id) over one scripted backend, kept as
+    `opener.backend` for assertions."""
+    backend = ScriptedBackend(script, **options)
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        return Model(backend, **kwargs)
+
+    opener.backend = backend  # type: ignore[attr-defined]
+    return opener
+
+
+MUSTARD_SAMPLE = {
+    "1_1": {"utterance": "Oh, great. Just great.", "speaker": "CHANDLER", "context": ["The car broke down."],
+            "context_speakers": ["ROSS"], "show": "FRIENDS", "sarcasm": True},
+    "1_2": {"utterance": "I love this sandwich.", "speaker": "JOEY", "context": [], "context_speakers": [],
+            "show": "FRIENDS", "sarcasm": False},
+    "1_3": {"utterance": "What a genius plan.", "speaker": "SHELDON", "context": ["Let's hide in the fridge."],
+            "context_speakers": ["HOWARD"], "show": "BBT", "sarcasm": True},
+}
+"""Three MUStARD items in the dataset's own JSON shape: two sarcastic, one sincere."""
+
+
 def by_agent(replies: dict[str, list[Any]]) -> Any:
     """A script function that answers each agent from its own queue (routing by caller, not by prompt)."""
     queues = {agent: list(items) for agent, items in replies.items()}

@@ -12,8 +12,7 @@ from noosphere.bench.bfcl_data import BfclItem, load_bfcl, to_json_schema
 from noosphere.bench.bfcl_match import score
 from noosphere.llm import Message, ToolCall
 from noosphere.llm.types import Request
-from tests.helpers import stm_reply
-from tests.test_bench_mustard import opener_for
+from tests.helpers import opener_for, stm_reply
 from tests.test_cli import invoke
 
 AREA = {"name": "area_circle.calculate", "description": "Area of a circle.",

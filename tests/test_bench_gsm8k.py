@@ -16,7 +16,7 @@ from noosphere.errors import CapabilityError
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.observation import Observation
 from noosphere.society.config import build_society, load_society_spec
-from tests.helpers import by_agent, scripted
+from tests.helpers import by_agent, opener_for, scripted
 from tests.test_cli import invoke
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "societies"
@@ -108,15 +108,6 @@ def test_planned_calls_of_a_role_play_is_its_message_cap() -> None:
 def said(answer: str) -> str:
     return json.dumps({"reasoning": "add them up", "answer": answer})
 
-
-def opener_for(script: Any) -> Any:
-    backend = ScriptedBackend(script)
-
-    def opener(model_id: str, **kwargs: Any) -> Model:
-        return Model(backend, **kwargs)
-
-    opener.backend = backend  # type: ignore[attr-defined]
-    return opener
 
 
 def rows(run_dir: Path) -> list[dict[str, Any]]:

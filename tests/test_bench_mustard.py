@@ -10,25 +10,15 @@ import pytest
 
 from noosphere.bench import classification_report
 from noosphere.bench.mustard import LABELS, load_mustard
-from noosphere.llm import Model, ScriptedBackend
 from noosphere.llm.types import Request
-from tests.helpers import chunk_reply, stm_reply
+from tests.helpers import MUSTARD_SAMPLE, chunk_reply, opener_for, stm_reply
 from tests.test_cli import invoke
-
-SAMPLE = {
-    "1_1": {"utterance": "Oh, great. Just great.", "speaker": "CHANDLER", "context": ["The car broke down."],
-            "context_speakers": ["ROSS"], "show": "FRIENDS", "sarcasm": True},
-    "1_2": {"utterance": "I love this sandwich.", "speaker": "JOEY", "context": [], "context_speakers": [],
-            "show": "FRIENDS", "sarcasm": False},
-    "1_3": {"utterance": "What a genius plan.", "speaker": "SHELDON", "context": ["Let's hide in the fridge."],
-            "context_speakers": ["HOWARD"], "show": "BBT", "sarcasm": True},
-}
 
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     path = tmp_path / "sarcasm.json"
-    path.write_text(json.dumps(SAMPLE))
+    path.write_text(json.dumps(MUSTARD_SAMPLE))
     return path
 
 
@@ -49,15 +39,6 @@ def test_metrics_weighted_and_missing_answers_count_as_wrong() -> None:
     assert report["precision"] == 75.0  # sarcastic 1/2, not sarcastic 1/1, weighted by support
     assert report["confusion"]["matrix"] == [[1, 0, 1], [1, 1, 0]]
 
-
-def opener_for(script: Any) -> Any:
-    backend = ScriptedBackend(script)
-
-    def opener(model_id: str, **kwargs: Any) -> Model:
-        return Model(backend, **kwargs)
-
-    opener.backend = backend  # type: ignore[attr-defined]
-    return opener
 
 
 def test_base_system_scores_every_item(data: Path, tmp_path: Path) -> None:

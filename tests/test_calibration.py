@@ -23,9 +23,8 @@ from noosphere.bench.calibration import (
     write_reliability_diagram,
 )
 from noosphere.errors import UsageError
-from noosphere.llm import Model, ScriptedBackend
 from noosphere.llm.types import Request
-from tests.helpers import by_agent
+from tests.helpers import MUSTARD_SAMPLE, by_agent, opener_for
 from tests.test_cli import invoke
 
 # bins 9 (0.95, right), 8 (0.85, wrong), 6 (0.65 and 0.6, both right), 1 (0.15, wrong)
@@ -144,24 +143,7 @@ def test_a_run_without_matplotlib_still_gets_its_figures(tmp_path: Path, monkeyp
 
 
 # benchmark runs on the scripted model ------------------------------------------------------------------------
-MUSTARD = {
-    "1_1": {"utterance": "Oh, great. Just great.", "speaker": "CHANDLER", "context": ["The car broke down."],
-            "context_speakers": ["ROSS"], "show": "FRIENDS", "sarcasm": True},
-    "1_2": {"utterance": "I love this sandwich.", "speaker": "JOEY", "context": [], "context_speakers": [],
-            "show": "FRIENDS", "sarcasm": False},
-    "1_3": {"utterance": "What a genius plan.", "speaker": "SHELDON", "context": ["Let's hide in the fridge."],
-            "context_speakers": ["HOWARD"], "show": "BBT", "sarcasm": True},
-}
 MUSTARD_CONFIDENCE = {"great": 0.9, "sandwich": 0.7, "genius": 0.6}
-
-
-def opener_for(script: Any) -> Any:
-    backend = ScriptedBackend(script)
-
-    def opener(model_id: str, **kwargs: Any) -> Model:
-        return Model(backend, **kwargs)
-
-    return opener
 
 
 def always_sarcastic(request: Request) -> dict[str, Any]:
@@ -172,7 +154,7 @@ def always_sarcastic(request: Request) -> dict[str, Any]:
 
 def mustard_run(tmp_path: Path, name: str) -> Path:
     data = tmp_path / "sarcasm.json"
-    data.write_text(json.dumps(MUSTARD))
+    data.write_text(json.dumps(MUSTARD_SAMPLE))
     code, out, err = invoke(["bench", "mustard", "--system", "base", "--data", str(data), "--out",
                              str(tmp_path / name), "--no-cache", "--quiet"], opener_for(always_sarcastic))
     assert code == 0, err

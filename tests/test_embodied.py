@@ -40,6 +40,7 @@ from noosphere.llm import Capabilities, Model, ScriptedBackend
 from noosphere.society.config import build_society, load_society_spec
 from noosphere.trace import Trace
 from noosphere.viewer import load_bundle, render_page
+from tests.helpers import opener_for
 from tests.test_cli import invoke
 
 pytest.importorskip("minigrid", reason="needs the embodied extra (pip install -e '.[embodied]'; make test installs it)")
@@ -385,18 +386,12 @@ def test_an_interview_needs_its_interviewer_and_decider_and_instructions_belong_
 
 
 # the benchmark command ----------------------------------------------------------------------------------------
-def opener_for(script: Any) -> Any:
-    backend = ScriptedBackend(script, capabilities=TEXT_ONLY)
-
-    def opener(model_id: str, **kwargs: Any) -> Model:
-        return Model(backend, **kwargs)
-
-    opener.backend = backend  # type: ignore[attr-defined]
-    return opener
+def text_only_opener(script: Any) -> Any:
+    return opener_for(script, capabilities=TEXT_ONLY)
 
 
 def bench(tmp_path: Path, system: str, *extra: str, script: Any = None) -> tuple[int, str, str, Path | None]:
-    opener = opener_for(script or crew_reply(["move forward", "turn left", "open door"]))
+    opener = text_only_opener(script or crew_reply(["move forward", "turn left", "open door"]))
     code, out, err = invoke(["bench", "embodied", "--system", system, "--episodes", "2", "--max-steps", "6",
                              "--model", "scripted", "--out", str(tmp_path / system), "--no-cache", "--quiet", *extra],
                             opener)
@@ -431,7 +426,7 @@ def test_bench_embodied_resumes_where_it_stopped(tmp_path: Path) -> None:
     assert load_bundle(folder)["sections"] == ["embodied", "benchmark"]  # traced without a model
     items.write_text(rows[0] + "\n")
     code, out, err = invoke(["bench", "embodied", "--resume", str(folder), "--quiet", "--no-cache"],
-                            opener_for(crew_reply(["stop"])))
+                            text_only_opener(crew_reply(["stop"])))
     assert code == 0, out + err
     again = items.read_text().splitlines()
     assert again[0] == rows[0] and [json.loads(r)["id"] for r in again] == [f"{OBJECTS}#0", f"{OBJECTS}#1"]

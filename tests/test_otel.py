@@ -29,10 +29,9 @@ from noosphere.runs import Run
 from noosphere.society import Member, democracy
 from noosphere.systems import ask_base
 from noosphere.systems.ctm import ask_ctm
-from tests.helpers import chunk_reply, stm_reply
+from tests.helpers import chunk_reply, opener_for, stm_reply
 from tests.human_driver import society_script
 from tests.test_bench_gsm8k import PROBLEMS, said
-from tests.test_bench_gsm8k import opener_for as gsm_opener
 from tests.test_cli import invoke
 
 SECRET = "s3cr3t-value-0042"
@@ -288,7 +287,7 @@ def test_a_benchmark_sends_one_branch_per_item_even_scored_at_once(receiver: Any
     data.write_text("".join(json.dumps(problem) + "\n" for problem in PROBLEMS))
     code, _, err = invoke(["bench", "gsm8k", "--system", "base", "--data", str(data), "--out", str(tmp_path / "b"),
                            "--no-cache", "--quiet", "--parallel", "2", "--otel", url],
-                          gsm_opener([said("7"), said("300")]))
+                          opener_for([said("7"), said("300")]))
     assert code == 0, err
     tree = otlp_paths(received.spans())
     items = sorted(p for p in tree if p.count("/") == 1)
