@@ -151,7 +151,14 @@ def test_a_game_that_fails_to_load_mid_run_is_a_data_error_not_an_exit(tmp_path:
      ("field 'defaults.conscious': unknown agent 'plannign'", "Did you mean planning")),
     ("edges:\n  conscious: [planning]\n  planning: [conscious]\n",
      ("graph.yaml: field 'edges'", "could never act")),
-], ids=["a successor misspelt", "an agent the engine lacks", "a default misspelt", "no way to act"])
+    ("edges:\n  conscious: 3\n  planning: [motor]\n  motor: [external_perception]\n"
+     "  external_perception: [conscious]\n",
+     ("graph.yaml: field 'edges.conscious'", "an agent's name or a list of names, not 3")),
+    ("edges:\n  conscious: {planning: 1}\n  planning: [motor]\n  motor: [external_perception]\n"
+     "  external_perception: [conscious]\n",
+     ("graph.yaml: field 'edges.conscious'", "an agent's name or a list of names, not {'planning': 1}")),
+], ids=["a successor misspelt", "an agent the engine lacks", "a default misspelt", "no way to act",
+        "a number for successors", "a mapping for successors"])
 def test_a_graph_file_naming_unknown_agents_is_one_line_where_it_is(graph: str, says: tuple[str, ...],
                                                                     tmp_path: Path) -> None:
     (tmp_path / "graph.yaml").write_text(graph)
@@ -159,6 +166,31 @@ def test_a_graph_file_naming_unknown_agents_is_one_line_where_it_is(graph: str, 
         outcome = cli(["bench", *benchmark, "--system", "metaagent", "--memory", "none", "--graph",
                        str(tmp_path / "graph.yaml"), "--out", str(tmp_path / "runs")])
         refused(outcome, *says)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_graph_that_acts_only_through_memory_is_refused_when_memory_waits_until_the_team_is_stuck(
+        tmp_path: Path) -> None:
+    """With `--recall-at stuck` the team plays without its memory agents until the first recall: a graph whose only
+    way to act goes through one could never act there."""
+    (tmp_path / "graph.yaml").write_text(
+        "edges:\n  conscious: [focus, retrieve_memory]\n  retrieve_memory: [planning]\n  planning: [motor]\n"
+        "  motor: [external_perception]\n  external_perception: [conscious]\n  focus: [internal_perception]\n"
+        "  internal_perception: [conscious]\n")
+    args = ["bench", "textworld", "--games-dir", str(tmp_path / "games"), "--system", "metaagent", "--memory", "both",
+            "--graph", str(tmp_path / "graph.yaml"), "--out", str(tmp_path / "runs")]
+    refused(cli([*args, "--recall-at", "stuck"]), "before the first recall", "could never act")
+    assert not (tmp_path / "runs").exists()
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    assert cli([*args, "--recall-at", "start", "--create-only"]).code == 0  # recalled at the start, it can act
+
+
+def test_a_run_with_memory_is_refused_on_a_cluster_before_anything_is_made(tmp_path: Path) -> None:
+    """A worker keeps no run folder: the memory would go wherever the worker stands, and be lost to a resume."""
+    outcome = cli(["bench", "textworld", "--games-dir", str(tmp_path / "games"), "--system", "metaagent",
+                   "--memory", "episodic", "--cluster", "127.0.0.1:1", "--workers", "1", "--out",
+                   str(tmp_path / "runs")])
+    refused(outcome, "memory is kept in the run folder", "without --cluster")
     assert not (tmp_path / "runs").exists()
 
 
@@ -236,8 +268,14 @@ def test_resuming_a_run_whose_memory_is_from_another_version_changes_nothing(
 
 
 @pytest.mark.parametrize("command", ["resume", "together"])
-@pytest.mark.parametrize(("key", "value", "says"), [("recall_view", "everyone", "unknown recall view 'everyone'"),
-                                                   ("planner_view", "belief", "unknown planner view 'belief'")])
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("recall_view", "everyone", "unknown recall view 'everyone'"),
+    ("planner_view", "belief", "unknown planner view 'belief'"),
+    ("system", "reactt", "unknown system 'reactt'"),
+    ("memory", "all", "unknown memory mode 'all'"),
+    ("graph", {"edges": {"conscious": ["planing"], "planing": ["conscious"]}}, "unknown agent 'planing'"),
+    ("graph", {"edges": {"conscious": ["planning"], "planning": ["conscious"]}}, "could never act"),
+], ids=["recall view", "planner view", "system", "memory", "graph: unknown agent", "graph: no way to act"])
 def test_resuming_a_run_whose_saved_view_is_unknown_changes_nothing(
         command: str, key: str, value: str, says: str, tmp_path: Path) -> None:
     pytest.importorskip("textworld", reason=GAME_EXTRAS)
@@ -255,4 +293,15 @@ def test_resuming_a_run_whose_saved_view_is_unknown_changes_nothing(
     args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
             else ["bench", "together", str(run_dir)])
     refused(cli(args), says)
+    assert snapshot(tmp_path) == before
+
+
+def test_resuming_a_run_with_memory_at_once_is_refused_before_the_model_opens(tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
+                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    before = snapshot(tmp_path)
+    refused(cli(["bench", "textworld", "--resume", str(run_dir), "--parallel", "2"]), "--parallel 1")
     assert snapshot(tmp_path) == before

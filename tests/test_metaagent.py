@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from noosphere.envs import Reset, Step
-from noosphere.errors import ConfigError, UnknownNameError
+from noosphere.errors import ConfigError, ModelError, UnknownNameError, UsageError
 from noosphere.memory import HashingEmbedder, MemoryStore
 from noosphere.metaagent import (
     DEFAULT_GRAPH,
@@ -281,6 +281,7 @@ def test_an_action_that_did_nothing_is_struck_until_it_does_something_or_its_win
     for action in WEST:
         state.record(action, "Nothing happens.", WEST, False, False)
     assert state.futile() == WEST and state.focus_choices() == WEST  # all struck: every action is offered again
+    assert state.struck() == ()  # and none is named as kept from the focus agent
     back_and_forth = EpisodeState("Find the coin.", "A hall.", ("go east", "go west"), strike_futile=True)
     for action, room in (("go east", "A cellar."), ("go west", "A hall."), ("go east", "A cellar."),
                          ("go west", "A hall.")):
@@ -299,6 +300,8 @@ def test_a_planner_that_proposes_no_admissible_action_forfeits_and_the_team_refo
     model, backend, trace = scripted(by_role(script))
     result = asyncio.run(MetaAgent(model).play(TwoRooms()))
     assert result.won and kinds(trace, "ma_focus")[0].reason == "planning gave no usable output (OutputParseError)"
+    [forfeit] = kinds(trace, "ma_forfeit")
+    assert (forfeit.agent, forfeit.instead) == ("planning+motor", "nothing said; the focus loop next")
     [refused] = kinds(trace, "output_failed")
     assert refused.agent == "planning+motor" and refused.attempts == 3 and "should be 'go east'" in refused.errors[0]
     assert [r.agent for r in backend.history].count("motor") == 1  # with no plan decided, the motor asks alone
@@ -733,6 +736,8 @@ def test_off_task_text_is_judged_against_what_the_game_has_shown() -> None:
     assert "cannot be done" in off_task("I give up, the door is locked.", won=False, seen=seen)
     assert off_task("Don't give up: the key cannot be found until drawer 2 is open.", won=False, seen=seen) is None
     assert off_task("The task cannot be completed without the key.", won=False, seen=seen) is None
+    assert off_task("I don't think the task has been completed.", won=False, seen=seen) is None  # a contraction
+    assert off_task("It isn't true that the task is complete.", won=False, seen=seen) is None
     # the belief's "Done" part reports progress: half a task done is no claim of success
     assert off_task("At: drawer 1. Done: the first part of the task is done, holding the key.", won=False,
                     seen=seen) is None
@@ -1060,3 +1065,37 @@ def test_reflexions_costs_are_per_action_of_every_trial() -> None:
            "calls": len(backend.history), "tokens": 0}
     assert summarise([row])["calls_per_action"] == 1.25  # 5 calls (4 steps, 1 reflection) over 4 actions
     assert summarise([row])["actions_per_success"] == 2  # the winning trial's
+    assert StepCost.of(model, [result]).calls_per_action == 1.25  # game_step_cost's figure too
+
+
+def test_a_failed_call_is_traced_with_what_was_done_instead() -> None:
+    """A forfeited turn leaves a `ma_forfeit` event naming the agent, the error and the fallback: ReAct's step plays
+    `look`, a reflection that failed teaches nothing, and the game goes on."""
+    model, _, trace = scripted(by_role({"reflexion": [ModelError("scripted", "boom"), reply(thought="w", action="wait"),
+                                                      reply(thought="east", action="go east"),
+                                                      reply(thought="take", action="take key")],
+                                        "reflection": [ModelError("scripted", "down")]}))
+    result = asyncio.run(reflexion(model, TwoRooms(), trials=2, max_actions=2))
+    assert result.won and [a.action for a in kinds(trace, "ma_action")][:2] == ["look", "wait"]
+    forfeits = kinds(trace, "ma_forfeit")
+    assert [(f.step, f.agent, f.instead) for f in forfeits] == [(1, "reflexion", "look"),
+                                                                (2, "reflection", "no lesson from this trial")]
+    assert "boom" in forfeits[0].error and "down" in forfeits[1].error
+
+
+def test_rules_are_clustered_with_the_runs_seed_and_memory_needs_a_folder(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from noosphere.bench import games
+    from noosphere.metaagent import recollection
+
+    seeds: list[int] = []
+    monkeypatch.setattr(recollection, "sleep", lambda store, embedder, *, seed=0: seeds.append(seed))
+    memory = MemorySettings(MemoryStore(tmp_path), episodic=False, conceptual=True, embedder=HashingEmbedder())
+    model = scripted(by_role(winning_script()))[0]
+    asyncio.run(MetaAgent(model, memory=memory, seed=7, max_actions=2).play(TwoRooms()))
+    assert seeds == [7]
+    config = {"system": "metaagent", "memory": "both", "retrieve": "random", "k": 4, "max_actions": 4, "seed": 0}
+    with pytest.raises(UsageError, match="without --cluster"):  # a worker's run has no folder to keep it in
+        games.player(model, config, None)
+    with pytest.raises(UnknownNameError, match="unknown system 'reactt'"):
+        games.player(model, {**config, "system": "reactt"}, tmp_path)

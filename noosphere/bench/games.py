@@ -16,7 +16,7 @@ from typing import Any
 from noosphere.bench.game_figures import outcomes_by_type, success_interval
 from noosphere.bench.runner import Scored
 from noosphere.envs import Environment
-from noosphere.errors import UnknownNameError
+from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.memory import METHODS, MemoryStore, default_embedder
 from noosphere.memory.check import check_memory
@@ -24,6 +24,7 @@ from noosphere.metaagent import (
     CODE_AGENTS,
     DEFAULT_GRAPH,
     LANGUAGE_AGENTS,
+    MEMORY_AGENTS,
     RECALL_AT,
     RECALL_VIEWS,
     EpisodeResult,
@@ -53,8 +54,9 @@ def check_options(system: str, memory: str, retrieve: str) -> None:
             raise UnknownNameError(what, value, known)
 
 
-def player(model: Model, config: dict[str, Any], memory_folder: Path):  # type: ignore[no-untyped-def]
-    """The function that plays one game for the configured system."""
+def player(model: Model, config: dict[str, Any], memory_folder: Path | None):  # type: ignore[no-untyped-def]
+    """The function that plays one game for the configured system; a meta-agent with memory keeps it in
+    `memory_folder` (the run's), and a run without a folder of its own cannot keep one."""
     max_actions = config["max_actions"]
     if config["system"] == "react":
         return lambda env: react(model, env, max_actions=max_actions)
@@ -64,13 +66,18 @@ def player(model: Model, config: dict[str, Any], memory_folder: Path):  # type: 
         return lambda env: react(model, env, max_actions=max_actions, system="react-scored", decide=decide)
     if config["system"] == "reflexion":
         return lambda env: reflexion(model, env, trials=config.get("trials", 3), max_actions=max_actions)
+    if config["system"] != "metaagent":
+        raise UnknownNameError("system", config["system"], SYSTEMS)
     episodic, conceptual = MEMORY_MODES[config["memory"]]
     memory = None
     if episodic or conceptual:
+        if memory_folder is None:
+            raise UsageError("the meta-agent's memory is kept in its run folder, and this run has none here (a "
+                             "worker on a cluster): play memory runs without --cluster")
         memory = MemorySettings(MemoryStore(memory_folder), episodic=episodic, conceptual=conceptual,
                                 method=config["retrieve"], k=config["k"], embedder=default_embedder(),
                                 view=config.get("recall_view", "team"), at=config.get("recall_at", "start"))
-    graph = TransitionGraph.from_data(config["graph"]) if config.get("graph") else DEFAULT_GRAPH
+    graph = TransitionGraph.from_data(config["graph"], known=KNOWN_AGENTS) if config.get("graph") else DEFAULT_GRAPH
     judge = ScoredDecision(config.get("candidates", 3), config["margin"]) if config.get("judge") else None
     agent = MetaAgent(model, graph=graph, memory=memory, max_actions=max_actions, seed=config["seed"], judge=judge,
                       planner_view=config.get("planner_view", "team"), focus=config.get("focus", "replay"))
@@ -87,14 +94,24 @@ def player(model: Model, config: dict[str, Any], memory_folder: Path):  # type: 
     return play
 
 
-def load_graph(path: Path, memory: str = "both") -> TransitionGraph:
+def load_graph(path: Path, memory: str = "both", recall_at: str = "start") -> TransitionGraph:
     """A replacement transition graph, checked as the engine will check it, before any run starts: every agent
     it names is one the engine runs (a typo is told with its place in the file), and some path reaches an action,
-    also once the agents of a memory the run does not keep are left out."""
-    known = set(LANGUAGE_AGENTS) | CODE_AGENTS
-    graph = TransitionGraph.from_file(path, known=known)
-    graph.check_agents(known, source=str(path))
-    graph.without(*unused_memory_agents(*MEMORY_MODES[memory])).check_agents(known, source=f"{path} (memory {memory})")
+    also once the agents of a memory the run does not keep are left out, and, with `recall_at="stuck"`, without
+    any memory agent (the team plays so until its first recall)."""
+    return _checked(TransitionGraph.from_file(path, known=KNOWN_AGENTS), str(path), memory, recall_at)
+
+
+KNOWN_AGENTS = frozenset(LANGUAGE_AGENTS) | CODE_AGENTS
+
+
+def _checked(graph: TransitionGraph, source: str, memory: str, recall_at: str) -> TransitionGraph:
+    graph.check_agents(set(KNOWN_AGENTS), source=source)
+    graph.without(*unused_memory_agents(*MEMORY_MODES[memory])).check_agents(set(KNOWN_AGENTS),
+                                                                             source=f"{source} (memory {memory})")
+    if recall_at == "stuck":
+        graph.without(*MEMORY_AGENTS).check_agents(set(KNOWN_AGENTS),
+                                                   source=f"{source} (before the first recall, --recall-at stuck)")
     return graph
 
 
@@ -103,9 +120,14 @@ def memory_folder(run_dir: Path) -> Path:
     return run_dir / "memory"
 
 
-def check_views(saved: dict[str, Any]) -> None:
-    """A saved run's planner view, focus mode and recall view are ones this version knows: a hand-edited config
-    fails before the model is opened, as the options do."""
+def check_saved(saved: dict[str, Any]) -> None:
+    """A saved run's system, memory, retrieval, planner view, focus mode, recall view and graph are ones this
+    version knows and can play: a hand-edited config fails before the model is opened, as the options do."""
+    check_options(saved.get("system", "metaagent"), saved.get("memory", "none"), saved.get("retrieve", "random"))
+    if saved.get("graph"):
+        source = "the run's config.json (graph)"
+        _checked(TransitionGraph.from_data(saved["graph"], source=source, known=KNOWN_AGENTS), source,
+                 saved.get("memory", "none"), saved.get("recall_at", "start"))
     for key, title, known in (("planner_view", "planner view", PLANNER_VIEWS), ("focus", "focus mode", FOCUS_MODES),
                               ("recall_view", "recall view", RECALL_VIEWS), ("recall_at", "recall time", RECALL_AT)):
         if key in saved and saved[key] not in known:

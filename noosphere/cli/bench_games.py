@@ -124,7 +124,8 @@ class GameOptions:
         if self.graph is not None:
             if self.system != "metaagent":
                 raise UsageError(f"--graph is the meta-agent's transition graph; --system {self.system} has none")
-            config["graph"] = games_bench.load_graph(self.graph, self.memory).to_data()
+            graph = games_bench.load_graph(self.graph, self.memory, config.get("recall_at", "start"))
+            config["graph"] = graph.to_data()
         return config
 
 
@@ -182,7 +183,7 @@ GAME_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {"alfworld": check_al
 
 def _prepare_games(games_for: Callable[[dict[str, Any]], list[Any]], saved: dict[str, Any],
                    llm: Model) -> tuple[Items, Solve]:
-    memory_folder = games_bench.memory_folder(Path(llm.trace.path).parent) if llm.trace.path else Path("memory")
+    memory_folder = games_bench.memory_folder(Path(llm.trace.path).parent) if llm.trace.path else None
     play = games_bench.player(llm, saved, memory_folder)
     return [(game.name, game, "won") for game in games_for(saved)], partial(games_bench.solve, play)
 
@@ -200,7 +201,12 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     def run_games(config: dict[str, Any], benchmark: Benchmark, options: RunOptions, *, create_only: bool,
                   check: Callable[[dict[str, Any]], None]) -> None:
         def check_parallel(settings: dict[str, Any]) -> None:
-            if options.items_at_once > 1 and games_bench.in_order(settings):
+            if not games_bench.in_order(settings):
+                return
+            if options.cluster is not None:
+                raise UsageError("the meta-agent's memory is kept in the run folder on this machine: play a run with "
+                                 "memory without --cluster, or use --memory none")
+            if options.items_at_once > 1:
                 raise UsageError("the meta-agent's memory carries from one game to the next, in order: use "
                                  "--parallel 1 or --memory none")
 
@@ -221,7 +227,8 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
 
         def check_all(saved: dict[str, Any]) -> None:  # a resumed run's memory too, before it is reopened
             check(saved)
-            games_bench.check_views(saved)
+            games_bench.check_saved(saved)
+            check_parallel(saved)
             if options.resume is not None:
                 games_bench.check_run_memory(options.resume, saved)
 
@@ -288,7 +295,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         for folder in runs:  # every run's config, games and memory whole before any is played
             saved = checked_config({}, folder, None)
             GAME_CHECKS[saved["benchmark"]](saved)
-            games_bench.check_views(saved)
+            games_bench.check_saved(saved)
             games_bench.check_run_memory(folder, saved)
             at_once.append(1 if games_bench.in_order(saved) else parallel)
         run_together(opener, chosen, no_cache=no_cache, quiet=quiet, otel=otel_export(otel, otel_content),

@@ -26,7 +26,7 @@ from noosphere.concurrent import Forfeit, attempt
 from noosphere.envs import Environment
 from noosphere.llm import Message, Model
 from noosphere.llm.model import FormatPlace
-from noosphere.metaagent.events import ActionTaken, BeliefWritten, FocusOutcome
+from noosphere.metaagent.events import ActionTaken, BeliefWritten, FocusOutcome, TurnForfeited
 from noosphere.metaagent.forms import (
     PICK,
     Belief,
@@ -141,6 +141,8 @@ class LanguageAgent:
             messages, output = asking_also(messages, turn.offer.question()), with_pick(output, turn.offer.successors)
         completion = await attempt(turn.model.complete(messages, output=output, agent=label, format_at=self.format_at))
         if isinstance(completion, Forfeit):  # the agent forfeits its turn; saying nothing usable is a hallucination
+            turn.trace.emit(TurnForfeited(step=state.t, agent=label, error=str(completion),
+                                          instead="nothing said; the focus loop next"))
             state.needs_focus = f"{self.name} gave no usable output ({type(completion.error).__name__})"
             self.forfeit(state)
             return Said("", label)

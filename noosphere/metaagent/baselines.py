@@ -16,7 +16,7 @@ from noosphere.concurrent import Forfeit, attempt
 from noosphere.envs import Environment
 from noosphere.llm import Message, Model
 from noosphere.metaagent.engine import EpisodeResult
-from noosphere.metaagent.events import ActionTaken, EpisodeEnded, EpisodeStarted
+from noosphere.metaagent.events import ActionTaken, EpisodeEnded, EpisodeStarted, TurnForfeited
 from noosphere.metaagent.forms import Note, step_form
 from noosphere.metaagent.prompts import ROLES, react_messages
 from noosphere.metaagent.state import EpisodeState
@@ -32,7 +32,10 @@ async def written_action(model: Model, messages: list[Message], state: EpisodeSt
     """ReAct's own decision: the action the model writes after its thought; `look` when the call failed, as a
     wasted move would cost."""
     completion = await attempt(model.complete(messages, output=step_form(state.admissible), agent=agent))
-    return "look" if isinstance(completion, Forfeit) else completion.output.action  # type: ignore[union-attr]
+    if isinstance(completion, Forfeit):
+        model.trace.emit(TurnForfeited(step=state.t + 1, agent=agent, error=str(completion), instead="look"))
+        return "look"
+    return completion.output.action  # type: ignore[union-attr]
 
 
 async def react(model: Model, env: Environment, *, max_actions: int = 50, lessons: tuple[str, ...] = (),
@@ -77,7 +80,10 @@ async def reflexion(model: Model, env: Environment, *, trials: int = 3, max_acti
                           f"task. How it went{' (the end)' if len(result.steps) > REFLECTED_STEPS else ''}:\n"
                           f"{_trajectory(result)}\nEarlier lessons: {lessons or 'none'}. What should change?")],
             output=Note, agent="reflection"))
-        if not isinstance(completion, Forfeit):  # a reflection that failed teaches nothing
+        if isinstance(completion, Forfeit):  # a reflection that failed teaches nothing
+            model.trace.emit(TurnForfeited(step=result.actions, agent="reflection", error=str(completion),
+                                           instead="no lesson from this trial"))
+        else:
             lessons.append(completion.output.text)  # type: ignore[union-attr]
     assert result is not None
     return result

@@ -26,7 +26,8 @@ class StepCost:
     def of(cls, model: Model, results: Iterable[EpisodeResult], seconds: float = 0.0) -> StepCost:
         """The cost of the games in `results`, played on a `model` that played nothing else."""
         ledger = model.ledger
-        return cls(sum(result.actions for result in results), ledger.calls, ledger.total.total_tokens, seconds)
+        actions = sum(result.actions_taken or result.actions for result in results)  # Reflexion: every trial's
+        return cls(actions, ledger.calls, ledger.total.total_tokens, seconds)
 
     def _per_action(self, amount: float) -> float:
         return amount / self.actions if self.actions else float("nan")

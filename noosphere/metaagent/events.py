@@ -51,6 +51,17 @@ class Transition(StepEvent):
     focus loop) or `orchestrator` (the model's pick, or the default successor in its place)."""
 
 
+class TurnForfeited(StepEvent):
+    """A model call of a game's team failed at run time (`noosphere.concurrent`: the turn is forfeited, the game goes
+    on): the `agent` whose call it was, the `error`, and what was done `instead` (ReAct's step plays `look`, the
+    orchestrator's pick gives way to the usual successor, a reflection teaches nothing, ...)."""
+
+    kind: str = "ma_forfeit"
+    agent: str
+    error: str
+    instead: str
+
+
 class ActionTaken(StepEvent):
     """An action carried out in the game: the motor's action, by the meta-agent's external-perception agent, or a ReAct
     step's. `step` counts the actions so far, this one included; then the game's observation and reward, and whether
@@ -126,7 +137,8 @@ class ActionsJudged(StepEvent):
     chosen: str
     candidates: list[str]
     policy: list[float | None]
-    """The policy's probability of each candidate; None where it was not scored (every action a candidate anyway)."""
+    """The policy's probability of each candidate; None where it was not scored (every action a candidate anyway, or
+    its call failed: a `TurnForfeited` event before this one says so)."""
     p_true: list[float | None]
     """The judge's P(True) of each candidate; None where its call failed or there was nothing to judge."""
     forfeits: int = 0

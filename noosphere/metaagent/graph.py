@@ -67,9 +67,12 @@ class TransitionGraph:
         defaults = data.get("defaults") or {}
         if not isinstance(defaults, dict):
             raise ConfigError("`defaults` maps an agent to one successor", source=source, field="defaults")
-        edges = {str(agent): tuple(str(t) for t in ([targets] if isinstance(targets, str) else targets or ()))
-                 for agent, targets in data["edges"].items()}
-        chosen = {str(agent): str(target) for agent, target in defaults.items()}
+        edges = {str(agent): _successors(agent, targets, source) for agent, targets in data["edges"].items()}
+        for agent, target in defaults.items():
+            if not isinstance(target, str):
+                raise ConfigError(f"the default successor of {agent!r} must be one agent's name, not "
+                                  f"{type(target).__name__}", source=source, field=f"defaults.{agent}")
+        chosen = {str(agent): target for agent, target in defaults.items()}
         if known is not None:
             _check_names(edges, chosen, set(known), source)
         return cls(edges, chosen)
@@ -123,6 +126,18 @@ class TransitionGraph:
         """Every simple cycle through the conscious agent, written from it (the paper's named loops among them)."""
         cycles = [c[c.index(START):] + c[:c.index(START)] for c in nx.simple_cycles(self.as_networkx()) if START in c]
         return sorted(cycles, key=lambda cycle: (len(cycle), cycle))
+
+
+def _successors(agent: Any, targets: Any, source: str | None) -> tuple[str, ...]:
+    """An agent's successors as the file gives them: one name, or a list of names (empty is told by the graph)."""
+    if isinstance(targets, str):
+        return (targets,)
+    if targets is None:
+        return ()
+    if not isinstance(targets, list | tuple) or not all(isinstance(t, str) for t in targets):
+        raise ConfigError(f"the successors of {agent!r} must be an agent's name or a list of names, not "
+                          f"{targets!r}", source=source, field=f"edges.{agent}")
+    return tuple(targets)
 
 
 def _check_names(edges: dict[str, tuple[str, ...]], defaults: dict[str, str], known: set[str],

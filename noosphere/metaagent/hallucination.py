@@ -21,7 +21,7 @@ GIVING_UP = re.compile(r"\b(unsolvable|cannot be (completed|solved|done)|can ?no
                        r"can't be (completed|solved|done)|impossible to (complete|solve|finish)|give up|giving up)\b")
 CLAIMED_SUCCESS = re.compile(r"\b(task (is|has been) (now )?(complete|completed|done|finished|accomplished|solved)|"
                              r"successfully (completed|solved|finished) the task)\b")
-HEDGES = re.compile(r"\b(not|n't|once|when|after|until|if|will|yet|almost|nearly|before|part|half|first)\b")
+HEDGES = re.compile(r"(\b(not|once|when|after|until|if|will|yet|almost|nearly|before|part|half|first)\b|n't\b)")
 CONDITIONS = re.compile(r"(\b(until|unless|without|if|once|when|never|do not|don't)\b|n't give up)")
 """A give-up phrase under one of these is a condition or an exhortation ("cannot be done until I
 find the key", "don't give up"), not a verdict."""

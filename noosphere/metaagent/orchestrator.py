@@ -19,6 +19,7 @@ from typing import Literal
 
 from noosphere.concurrent import Forfeit, attempt
 from noosphere.llm import Model
+from noosphere.metaagent.events import TurnForfeited
 from noosphere.metaagent.forms import PICK, orchestrator_output
 from noosphere.metaagent.graph import TransitionGraph
 from noosphere.metaagent.prompts import DUTIES, briefed
@@ -115,5 +116,7 @@ async def _ask(model: Model, state: EpisodeState, choice: Offer) -> str | None:
                                        f"{choice.described()}"),
         output=orchestrator_output(choice.successors), agent="orchestrator", format_at="end"))
     if isinstance(completion, Forfeit):
+        model.trace.emit(TurnForfeited(step=state.t, agent="orchestrator", error=str(completion),
+                                       instead="the usual successor"))
         return None
     return str(completion.output.next)  # type: ignore[union-attr]

@@ -68,7 +68,7 @@ class MemorySettings:
         if not self.active:
             return
         if self.conceptual:
-            sleep(self.store, self.embedder)
+            sleep(self.store, self.embedder, seed=seed)
         if self.at == "start":
             self.recall_into(state, game, trace, seed=seed, kind=kind)
 

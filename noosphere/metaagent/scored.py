@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from noosphere.concurrent import Forfeit, attempt, gather_turns
 from noosphere.errors import CapabilityError, UsageError
 from noosphere.llm import Message, Model
-from noosphere.metaagent.events import ActionsJudged
+from noosphere.metaagent.events import ActionsJudged, TurnForfeited
 from noosphere.metaagent.forms import step_form
 from noosphere.metaagent.state import EpisodeState
 
@@ -99,8 +99,9 @@ class ScoredDecision:
     async def __call__(self, model: Model, messages: list[Message], state: EpisodeState, agent: str) -> str:
         form = step_form(state.choices())
         completion = await attempt(model.complete(messages, output=form, agent=agent))
-        if isinstance(completion, Forfeit):
-            return "look"  # as ReAct does: a failed step still costs an action
+        if isinstance(completion, Forfeit):  # as ReAct does: a failed step still costs an action
+            model.trace.emit(TurnForfeited(step=state.t + 1, agent=agent, error=str(completion), instead="look"))
+            return "look"
         step = completion.output.model_dump()  # type: ignore[union-attr]
         return await self.choose(model, list(model.instructed(messages, form)), step, state, agent)
 
@@ -145,6 +146,8 @@ class ScoredDecision:
         scores = await attempt(model.score_options(messages, [reply_tail(action) for action in actions],
                                                    prefix=reply_head(step), normalise="mean", agent=f"{agent}-policy"))
         if isinstance(scores, Forfeit):
+            model.trace.emit(TurnForfeited(step=state.t + 1, agent=f"{agent}-policy", error=str(scores),
+                                           instead="the written action, unjudged"))
             return (written,), {}
         policy = dict(zip(actions, scores.probs, strict=True))
         ranked = sorted(others, key=lambda action: -policy[action])

@@ -153,8 +153,12 @@ class EpisodeState:
         return tuple(action for action in self.admissible if action in recent)
 
     def struck(self) -> tuple[str, ...]:
-        """The actions kept from the focus agent now: `futile` with `strike_futile` or `mask_futile`, else none."""
-        return self.futile() if self.strike_futile or self.mask_futile else ()
+        """The actions kept from the focus agent now: `futile` with `strike_futile` or `mask_futile`, else none (and
+        none when every admissible action is futile: the agent may then choose any of them again)."""
+        if not (self.strike_futile or self.mask_futile):
+            return ()
+        futile = self.futile()
+        return () if len(futile) == len(self.admissible) else futile
 
     def _without_futile(self) -> tuple[str, ...]:
         futile = set(self.futile())

@@ -137,6 +137,7 @@ const DESCRIBE = {
   ma_focus: (e) => (e.loop ? `focus loop ${e.loop}: ${e.reason}` +
     `${e.struck && e.struck.length ? ` (struck: ${short(e.struck.join(", "), 60)})` : ""}`
     : `${e.reason}${e.recovered ? " (recovered)" : " (not recovered)"}`),
+  ma_forfeit: (e) => `${e.agent} forfeited: ${short(e.error, 60)} (instead: ${e.instead})`,
   ma_focus_outcome: (e) => `after focus loop ${e.loop}: ${short(e.action, 40)}` +
     `${e.recovered ? " (recovered)" : " (did nothing)"}`,
 };
