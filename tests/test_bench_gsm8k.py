@@ -375,6 +375,27 @@ def test_weighted_best_of_n_lets_a_believed_minority_outvote_a_doubted_majority(
     assert plain.prediction == "8"
 
 
+def test_a_failed_judge_leaves_its_samples_number_in_the_plain_vote() -> None:
+    import asyncio
+
+    from noosphere.bench.gsm8k import GsmItem, solve_best_of_n
+    from noosphere.errors import ModelError
+    from noosphere.llm.types import ScoreRequest
+
+    answers = {"sample-0": "8", "sample-1": "7", "sample-2": "7"}
+
+    def scorer(request: ScoreRequest) -> dict[str, float]:
+        if request.agent == "judge-1":
+            raise ModelError("scripted", "the judge is down")
+        return {"Yes": 0.6, "No": 0.4}
+
+    model, _, _ = scripted(lambda request: {"reasoning": "3 + 4", "answer": answers[request.agent]}, scorer=scorer)
+    scored = asyncio.run(solve_best_of_n(model, 3, GsmItem("q", "3 + 4?", "7"), weights="p-true"))
+    assert scored.detail["votes"] == {"8": 1, "7": 2} and scored.detail["plain"] == "7"  # its 7 still counts
+    assert scored.detail["failed"] == 0 and scored.detail["unweighed"] == 1
+    assert [s["p_true"] for s in scored.detail["samples"]] == [0.6, None, 0.6]
+
+
 def test_weighted_is_refused_outside_best_of_n(data: Path, tmp_path: Path) -> None:
     code, _, err = invoke(["bench", "gsm8k", "--system", "base", "--weighted", "--data", str(data),
                            "--out", str(tmp_path / "runs")])

@@ -192,6 +192,32 @@ async def test_a_provider_with_logprobs_scores_options_and_one_without_is_an_err
         await model.score_options("Is it snowing? Answer Yes or No.", ["Yes", "No"])
     with pytest.raises(CapabilityError, match="prefix"):
         await model.score_options("Is it?", ["Yes", "No"], prefix="Answer: ")
+    with pytest.raises(UsageError, match="same once case and spaces are ignored"):
+        await model.score_options("Is it?", ["Yes", " yes"])
+    assert len(sent) == 2 and model.ledger.calls == 1  # both refused before any call (the failed one is not counted)
+
+
+@pytest.mark.provider_double
+async def test_first_tokens_that_name_no_option_or_carry_no_logprob_are_model_errors(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from noosphere.llm import open_model
+    from noosphere.llm.litellm_backend import import_litellm
+
+    litellm = import_litellm()
+    null_top = _fake_response([("Yes", -0.1)])
+    null_top.choices[0].logprobs.content[0].top_logprobs = None
+    responses = iter([_fake_response([("Sure", math.log(0.7)), ("I", math.log(0.2))]), null_top])
+
+    async def fake_acompletion(**kwargs: Any) -> Any:
+        return next(responses)
+
+    monkeypatch.setattr(litellm, "acompletion", fake_acompletion)
+    model = open_model("litellm:openai/gpt-4o-mini", trace=Trace(None))
+    with pytest.raises(ModelError, match="none of the options \\['Yes', 'No'\\] is among the first token's 2"):
+        await model.score_options("Is it raining?", ["Yes", "No"])  # not a uniform 0.5 / 0.5
+    with pytest.raises(ModelError, match="no top_logprobs"):
+        await model.score_options("Is it snowing?", ["Yes", "No"])
+    assert not model.trace.of_kind("options_scored")
 
 
 @pytest.mark.provider_double
@@ -310,6 +336,9 @@ async def test_a_workspace_cannot_ask_probabilities_of_a_model_without_them() ->
         await classify(model, "q", Observation.of({"a": "x"}), ("x", "y"), settings=WorkspaceSettings(scores="logprob"))
     with pytest.raises(UsageError, match="calibration"):
         await classify(model, "q", Observation.of({"a": "x"}), ("x", "y"), settings=WorkspaceSettings(calibrate=True))
+    with pytest.raises(UsageError, match="not scores='samples'"):  # a sampled prior's zeros would decide the label
+        await classify(model, "q", Observation.of({"a": "x"}), ("x", "y"),
+                       settings=WorkspaceSettings(scores="samples", calibrate=True))
 
 
 async def test_sampled_scores_work_on_a_model_without_logprobs() -> None:
@@ -325,3 +354,11 @@ async def test_sampled_scores_work_on_a_model_without_logprobs() -> None:
     result = await classify(model, "q", Observation.of({"a": "x"}), ("x", "y"),
                             settings=WorkspaceSettings(scores="samples", max_iterations=1))
     assert result.label == "x" and result.confidence == pytest.approx(1.0)
+    scored = model.trace.of_kind("options_scored")  # the trace says why the probabilities were sampled
+    assert scored and all(e.note.endswith("sampling was asked for (method='samples')") for e in scored)
+    with pytest.raises(UsageError, match="after a prefix"):  # sampled answers start where the reply starts
+        await model.score_options("Is it?", ["Yes", "No"], prefix="Answer: ", fallback="samples")
+    fallen_back = Model(backend, trace=Trace(None))
+    await fallen_back.score_options("Pick one.", ["x", "y"], fallback="samples", samples=2)
+    [note] = [e.note for e in fallen_back.trace.of_kind("options_scored")]
+    assert note.endswith("the model cannot score options")

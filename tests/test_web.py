@@ -518,3 +518,5 @@ def test_the_report_counts_wins_partial_credit_and_its_interval() -> None:
     metrics = summarise(rows)
     assert (metrics["success_rate"], metrics["full_reward_rate"], metrics["calls_per_episode"]) == (66.67, 33.33, 4.0)
     assert metrics["tasks"]["a"]["success_rate"] == 100.0 and metrics["ended"] == {"done": 2, "max_steps": 1}
+    assert metrics["scores"] == []  # no ctm row: no score source to say
+    assert summarise([{**row, "scores": "verbal"} for row in rows])["scores"] == ["verbal"]  # `auto`, as resolved

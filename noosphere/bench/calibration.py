@@ -15,9 +15,10 @@ anything else, NaN included, is refused with a `UsageError`) and `correct` (one 
 - **95 % interval for AUROC**: DeLong's method by default (DeLong, DeLong & Clarke-Pearson 1988, with
   midranks for ties as in Sun & Xu 2014): a normal interval around the AUROC from its DeLong variance,
   clipped to [0, 1]; deterministic, and it needs at least two right and two wrong answers. It is
-  degenerate (zero width) at AUROC 0 or 1. `method="bootstrap"` instead resamples right and wrong
-  answers apart (stratified, so every resample has both) `resamples` times with `numpy.random.default_rng(seed)`
-  and takes the 2.5th and 97.5th percentiles.
+  degenerate (zero width) at AUROC 0 or 1, and at 0.5 when every confidence is the same (as when a small model
+  says 1.0 every time): a constant separates nothing in any sample, so [0.5, 0.5] is what it shows.
+  `method="bootstrap"` instead resamples right and wrong answers apart (stratified, so every resample has both)
+  `resamples` times with `numpy.random.default_rng(seed)` and takes the 2.5th and 97.5th percentiles.
 
 `calibration_summary` gives all of it as a dict; `write_reliability_diagram` draws the diagram (matplotlib,
 imported when called). `calibrate_run` is what a benchmark report uses: it reads the `confidence` of each

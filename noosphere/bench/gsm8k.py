@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from noosphere.bench.data import shared_data
 from noosphere.bench.runner import Scored
-from noosphere.concurrent import Forfeit, gather_turns
+from noosphere.concurrent import Forfeit, attempt, gather_turns
 from noosphere.datafiles import read_json_lines
 from noosphere.errors import CapabilityError
 from noosphere.llm import Message, Model
@@ -138,9 +138,9 @@ async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weights: Weigh
             return number, completion.token_probability
         if weights == "none" or number is None:
             return number, None
-        p = await model.p_true([*messages, Message.assistant(completion.text), Message.user(CORRECT_QUESTION)],
-                               agent=f"judge-{index}")
-        return number, p
+        judged = await attempt(model.p_true([*messages, Message.assistant(completion.text),
+                                             Message.user(CORRECT_QUESTION)], agent=f"judge-{index}"))
+        return number, None if isinstance(judged, Forfeit) else judged  # unjudged, the number still counts
 
     # a sample that fails at run time costs only itself; a spent budget, a usage error or a bug stops the run
     results = await gather_turns(partial(sample, i) for i in range(n))
@@ -158,6 +158,7 @@ async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weights: Weigh
     best = majority(weight, numbers)
     total = sum(weight.values())
     field = "p_true" if weights == "p-true" else "token_probability"
+    detail |= {"unweighed": sum(1 for number, p in drawn if number is not None and p is None)}  # a failed judge
     detail |= {"plain": plain, "weights": {k: round(v, 4) for k, v in weight.items()},
                "samples": [{"number": number, field: round(p, 6) if p is not None else None}
                            for number, p in drawn]}

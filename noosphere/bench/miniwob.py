@@ -74,6 +74,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "lost_steps_per_episode": _mean([float(r.get("lost_steps") or 0) for r in rows]),
         "calls_per_episode": _mean([float(r["calls"]) for r in rows]),
         "ended": dict(sorted(ended.items())),
+        "scores": sorted({str(r["scores"]) for r in rows if r.get("scores")}),  # where `auto` was resolved
         "tasks": tasks,
     }
 

@@ -64,7 +64,7 @@ class WorkspaceOptions:
             raise UnknownNameError("score source", self.scores, SCORE_SOURCES)
         if self.scores != "verbal" and self.system == "base" and not base_scores:
             raise UsageError("this benchmark's base system has no scores to take from probabilities: use --system ctm")
-        if calibrate and (self.system != "ctm" or self.scores == "verbal"):
+        if calibrate and (self.system != "ctm" or self.scores != "logprob"):
             raise UsageError("--calibrate calibrates the ctm STM's label probabilities: give --system ctm --scores "
                              "logprob")
         return {"system": self.system, "iterations": self.iterations, "threshold": self.threshold,

@@ -54,9 +54,10 @@ def prepare(browser: BrowserOnDemand, saved: dict[str, Any], llm: Model) -> tupl
     from noosphere.systems.web_episode import play
 
     system = saved["system"]
+    source = score_source(saved, llm) if system == "ctm" else None  # `auto` resolved: each row says which it was
     if system == "ctm":
         settings = WorkspaceSettings(threshold=saved["threshold"], max_iterations=saved["iterations"],
-                                     seed=saved["seed"], scores=score_source(saved, llm),  # type: ignore[arg-type]
+                                     seed=saved["seed"], scores=source,  # type: ignore[arg-type]
                                      speculative_links=saved.get("parallel", 1) == 1)
         decide = ctm(llm, settings)
     else:
@@ -73,7 +74,7 @@ def prepare(browser: BrowserOnDemand, saved: dict[str, Any], llm: Model) -> tupl
         return Scored("won" if played.won else played.reason, played.won, {
             "task": played.task, "seed": played.seed, "goal": played.goal, "reward": played.reward,
             "steps": played.steps, "lost_steps": played.lost_steps, "reason": played.reason,
-            "actions": list(played.actions), "episode_error": played.error})
+            "actions": list(played.actions), "episode_error": played.error, **({"scores": source} if source else {})})
 
     return [(episode.id, episode, "won") for episode in chosen], solve
 

@@ -19,6 +19,7 @@ import json_repair
 from noosphere.environment import environment
 from noosphere.errors import CapabilityError, ContextOverflowError, ModelError, UsageError
 from noosphere.llm.messages import Message
+from noosphere.llm.scoring import PREFIX_REFUSED, check_first_tokens
 from noosphere.llm.tools import UNPARSED
 from noosphere.llm.types import Capabilities, Reply, Request, ScoreReply, ScoreRequest, Settings, ToolCall, Usage
 
@@ -65,13 +66,13 @@ class LiteLLMBackend:
         self.max_concurrency = max_concurrency
         self.extra = extra or {}
         litellm = import_litellm()
-        self.capabilities = capabilities or Capabilities(
+        self.capabilities = replace(capabilities or Capabilities(
             vision=_probe(litellm, "supports_vision", model),
             audio=_probe(litellm, "supports_audio_input", model),
             tools=_probe(litellm, "supports_function_calling", model),
             json_schema=_probe(litellm, "supports_response_schema", model),
             logprobs=_supports_logprobs(litellm, model),
-        )
+        ), first_token_scores=True)  # what `score` reads is the first token's top alternatives
         self.context_window: int | None = _input_window(litellm, model)
 
     def __repr__(self) -> str:
@@ -121,9 +122,9 @@ class LiteLLMBackend:
     async def score(self, request: ScoreRequest) -> ScoreReply:
         """First-token scores from the provider's `top_logprobs`: each option gets the probability of the
         first token it starts with (options must differ in their first token: letters, Yes/No)."""
-        if request.prefix:
-            raise CapabilityError(self.model_id, "scoring after a prefix (a provider scores only the first token "
-                                                 "of the reply); put the prefix's words in the question instead")
+        if request.prefix:  # `Model.score_options` refuses it before the call; kept for a backend called alone
+            raise CapabilityError(self.model_id, PREFIX_REFUSED)
+        check_first_tokens(self.model_id, request.options)
         settings = Settings(temperature=0.0, max_tokens=1)
         args = {**self._arguments(Request(request.messages, settings)), "logprobs": True,
                 "top_logprobs": TOP_LOGPROBS}
@@ -133,11 +134,18 @@ class LiteLLMBackend:
         content = _field(logprobs, "content") if logprobs is not None else None
         if not content:
             raise ModelError(self.model_id, "the provider returned no logprobs for this request; it cannot score "
-                                            "options (pass fallback='samples' to estimate them by sampling)")
-        top = [(str(_field(t, "token")), float(_field(t, "logprob"))) for t in _field(content[0], "top_logprobs")]
+                                            "options here (score them by sampling instead: method='samples')")
+        alternatives = _field(content[0], "top_logprobs") or []
+        top = [(str(_field(t, "token")), float(_field(t, "logprob"))) for t in alternatives
+               if _field(t, "token") is not None and _field(t, "logprob") is not None]
         if not top:
             raise ModelError(self.model_id, "the provider returned no top_logprobs for the first token")
         scores = first_token_scores(request.options, top)
+        if all(score == min(scores) for score in scores) and not any(_starts(request.options, top)):
+            raise ModelError(self.model_id, f"none of the options {list(request.options)} is among the first "
+                                            f"token's {len(top)} likeliest alternatives "
+                                            f"({', '.join(repr(token) for token, _ in top[:5])}, ...): the "
+                                            "provider's scores cannot tell them apart")
         usage = getattr(response, "usage", None)
         return ScoreReply(scores, tuple(1 for _ in request.options),
                           Usage(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0),
@@ -196,6 +204,12 @@ def _quota_spent(error: Any) -> bool:
 
 def _field(value: Any, name: str) -> Any:
     return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+
+
+def _starts(options: tuple[str, ...], top: list[tuple[str, float]]) -> list[bool]:
+    """For each option, whether some alternative of the first token starts it (as `first_token_scores` matches)."""
+    pieces = [token.strip().lower() for token, _ in top]
+    return [any(piece and option.strip().lower().startswith(piece) for piece in pieces) for option in options]
 
 
 def first_token_scores(options: tuple[str, ...], top: list[tuple[str, float]]) -> tuple[float, ...]:

@@ -28,9 +28,11 @@ from noosphere.llm.cache import CallCache, request_key, score_key
 from noosphere.llm.messages import Message, as_messages
 from noosphere.llm.scoring import (
     NO,
+    PREFIX_REFUSED,
     YES,
     Normalise,
     OptionScores,
+    check_first_tokens,
     check_options,
     choice_instruction,
     from_counts,
@@ -165,13 +167,23 @@ class Model:
         missing = self.capabilities.missing(request.needs())
         if missing:
             raise CapabilityError(self.id, ", ".join(missing))
+        sampled = method == "samples" or not self.capabilities.logprobs
+        if sampled and prefix:
+            raise UsageError("sampled answers cannot be scored after a prefix of the reply; put its words in the "
+                             "question instead")
         if method == "samples":
-            return await self._score_by_sampling(request, normalise, samples, settings or self.settings)
+            return await self._score_by_sampling(request, normalise, samples, settings or self.settings,
+                                                 "sampling was asked for (method='samples')")
         if not self.capabilities.logprobs:
             if fallback != "samples":
                 raise CapabilityError(self.id, "logprobs (option scoring); pass fallback='samples' to estimate "
                                                "the probabilities from sampled answers instead")
-            return await self._score_by_sampling(request, normalise, samples, settings or self.settings)
+            return await self._score_by_sampling(request, normalise, samples, settings or self.settings,
+                                                 "the model cannot score options")
+        if self.capabilities.first_token_scores:
+            if prefix:
+                raise CapabilityError(self.id, PREFIX_REFUSED)
+            check_first_tokens(self.id, option_tuple)
         started = time.perf_counter()
         self.ledger.check()
         allowance = current_allowance()
@@ -225,7 +237,7 @@ class Model:
                                         seed=f"0:{_digest(request.messages)}:{request.options}")
 
     async def _score_by_sampling(self, request: ScoreRequest, normalise: Normalise, samples: int,
-                                 settings: Settings) -> OptionScores:
+                                 settings: Settings, why: str) -> OptionScores:
         if samples < 1:
             raise UsageError(f"samples must be at least 1, not {samples}")
         started = time.perf_counter()
@@ -254,7 +266,7 @@ class Model:
         scores = from_counts(request.options, counts, normalise)
         self._trace_scores(request, scores, Usage(), time.perf_counter() - started, False,
                            f"estimated from {samples} sampled answers at temperature {temperature} "
-                           f"({sum(counts)} named an option): the model cannot score options")
+                           f"({sum(counts)} named an option): {why}")
         return scores
 
     def complete_sync(self, messages: Any, **kwargs: Any) -> Completion[Any]:

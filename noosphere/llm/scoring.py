@@ -111,6 +111,20 @@ def from_counts(options: tuple[str, ...], counts: list[int], normalise: Normalis
     return OptionScores(options, probs, logprobs, tuple(1 for _ in options), "samples", normalise, entropy(probs))
 
 
+PREFIX_REFUSED = ("scoring after a prefix (a provider scores only the first token of the reply); put the prefix's "
+                  "words in the question instead")
+
+
+def check_first_tokens(model_id: str, options: tuple[str, ...]) -> None:
+    """Options a first token can tell apart: none the same once case and surrounding spaces are ignored (the
+    first token is matched so), known before the call."""
+    keys = [option.strip().lower() for option in options]
+    same = sorted({option for option, key in zip(options, keys, strict=True) if keys.count(key) > 1})
+    if same:
+        raise UsageError(f"options {same} are the same once case and spaces are ignored; {model_id} scores only "
+                         "their first token, which cannot tell them apart")
+
+
 def choice_instruction(options: tuple[str, ...]) -> str:
     return "Answer with exactly one of: " + " | ".join(options)
 

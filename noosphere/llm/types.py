@@ -21,6 +21,9 @@ class Capabilities:
     json_schema: bool = False
     logprobs: bool = False
     """The backend can score given options from token probabilities (`Model.score_options`)."""
+    first_token_scores: bool = False
+    """With `logprobs`: it scores only an option's first token (a provider's `top_logprobs`), so options must
+    differ at their first token and cannot be scored after a prefix of the reply."""
 
     def missing(self, needed: set[str]) -> list[str]:
         return sorted(name for name in needed if not getattr(self, name))

@@ -213,11 +213,14 @@ def count_standing(session: Session, *, decided_by: str = "standing") -> None:
 
 
 NEUTRAL_WEIGHT = 0.5
+"""The weight of a standing answer whose member gave no P(True) for it (its question forfeited, or a sub-society,
+which has no probability): it still votes, as sure of its answer as of its opposite."""
 
 
 async def member_beliefs(session: Session, phase: str, round_: int) -> dict[str, float]:
     """Each member with a standing answer: its P(True) that the answer is right, asked after its own conversation
-    (`Member.belief`); a member whose question forfeits is left out."""
+    (`Member.belief`); a member whose question forfeits is left out of the result (its answer then weighs
+    `NEUTRAL_WEIGHT` in `count_weighted`)."""
     latest = session.latest()
     holding = [m for m in session.members if m.name in latest and latest[m.name].answer.strip()]
     return await session.each(holding, phase, round_, lambda m: m.belief(
@@ -225,7 +228,8 @@ async def member_beliefs(session: Session, phase: str, round_: int) -> dict[str,
 
 
 async def count_weighted(session: Session, phase: str, round_: int) -> None:
-    """Count the standing answers, each with the weight of its member's P(True) in it."""
+    """Count the standing answers, each with the weight of its member's P(True) in it (`NEUTRAL_WEIGHT` without
+    one)."""
     latest = session.latest()
     voters = [m for m in session.members if m.name in latest and latest[m.name].answer.strip()]
     beliefs = await member_beliefs(session, phase, round_)

@@ -73,8 +73,9 @@ class ShortTermMemory:
                                             "or 'verbal'")
         if len(labels) == 1 or len(set(labels)) != len(labels):
             raise UsageError(f"a label set needs at least two distinct labels, not {list(labels)}")
-        if calibrate and (scores == "verbal" or not labels):
-            raise UsageError("contextual calibration needs a label set and probability scores (scores='logprob')")
+        if calibrate and (scores != "logprob" or not labels):  # a sampled prior has zeros a division cannot take
+            raise UsageError("contextual calibration needs a label set and probability scores (scores='logprob'), "
+                             f"not scores={scores!r}")
         if scores != "verbal" and samples != 1:
             raise UsageError("stm samples are the verbal STM's vote; with probability scores leave samples at 1")
         self.scores = scores
