@@ -362,3 +362,30 @@ async def test_sampled_scores_work_on_a_model_without_logprobs() -> None:
     await fallen_back.score_options("Pick one.", ["x", "y"], fallback="samples", samples=2)
     [note] = [e.note for e in fallen_back.trace.of_kind("options_scored")]
     assert note.endswith("the model cannot score options")
+
+
+def test_options_are_scored_from_the_token_every_one_of_them_shares() -> None:
+    """A tokenizer that merges the prefix's last space into " Yes" but not into "Maybe": both options are scored
+    from before that space, each split as the model would write it, not "Yes" alone after a lone " "."""
+    from types import SimpleNamespace
+
+    from noosphere.llm.llama_loader import LoadedModel
+
+    vocab = ["<p>", "Answer:", " Yes", " ", "Yes", "Maybe"]
+
+    def tokenize(data: bytes, add_bos: bool = False, special: bool = False) -> list[int]:
+        text, tokens = data.decode(), []
+        while text:
+            piece = max((v for v in vocab if text.startswith(v)), key=len)
+            tokens.append(vocab.index(piece))
+            text = text[len(piece):]
+        return tokens
+
+    loaded = LoadedModel(SimpleNamespace(tokenize=tokenize), n_threads=1)
+    loaded.__dict__["chat_formatter"] = lambda messages: SimpleNamespace(prompt="<p>", added_special=True)
+    context, continuations = loaded.scoring_tokens([], "Answer: ", ("Yes", "Maybe"))
+    assert [vocab[i] for i in context] == ["<p>", "Answer:"]
+    assert [[vocab[i] for i in c] for c in continuations] == [[" Yes"], [" ", "Maybe"]]
+    context, continuations = loaded.scoring_tokens([], "Answer:", ("Yes", "Maybe"))  # nothing merges: as before
+    assert [vocab[i] for i in context] == ["<p>", "Answer:"] and [[vocab[i] for i in c] for c in continuations] == [
+        ["Yes"], ["Maybe"]]

@@ -72,9 +72,12 @@ class LoadedModel:
                        ) -> tuple[list[int], list[list[int]]]:
         """The prompt (with `prefix` begun as the assistant's reply) and each option's continuation tokens.
 
-        An option's tokens are those the whole text (prompt, prefix, option) tokenizes to after the
-        prompt's own tokens, so the option is split as the model would have produced it; where the joint
-        tokenization merges across the boundary, the option is tokenized alone instead.
+        Each whole text (prompt, prefix, option) is tokenized as the model would have produced it, and every
+        option is scored from the same point: the longest token prefix that the prompt with its prefix and all
+        the whole texts share. Where a tokenization merges the end of the prefix into an option (`"Answer: "`
+        then `"Yes"` is `" Yes"`, not `" "` then `"Yes"`), that point moves back before the merge for every
+        option alike, so no option is scored after a token the model would rarely write and all compete on the
+        same footing.
         """
         result = self.chat_formatter(messages=messages)
         add_bos = not result.added_special
@@ -83,14 +86,23 @@ class LoadedModel:
             return self.llama.tokenize(text.encode(), add_bos=add_bos, special=True)
 
         context = tokenize(result.prompt + prefix)
-        continuations = []
-        for option in options:
-            whole = tokenize(result.prompt + prefix + option)
-            if whole[:len(context)] == context and len(whole) > len(context):
-                continuations.append(whole[len(context):])
-            else:
-                continuations.append(self.llama.tokenize(option.encode(), add_bos=False, special=False))
-        return context, continuations
+        wholes = [tokenize(result.prompt + prefix + option) for option in options]
+        shared = len(context)
+        for whole in wholes:
+            shared = min(shared, _common_length(context, whole))
+        if any(len(whole) <= shared for whole in wholes):  # an option that adds no token of its own after the point
+            return context, [self.llama.tokenize(option.encode(), add_bos=False, special=False) for option in options]
+        return context[:shared], [whole[shared:] for whole in wholes]
+
+
+def _common_length(a: list[int], b: list[int]) -> int:
+    """How many tokens `a` and `b` share from their start."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 _GGML_LOG_ERROR = 4  # ggml: 1 debug, 2 info, 3 warn, 4 error, 5 continuation
