@@ -211,3 +211,28 @@ def test_a_waiting_call_that_asks_for_a_log_probability_the_shared_reply_lacks_a
 
     _, second = asyncio.run(both())
     assert len(backend.history) == 2 and not second.cached and second.logprob == -0.5
+
+
+async def test_a_reply_generated_for_two_runs_is_kept_in_both_runs_files(tmp_path: Path) -> None:
+    """`bench together`: the run that waited for the other's generation keeps the reply too, so its folder alone
+    replays it on a machine without the shared cache."""
+    import asyncio
+
+    from noosphere.llm.cache import CarriedCache
+
+    shared = CallCache(tmp_path / "shared.sqlite")
+    first, second = CarriedCache(tmp_path / "a.sqlite", shared), CarriedCache(tmp_path / "b.sqlite", shared)
+    generated: list[str] = []
+
+    async def generate() -> Reply:
+        generated.append("x")
+        await asyncio.sleep(0.01)
+        return Reply("the one reply", usage=Usage(3, 2))
+
+    (one, mine), (other, waited) = await asyncio.gather(first.once("k", generate), second.once("k", generate))
+    assert generated == ["x"] and (mine, waited) == (False, True) and one.text == other.text == "the one reply"
+    first.put("k", one)  # the generating run's caller stores its own reply
+    for path in ("a.sqlite", "b.sqlite"):
+        alone = CallCache(tmp_path / path)
+        assert (reply := alone.get("k")) is not None and reply.text == "the one reply", path
+        alone.close()

@@ -213,9 +213,14 @@ class CarriedCache(CallCache):
             self.shared.put_json(key, value)
 
     async def once(self, key: str, generate: Callable[[], Awaitable[Reply]]) -> tuple[Reply, bool]:
+        """Generate a call once across every run sharing the cache; a reply another run generated for this one
+        is kept in this run's file too (its caller stores only what it generated itself)."""
         if self.shared is None:
             return await super().once(key, generate)
-        return await self.shared.once(key, generate)
+        reply, shared = await self.shared.once(key, generate)
+        if shared:
+            CallCache.put(self, key, reply)
+        return reply, shared
 
     def close(self) -> None:
         """Fold the write-ahead log into the file, so that the one file holds every call. The shared cache is its
