@@ -200,3 +200,15 @@ def finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [finite(item) for item in value]
     return value
+
+
+def end_torn_line(path: Path) -> None:
+    """A kill mid-write leaves a JSON Lines file's last line without its newline; close it so that the next line
+    appended starts a line of its own (the torn one is then skipped alone when the file is read)."""
+    if path.exists() and path.stat().st_size:
+        with path.open("rb") as handle:
+            handle.seek(-1, 2)
+            torn = handle.read(1) != b"\n"
+        if torn:
+            with path.open("a", encoding="utf-8") as out:
+                out.write("\n")

@@ -17,6 +17,8 @@ _SIGNED_URL_PARAMS = re.compile(
 """The query parameters that make a URL a credential: an image provider's signed link, a key in a URL. The
 value ends before a backslash too, since the text redacted is JSON, where a quote is escaped as `\\"`; a
 parameter may follow `&amp;`, as in a link copied out of HTML."""
+_URL_CREDENTIALS = re.compile(r"([a-z][a-z0-9+.\-]*://)[^/\s\"'<>@:\\]+:[^/\s\"'<>@\\]+@", re.IGNORECASE)
+"""A user and password written into a URL (`https://user:pass@host/v1`): both go, the scheme and host stay."""
 REDACTED = "[REDACTED]"
 
 
@@ -28,13 +30,23 @@ class Redactor:
 
     @classmethod
     def from_environment(cls, extra: tuple[str, ...] = ()) -> Redactor:
-        # Paths and sentences under such names (a key *file*, say) are not secrets themselves.
+        # Paths and sentences under such names (a key *file*, say) are not secrets themselves; a base64 secret
+        # may hold a "/" (AWS_SECRET_ACCESS_KEY), so only a value that names an existing path is one.
         found = tuple(value for name, value in os.environ.items()
-                      if _SECRET_ENV.search(name) and not any(c in value for c in "/ \\"))
+                      if _SECRET_ENV.search(name) and not any(c.isspace() for c in value)
+                      and not _is_path(value))
         return cls(found + extra)
 
     def __call__(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, REDACTED)
         text = _SIGNED_URL_PARAMS.sub(rf"\g<1>{REDACTED}", text)
+        text = _URL_CREDENTIALS.sub(rf"\g<1>{REDACTED}@", text)
         return _SECRET_SHAPES.sub(REDACTED, text)
+
+
+def _is_path(value: str) -> bool:
+    try:
+        return ("/" in value or "\\" in value) and os.path.exists(value)
+    except (OSError, ValueError):
+        return False

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from noosphere.datafiles import BadLine, describe, scan_json_lines
+from noosphere.datafiles import BadLine, describe, end_torn_line, scan_json_lines
 from noosphere.redact import REDACTED, Redactor
 from noosphere.scope import current_scope, current_society
 
@@ -169,6 +169,8 @@ class Trace:
         self.redactor = redactor or Redactor.from_environment()
         self.keep = keep
         self.events: list[Event] = []
+        if path is not None:
+            end_torn_line(path)  # a kill mid-line: the next session's events start on a line of their own
         self._file = path.open("a", encoding="utf-8") if path else None
         self._sinks: list[TraceSink] = []
 

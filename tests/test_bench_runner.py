@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from noosphere.bench import averages
-from noosphere.bench.runner import Scored, load_done, run_items
+from noosphere.bench.runner import Scored, load_done, run_items, write_report
 from noosphere.llm import Message, Model, ScriptedBackend
 from noosphere.runs import Run
 from noosphere.trace import read_trace
@@ -100,6 +100,10 @@ def test_rows_are_redacted_as_the_trace_is_and_strict_json(tmp_path: Path) -> No
              for line in text.splitlines()]
     assert row["confidence"] is None and row["spread"] == [1.0, None] and "[REDACTED]" in row["prediction"]
     assert rows == [row]
+    with Run.create(tmp_path, command="test", config={"model": f"litellm:m@https://u:{secret}@h/v1"},
+                    redactor=Redactor((secret,))) as run:
+        write_report(run, "t", {"note": secret}, {})
+    assert all(secret not in (run.directory / name).read_text() for name in ("report.json", "report.md"))
 
 
 def test_a_forfeited_game_keeps_its_task_type_so_the_rates_per_type_count_it(tmp_path: Path) -> None:

@@ -119,6 +119,37 @@ def test_secrets_from_environment_and_key_shapes_are_redacted(tmp_path: Path,
     assert text.count(REDACTED) == 6
 
 
+def test_credentials_in_urls_and_secrets_with_slashes_are_redacted(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")  # base64 has "/"
+    monkeypatch.setenv("MY_KEY_FILE", str(tmp_path))  # a path under a secret-sounding name is not a secret
+    redact = Redactor.from_environment()
+    assert redact("failed: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY") == f"failed: {REDACTED}"
+    assert redact(f"read {tmp_path}") == f"read {tmp_path}"
+    assert redact("litellm:openai/m@https://bob:hunter2@h.example/v1") == (
+        f"litellm:openai/m@https://{REDACTED}@h.example/v1")
+    assert redact("see http://h.example/v1 and mailto:a@b") == "see http://h.example/v1 and mailto:a@b"
+
+
+def test_a_model_id_with_a_credential_in_its_url_is_refused() -> None:
+    from noosphere.errors import UsageError
+    from noosphere.llm.registry import split_api_base
+
+    assert split_api_base("openai/m@http://127.0.0.1:8000/v1") == ("openai/m", "http://127.0.0.1:8000/v1")
+    for url in ("https://bob:hunter2@h.example/v1", "https://h.example/v1?api_key=abc"):
+        with pytest.raises(UsageError, match="in the environment"):
+            split_api_base(f"openai/m@{url}")
+
+
+def test_a_session_after_a_kill_mid_line_starts_its_events_on_a_line_of_their_own(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    path.write_text('{"kind": "before", "ts": 1.0}\n{"kind": "model_call", "ts": 2.0, "respo')  # killed mid-line
+    trace = Trace(path)
+    trace.emit(Event(kind="after"))
+    trace.close()
+    assert [event.kind for event in read_trace(path)] == ["before", "after"]  # the torn line alone is lost
+
+
 def test_unknown_event_kinds_load_as_plain_events_and_torn_lines_are_skipped(tmp_path: Path) -> None:
     path = tmp_path / "trace.jsonl"
     path.write_text('{"kind": "from_the_future", "ts": 1.0, "x": 1}\n{"kind": "model_ca')

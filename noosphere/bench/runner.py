@@ -17,7 +17,6 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -25,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from noosphere.bench.calibration import calibration_markdown
 from noosphere.concurrent import Forfeit, attempt, run_in_order
-from noosphere.datafiles import BadLine, finite
+from noosphere.datafiles import BadLine, end_torn_line, finite
 from noosphere.runs import ResultRow, Run, load_done, write_atomically
 from noosphere.scope import item_scope
 from noosphere.trace import Event, Trace
@@ -119,7 +118,7 @@ async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solv
 
     done = load_done(path, row=ScoredRow, on_bad_line=skipped)
     todo = [entry for entry in items if entry[0] not in done]
-    _end_torn_line(path)
+    end_torn_line(path)
     tally = {"correct": sum(1 for row in done.values() if row["correct"])}
     score_item = scorer or partial(score_one, run.trace, solve=solve)
     gate = asyncio.Semaphore(max(1, parallel))
@@ -144,17 +143,6 @@ async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solv
 
         await run_in_order(score(*entry) for entry in todo)  # what stops the run is raised as one item raised it
     return [done[item_id] for item_id, _, _ in items if item_id in done]
-
-
-def _end_torn_line(path: Path) -> None:
-    """A kill mid-write leaves a line without its newline; close it so the next row starts a line of its own."""
-    if path.exists() and path.stat().st_size:
-        with path.open("rb") as handle:
-            handle.seek(-1, 2)
-            torn = handle.read(1) != b"\n"
-        if torn:
-            with path.open("a", encoding="utf-8") as out:
-                out.write("\n")
 
 
 async def score_one(trace: Trace, item_id: str, item: Any, gold: Any, *, solve: Solve) -> dict[str, Any]:
@@ -217,7 +205,7 @@ def write_report(run: Run, title: str, metrics: dict[str, Any], costs: dict[str,
     covers (a later session's rows make it stale, whatever its metrics are called)."""
     report = {"benchmark": title, **{k: run.config.get(k) for k in ("system", "model", "ablation", "limit")},
               **({"rows": rows} if rows is not None else {}), "metrics": metrics, "costs": costs}
-    write_atomically(run.directory / "report.json", json.dumps(report, indent=2) + "\n")
+    write_atomically(run.directory / "report.json", run.redactor(json.dumps(report, indent=2)) + "\n")
     lines = [f"# {title}", "", f"- system: {report['system']}", f"- model: {report['model']}"]
     if report.get("ablation"):
         lines.append(f"- ablation: {report['ablation']}")
@@ -233,5 +221,5 @@ def write_report(run: Run, title: str, metrics: dict[str, Any], costs: dict[str,
                   for label, row in zip(confusion["gold"], confusion["matrix"], strict=True)]
     if metrics.get("calibration"):
         lines += calibration_markdown(metrics["calibration"])
-    write_atomically(run.directory / "report.md", "\n".join(lines) + "\n")
+    write_atomically(run.directory / "report.md", run.redactor("\n".join(lines)) + "\n")
     return report

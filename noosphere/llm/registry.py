@@ -30,6 +30,7 @@ from noosphere.llm.scripted import Script, ScriptedBackend
 from noosphere.llm.types import Capabilities, Settings
 from noosphere.llm.usage import UsageLedger
 from noosphere.llm.weights import LOCAL_WEIGHTS, default_cache_dir, ensure_gguf, is_installed
+from noosphere.redact import Redactor
 from noosphere.trace import Trace
 
 DEFAULT_MODEL = "local:qwen2.5-coder-1.5b"
@@ -116,7 +117,11 @@ def split_api_base(name: str) -> tuple[str, str | None]:
     for scheme in ("@http://", "@https://"):
         model, sep, rest = name.rpartition(scheme)
         if sep and model:
-            return model, sep[1:] + rest
+            url = sep[1:] + rest
+            if Redactor()(url) != url:  # a run saves its model id: a key in it would be redacted, or kept
+                raise UsageError(f"the base URL of {model} carries a credential; give it in the environment (e.g. "
+                                 "OPENAI_API_KEY), not in the model id, which runs save in their config")
+            return model, url
     return name, None
 
 
