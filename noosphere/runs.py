@@ -42,6 +42,7 @@ class Run:
         self.redactor = redactor or Redactor.from_environment()
         try:
             directory.mkdir(parents=True, exist_ok=True)
+            self._lock = _lock_folder(directory)
             self.trace = Trace(directory / "trace.jsonl", redactor=self.redactor)
         except OSError as exc:
             raise UsageError(f"cannot write a run folder at {directory} ({exc.strerror or exc}); "
@@ -102,6 +103,7 @@ class Run:
         self._write("result.json", {"status": status, "error": error, **totals, **result})
         self.trace.emit(RunFinished(run_id=self.run_id, seconds=totals["seconds"], status=status, error=error))
         self.trace.close()
+        self._lock.close()
 
     def discard(self) -> None:
         """Remove the folder of a new run that never got going (its preparation refused the input: a model that
@@ -110,6 +112,7 @@ class Run:
         if self.earlier or (self.directory / "items.jsonl").exists():
             raise UsageError(f"{self.directory} holds an earlier session's work; it is not discarded")
         self.trace.close()
+        self._lock.close()
         self.result = {}
         shutil.rmtree(self.directory, ignore_errors=True)
 
@@ -138,6 +141,27 @@ class Run:
         if self.result is None:
             status = "ok" if exc is None else "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             self.finish({}, status=status, error=None if exc is None else f"{type(exc).__name__}: {exc}")
+
+
+LOCK_FILE = ".lock"
+
+
+def _lock_folder(directory: Path) -> Any:
+    """Hold the run folder for this process until the run finishes: a second process resuming the same folder (two
+    shells, or `bench together` beside `--resume`) would score its items twice and overwrite its totals. The lock
+    goes with the process, however it ends. (Within one process, `bench together` refuses a folder given twice.)"""
+    handle = (directory / LOCK_FILE).open("a")
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock to take
+        return handle
+    try:  # a POSIX record lock is the process's: a folder reopened in this process (a resume in a test) is its own
+        fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise UsageError(f"{directory} is in use by another run (another process is scoring it); let it finish or "
+                         "stop it first") from None
+    return handle
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -40,7 +40,7 @@ async def test_a_resumed_run_reports_what_every_session_spent(tmp_path: Path) ->
         await Model(ScriptedBackend(["three"]), trace=again.trace, ledger=again.ledger).complete("q", agent="a")
     after = json.loads((first.directory / "result.json").read_text())
     assert after["sessions"] == 2 and 1000.0 <= after["seconds"] < 1100.0
-    assert [p.name for p in first.directory.iterdir() if p.name.startswith(".")] == []  # no partial file left
+    assert [p.name for p in first.directory.iterdir() if p.name.endswith(".partial")] == []  # no partial file left
     assert after["usage"]["total"]["calls"] == 3
     assert {name: row["calls"] for name, row in after["usage"]["by_agent"].items()} == {"a": 2, "b": 1}
     tokens = after["usage"]["total"]["prompt_tokens"]
@@ -155,3 +155,22 @@ def test_unknown_event_kinds_load_as_plain_events_and_torn_lines_are_skipped(tmp
     path.write_text('{"kind": "from_the_future", "ts": 1.0, "x": 1}\n{"kind": "model_ca')
     [event] = list(read_trace(path))
     assert type(event) is Event and event.kind == "from_the_future"
+
+
+def test_a_run_folder_in_use_is_refused_to_a_second_run_until_the_first_finishes(tmp_path: Path) -> None:
+    from noosphere.errors import UsageError
+
+    import subprocess
+    import sys
+
+    first = Run.create(tmp_path, command="test", config={"n": 1})
+    def files() -> dict[str, bytes]:  # not the lock: closing any handle on it would release this process's lock
+        return {p.name: p.read_bytes() for p in first.directory.iterdir() if p.is_file() and p.name != ".lock"}
+
+    before = files()
+    other = [sys.executable, "-c", f"from noosphere.runs import Run; Run.resume({str(first.directory)!r})"]
+    refused = subprocess.run(other, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "is in use by another run" in refused.stderr
+    assert files() == before  # untouched
+    first.finish({"done": True})
+    assert subprocess.run(other, capture_output=True, text=True, timeout=120).returncode == 0
