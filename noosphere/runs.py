@@ -51,6 +51,8 @@ class Run:
         self.ledger = UsageLedger(budget or (Budget(**saved_budget) if saved_budget else None))
         self.started = time.time()
         self.result: dict[str, Any] | None = None
+        self._reopened: tuple[bytes, int] | None = None
+        """A resumed run's config.json and trace length as they were before this session opened them."""
         self.earlier: dict[str, Any] = {}
         """What the folder's earlier sessions spent (a resumed run): the result adds this session to it."""
         self._write("config.json", {"run_id": self.run_id, "command": command, **config})
@@ -66,7 +68,11 @@ class Run:
             config["budget"] = {**(config.get("budget") or {}),
                                 **{k: v for k, v in asdict(budget).items() if v is not None}}
             budget = Budget(**config["budget"])
+        config_before = (directory / "config.json").read_bytes()
+        trace_path = directory / "trace.jsonl"
+        trace_before = trace_path.stat().st_size if trace_path.exists() else 0
         run = cls(directory, command=saved.get("command", "?"), config=config, budget=budget)
+        run._reopened = (config_before, trace_before)
         with contextlib.suppress(OSError, ValueError):  # killed before any result: nothing earlier to add
             earlier = json.loads((directory / "result.json").read_text(encoding="utf-8"))
             run.earlier = earlier if isinstance(earlier, dict) else {}
@@ -115,6 +121,21 @@ class Run:
         self._lock.close()
         self.result = {}
         shutil.rmtree(self.directory, ignore_errors=True)
+
+    def withdraw(self) -> None:
+        """Take back a session refused before any item (a usage error while preparing): a new run's folder is
+        removed (`discard`); a resumed one is left as it was, its config (a new `--budget`, say) and trace restored
+        and its result not rewritten."""
+        if self._reopened is None:
+            self.discard()
+            return
+        config, trace_size = self._reopened
+        self.trace.close()
+        write_atomically(self.directory / "config.json", config.decode("utf-8"))
+        with (self.directory / "trace.jsonl").open("r+b") as trace:
+            trace.truncate(trace_size)
+        self._lock.close()
+        self.result = {}
 
     def checkpoint(self) -> None:
         """Write `result.json` as `running`, with what every session has spent so far (a benchmark calls this

@@ -87,6 +87,9 @@ def test_without_the_flag_decoding_is_batched_and_the_config_says_nothing_new(da
     [run_dir] = list((tmp_path / "plain").iterdir())
     assert "deterministic" not in json.loads((run_dir / "config.json").read_text())
     assert [model.backend.deterministic for model in models] == [False]  # type: ignore[attr-defined]
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--deterministic", "--quiet"],
+                          recording_opener(models))
+    assert code == 2 and "--deterministic True (the run has False)" in err, err  # not silently batched
 
 
 def test_deterministic_on_a_provider_is_refused_before_a_run_folder_is_made(data: Path, tmp_path: Path) -> None:

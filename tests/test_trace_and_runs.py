@@ -174,3 +174,22 @@ def test_a_run_folder_in_use_is_refused_to_a_second_run_until_the_first_finishes
     assert files() == before  # untouched
     first.finish({"done": True})
     assert subprocess.run(other, capture_output=True, text=True, timeout=120).returncode == 0
+
+
+def test_a_resumed_session_withdrawn_before_any_item_leaves_the_folder_as_it_was(tmp_path: Path) -> None:
+    """A usage error while a resumed run prepares (a model that cannot do what it asks, a missing package): its
+    report, totals, config (a new --budget) and trace stay as the earlier session left them."""
+    with Run.create(tmp_path, command="bench", config={"benchmark": "toy"}) as first:
+        first.finish({"report": {"accuracy": 1.0}})
+
+    def files() -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in first.directory.iterdir() if p.is_file() and p.name != ".lock"}
+
+    before = files()
+    with Run.resume(first.directory, budget=Budget(max_calls=5)) as again:
+        assert again.config["budget"] == {"max_calls": 5}
+        again.withdraw()
+    assert files() == before
+    new = Run.create(tmp_path / "new", command="bench", config={})
+    new.withdraw()  # a new run's folder goes
+    assert not new.directory.exists()

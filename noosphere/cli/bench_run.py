@@ -168,6 +168,9 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 RESUME_TAKES = frozenset({"resume", "no_cache", "quiet", "budget", "parallel", "cluster", "workers", "replicas",
                           "otel", "otel_content"})
 """The options that may change how a resumed run goes on; every other keeps the value the run was made with."""
+SAVED_WHEN_SET = {"deterministic": False}
+"""Options a run's config holds only when they were given (so older configs read the same): absent, the run has
+this value."""
 
 
 def with_run_options(command: Command) -> Command:
@@ -203,9 +206,10 @@ def _refuse_other_settings(context: typer.Context, resume: Path, given: dict[str
         source = context.get_parameter_source(name)
         return source is not None and source.name == "COMMANDLINE"
 
-    differing = [f"--{name.replace('_', '-')} {value} (the run has {saved[name]})" for name, value in given.items()
-                 if name not in RESUME_TAKES and name in saved and typed(name)
-                 and not _same_setting(value, saved[name])]
+    kept = {**SAVED_WHEN_SET, **saved}
+    differing = [f"--{name.replace('_', '-')} {value} (the run has {kept[name]})" for name, value in given.items()
+                 if name not in RESUME_TAKES and name in kept and typed(name)
+                 and not _same_setting(value, kept[name])]
     if differing:
         raise UsageError(f"{resume} keeps the settings it was made with, and {'; '.join(differing)}: resume it "
                          "without them, or start a new run")
@@ -314,9 +318,8 @@ def run_benchmark(opener: ModelOpener, title: str | Callable[[dict[str, Any]], s
                 otel.attach(run)
             try:
                 items, solve = _prepare(session.opener if session else opener, run, benchmark, open_cache(no_cache))
-            except UsageError:
-                if resume is None:  # refused before any item: no folder is left behind
-                    run.discard()
+            except UsageError:  # refused before any item: no new folder is left behind, a resumed one is as it was
+                run.withdraw()
                 raise
             spent: BudgetExceededError | None = None
             try:
