@@ -708,3 +708,22 @@ def test_the_curves_script_compares_each_system_episode_by_episode_with_random_a
     row = curves.at_step("society", society, 1, random_, single)
     assert row.startswith("| society | 3 | 0.333 | ") and row.endswith(" | +1 / -1 of 3 | +1 / -0 of 2 |")
     assert curves.versus(random_, random_, 1) == "-" and curves.versus(society, None, 1) == "-"
+
+
+def test_an_interviewer_whose_question_forfeits_is_told_the_task_again_next_round() -> None:
+    from noosphere.errors import ModelError
+
+    answer, failed = crew_reply(["stop"]), {"once": False}
+
+    def reply(request: Any) -> Any:
+        if "question" in (request.json_schema or {}).get("properties", {}) and not failed["once"]:
+            failed["once"] = True
+            raise ModelError("scripted", "down for a moment")
+        return answer(request)
+
+    llm, backend, trace = model(reply)
+    play(GridWorld(ROOMS, 1), crew(llm, 1), 1, trace)
+    asked = [r.messages[-1].content for r in backend.history if r.agent == "first_mate"]
+    assert asked[0].startswith("Task:")  # the round that forfeited was told the task...
+    assert asked[1].startswith("Task:") and "reports: A wall ahead" in asked[1]  # ...so the next is told it again
+    assert any(e.text.startswith("(standing question)") for e in trace.of_kind("soc_message"))

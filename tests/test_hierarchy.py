@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from noosphere.errors import ModelError
 from noosphere.llm.litellm_backend import import_litellm
 from noosphere.llm.types import Request
 from noosphere.society import Member, SubSociety, artist_critic, democracy, monarchy
@@ -118,7 +119,12 @@ def test_artist_critic_runs_with_the_papers_129_members_and_critics_choose_by_co
 
 class BrokenPainter:
     async def paint(self, prompt: str) -> str:
-        raise ConnectionError("the image service is down")
+        raise ModelError("painter", "the image service is down")
+
+
+class BuggyPainter:
+    async def paint(self, prompt: str) -> str:
+        raise KeyError("a bug, not a provider's fault")
 
 
 class FilePainter:
@@ -127,7 +133,7 @@ class FilePainter:
 
 
 def test_a_failing_painter_leaves_the_decision_standing_and_says_why_in_the_trace() -> None:
-    for painter, expect in ((BrokenPainter(), "ConnectionError: the image service is down"), (FilePainter(), "")):
+    for painter, expect in ((BrokenPainter(), "ModelError: painter: the image service is down"), (FilePainter(), "")):
         model, _, trace = scripted(by_role({
             "answerer": [said("a red boat")], "leader": [said("proposal")],
             "questioner": [json.dumps({"question": "What?"}), json.dumps({"summary": "boat", "answer": "boat"})],
@@ -136,6 +142,12 @@ def test_a_failing_painter_leaves_the_decision_standing_and_says_why_in_the_trac
         [image] = trace.of_kind("soc_image")
         assert result.answer == "A red boat at dawn." and image.error == expect
         assert image.location == ("" if expect else "/tmp/19.png")  # len("A red boat at dawn.")
+    model, _, _ = scripted(by_role({
+        "answerer": [said("a red boat")], "leader": [said("proposal")],
+        "questioner": [json.dumps({"question": "What?"}), json.dumps({"summary": "boat", "answer": "boat"})],
+        "critic": [json.dumps({"reasoning": "r", "choice": "1"})], "collector": [said("A red boat at dawn.")]}))
+    with pytest.raises(KeyError, match="a bug"):  # only a runtime fault is forfeited; a bug is raised
+        artist_critic(model, ["style a", "style b"], ["sailor"], rounds=1, painter=BuggyPainter()).run_sync("sea")
 
 
 def test_when_every_critic_forfeits_no_proposal_passes_for_their_choice() -> None:

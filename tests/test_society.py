@@ -43,6 +43,9 @@ def test_ties_are_broken_by_the_seed_not_by_position() -> None:
                                                                              rng=random.Random(7)).winner
     with pytest.raises(UnknownNameError, match="Did you mean borda"):
         tally(ballots, ["x"], "borad", rng=random.Random(0))
+    weighted = [Ballot("v1", ("x",)), Ballot("v2", ("x",)), Ballot("v3", ("y",))]
+    weights = {"v1": 0.1, "v2": 0.2, "v3": 0.3}  # 0.1 + 0.2 is 0.30000000000000004 in floats: still a tie
+    assert tally(weighted, ["x", "y"], rng=random.Random(0), weights=weights).tied == ("x", "y")
 
 
 # monarchy ------------------------------------------------------------------------------------------

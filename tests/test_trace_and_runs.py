@@ -158,7 +158,6 @@ def test_unknown_event_kinds_load_as_plain_events_and_torn_lines_are_skipped(tmp
 
 
 def test_a_run_folder_in_use_is_refused_to_a_second_run_until_the_first_finishes(tmp_path: Path) -> None:
-    from noosphere.errors import UsageError
 
     import subprocess
     import sys

@@ -62,6 +62,9 @@ def test_uptree_reaches_stm_in_proportion_to_weight_whatever_the_position() -> N
             assert abs(wins[name] / draws - expected) < tolerance, (order, name, wins)
     result = compete([chunk(n, w) for n, w in weights.items()], "uptree", random.Random(1))
     assert max(m["depth"] for m in result.matches) == 3  # ceil(log2 5)
+    rng = random.Random(5)  # no weight at all: each of three chunks wins a third of the time, not c a half
+    wins = Counter(compete([chunk(n, 0.0) for n in "abc"], "uptree", rng).winner.processor for _ in range(6000))
+    assert all(abs(wins[n] / 6000 - 1 / 3) < 4 * (2 / 9 / 6000) ** 0.5 for n in "abc"), wins
 
 
 def test_link_rule_thresholds_and_weighted_links() -> None:
@@ -315,3 +318,36 @@ def test_the_link_step_commits_the_broadcast_and_its_replies_or_rolls_both_back(
     asyncio.run(begin_then("rollback", speculative=True))
     assert asked == ["asked"] and len(model.trace.of_kind("ws_broadcast")) == 1  # rolled back: not traced again
     assert all(p.read().empty for p in processors.values())
+
+
+async def test_a_speculative_question_that_failed_does_not_undo_an_answer_that_stopped_the_loop() -> None:
+    """The link question started beside the STM met a spent budget; the STM's alpha then stopped the loop: the
+    question's fault belongs to a step that is abandoned, and the run keeps its answer."""
+    from noosphere.errors import BudgetExceededError
+    from noosphere.trace import Trace
+    from noosphere.workspace import Chunk
+    from noosphere.workspace.speculation import LinkStep
+
+    async def ask() -> dict[str, Chunk]:
+        raise BudgetExceededError("tokens", 10, 10)
+
+    step = LinkStep.begin(Chunk("a", 0, "gist", "why?", 1.0, 1.0, 1.0, 0.0), {}, broadcast=False, ask=ask,
+                          speculative=True, trace=Trace(None), iteration=1)
+    await asyncio.sleep(0.01)  # the question has failed by the time the STM answers
+    await step.rollback()  # no error: the answer stands
+
+
+def test_weighted_links_decay_in_an_iteration_whose_winner_asked_nothing() -> None:
+    from noosphere.workspace.links import LinkPolicy
+
+    script = {"a": [chunk_reply("A: sarcastic?", "what tone does b hear?", 0.9, 0.8), chunk_reply("A to b", ""),
+                    chunk_reply("A: surely sarcastic", "", 0.95, 0.95)],
+              "b": [chunk_reply("B: words", "", 0.3, 0.3), chunk_reply("B: mocking tone", "", 0.95, 0.8),
+                    chunk_reply("B to a", ""), chunk_reply("B: words", "", 0.3, 0.3)],
+              "c": [chunk_reply("C: nothing", "", 0.1, 0.1)],
+              "stm": [stm_reply("maybe", 0.3)]}
+    workspace, _, trace = make_workspace(script, WorkspaceSettings(max_iterations=3,
+                                                                   links=LinkPolicy(weighted=True)))
+    workspace.run_sync("is the speaker sarcastic?", OBSERVATION)
+    changes = [(e.iteration, e.change, round(e.weight, 3)) for e in trace.of_kind("ws_link")]
+    assert (1, "created", 0.5) in changes and (2, "decayed", 0.45) in changes, changes  # 2: a won, asking nothing

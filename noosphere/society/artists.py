@@ -10,6 +10,7 @@ artists and 50 critics that is 26 x 3 + 50 + 1 = 129 language-model members.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from noosphere.errors import ModelError, RuntimeFault
 from noosphere.llm import Model
 from noosphere.llm.forms import choice_form
 from noosphere.llm.litellm_backend import import_litellm
@@ -58,16 +60,20 @@ class LiteLLMPainter:
     """How a linked image is fetched (the network by default)."""
 
     async def paint(self, prompt: str) -> str:
+        """Draw `prompt` and save it; a provider's or the network's fault is a `ModelError` (a runtime fault)."""
         litellm = import_litellm()
-        response: Any = await litellm.aimage_generation(prompt=prompt, model=self.model, n=1)
-        image = response.data[0]
-        if getattr(image, "b64_json", None):
-            picture = base64.b64decode(image.b64_json)
-        else:
-            async with httpx.AsyncClient(transport=self.transport, timeout=60, follow_redirects=True) as client:
-                fetched = await client.get(str(image.url))
-                fetched.raise_for_status()
-                picture = fetched.content
+        try:
+            response: Any = await litellm.aimage_generation(prompt=prompt, model=self.model, n=1)
+            image = response.data[0]
+            if getattr(image, "b64_json", None):
+                picture = base64.b64decode(image.b64_json)
+            else:
+                async with httpx.AsyncClient(transport=self.transport, timeout=60, follow_redirects=True) as client:
+                    fetched = await client.get(str(image.url))
+                    fetched.raise_for_status()
+                    picture = fetched.content
+        except (litellm.OpenAIError, httpx.HTTPError, binascii.Error) as exc:
+            raise ModelError(f"litellm:{self.model}", f"{type(exc).__name__}: {exc}") from exc
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"painting-{hashlib.sha256(prompt.encode()).hexdigest()[:12]}.png"
         path.write_bytes(picture)
@@ -123,7 +129,7 @@ class Collect:
         if self.painter is not None:
             try:
                 location = await self.painter.paint(session.answer)
-            except Exception as exc:  # any provider's fault: the decision stands, the picture is missing
+            except RuntimeFault as exc:  # a provider's fault: the decision stands, the picture is missing
                 session.trace.emit(ImagePainted(prompt=session.answer, error=f"{type(exc).__name__}: {exc}"[:500]))
             else:
                 session.trace.emit(ImagePainted(prompt=session.answer, location=location))

@@ -28,7 +28,7 @@ from noosphere.errors import UsageError
 from noosphere.llm.scoring import contextual_calibration
 from noosphere.society.events import MemberSpoke
 from noosphere.society.member import Member
-from noosphere.society.phases import briefing, catch_up, put_question
+from noosphere.society.phases import OutputT, briefing, catch_up, put_question
 from noosphere.society.session import Session
 from noosphere.society.society import Society
 
@@ -76,12 +76,21 @@ class Decision(BaseModel):
     answer: str = Field(min_length=1, max_length=300, description="your decision: the answer to the task, short")
 
 
+async def told(session: Session, member: Member, instruction: str, output: type[OutputT]) -> OutputT:
+    """Ask `member`, who follows the conversation as one growing conversation of its own, with what it has not
+    heard yet (`news`) and `instruction`. What it was told counts as heard only once its turn succeeded: a turn
+    forfeited never joined its conversation, so the next one tells it again (the task first, the first time)."""
+    end = len(session.records)
+    reply = await member.ask(f"{news(session, member)}\n\n{instruction}", output)
+    session.heard[member.name] = end
+    return reply
+
+
 def news(session: Session, member: Member) -> str:
     """What the members said since `member` last heard them, each round under the question that opened it; the
     first time, the task first. The interviewer follows the conversation as one growing conversation of its own,
     so each of its prompts carries only this."""
     start, end = session.heard.get(member.name, 0), len(session.records)
-    session.heard[member.name] = end
     lines = []
     for record in session.records[start:end]:
         if record.member == member.name:
@@ -124,9 +133,8 @@ class InterviewRounds:
 
     async def run(self, session: Session) -> None:
         for round_ in session.phase_rounds(self.name):
-            heard = news(session, self.interviewer)
-            question = await put_question(session, self.interviewer, self.name, round_, lambda m, heard=heard: m.ask(
-                f"{heard}\n\n{self.instruction}", Question), STANDING_QUESTION,
+            question = await put_question(session, self.interviewer, self.name, round_, lambda m: told(
+                session, m, self.instruction, Question), STANDING_QUESTION,
                 to=", ".join(m.name for m in session.members))
 
             async def turn(member: Member, question: str = question) -> Account:
@@ -148,9 +156,8 @@ class Debrief:
 
     async def run(self, session: Session) -> None:
         round_ = session.phase(self.name, session.rounds + 1)
-        heard = news(session, self.interviewer)
-        done = await session.each([self.interviewer], self.name, round_, lambda m: m.ask(
-            f"{heard}\n\n{self.instruction}", Debriefing))
+        done = await session.each([self.interviewer], self.name, round_, lambda m: told(
+            session, m, self.instruction, Debriefing))
         if done:
             session.summary = done[self.interviewer.name].summary
             session.record(self.interviewer.name, self.name, round_, session.summary, "")

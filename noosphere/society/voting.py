@@ -8,6 +8,7 @@ counts every option a ballot lists. The tie-break draws among the tied options w
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -86,6 +87,6 @@ def tally(ballots: Sequence[Ballot], options: Sequence[str], rule: str = "plural
     if not options:
         return Tally(rule, scores, None, ())
     best = max(scores.values())
-    tied = tuple(o for o in options if scores[o] == best)
+    tied = tuple(o for o in options if math.isclose(scores[o], best, rel_tol=1e-9, abs_tol=1e-12))  # sums of floats
     winner = tied[0] if len(tied) == 1 else rng.choice(sorted(tied))
     return Tally(rule, scores, winner, tied)

@@ -5,7 +5,8 @@
 - `uptree` is the original CTM's binary tree of height ceil(log2 K): at each node two siblings
   compete, the left one winning with probability W_left / (W_left + W_right), where W is the total
   weight of the subtree, and the node carries that total upward (the additive rule). A chunk then
-  reaches the root with probability weight / total weight, whatever its leaf position.
+  reaches the root with probability weight / total weight, whatever its leaf position (and, when every weight
+  is zero, with probability 1 / K).
 - `random` ignores weights (the "no up-tree competition" ablation).
 """
 
@@ -34,7 +35,7 @@ def argmax(chunks: list[Chunk], rng: random.Random) -> CompetitionResult:
 
 
 def uptree(chunks: list[Chunk], rng: random.Random) -> CompetitionResult:
-    level: list[tuple[Chunk, float]] = [(chunk, max(chunk.weight, 0.0)) for chunk in chunks]
+    level: list[tuple[Chunk, float, int]] = [(chunk, max(chunk.weight, 0.0), 1) for chunk in chunks]
     matches: list[dict[str, object]] = []
     depth = 0
     while len(level) > 1:
@@ -44,13 +45,14 @@ def uptree(chunks: list[Chunk], rng: random.Random) -> CompetitionResult:
             if index + 1 == len(level):  # odd one out moves up unopposed
                 next_level.append(level[index])
                 continue
-            (left, left_total), (right, right_total) = level[index], level[index + 1]
-            total = left_total + right_total
-            p_left = 0.5 if total == 0 else left_total / total
+            (left, left_total, left_leaves), (right, right_total, right_leaves) = level[index], level[index + 1]
+            total, leaves = left_total + right_total, left_leaves + right_leaves
+            # weightless subtrees compete by their number of chunks, so each chunk still wins 1 / K of the time
+            p_left = left_leaves / leaves if total == 0 else left_total / total
             winner = left if rng.random() < p_left else right
             matches.append({"depth": depth, "left": left.processor, "right": right.processor,
                             "p_left": round(p_left, 4), "winner": winner.processor})
-            next_level.append((winner, total))
+            next_level.append((winner, total, leaves))
         level = next_level
     return CompetitionResult(level[0][0], "uptree", tuple(matches))
 

@@ -143,8 +143,7 @@ class Workspace:
                 await step.rollback()
                 break
             replies = await step.commit()
-            if replies is not None:
-                self._form_links(winner, replies, iteration)
+            self._form_links(winner, replies or {}, iteration)  # weighted links decay even when nothing was asked
             if "no_fusion" not in settings.ablations:
                 await self._fuse(observation, tick + 1, iteration)
         final_answer = answer or StmAnswer("", 0.0)
@@ -243,7 +242,12 @@ class Workspace:
                                         relevance=change.relevance, weight=change.weight))
 
     async def _fuse(self, observation: Observation, tick: int, iteration: int) -> None:
-        """Each linked processor asks its neighbours its latest question; answers go into its memory."""
+        """Each linked processor asks its neighbours its latest question; answers go into its memory.
+
+        The latest question is the one in its last turn: for a processor that answered the winner's question, the
+        follow-up it wrote then (what it wants to know now that it has seen the winner), else its bid's. Algorithm
+        1 of the CTM-AI paper reads the bid's question; the later one is asked here, and a processor whose later
+        turn asked nothing asks nothing in fusion."""
         jobs: dict[tuple[str, str], Callable[[], Awaitable[Chunk]]] = {}
         questions: dict[str, str] = {}
         for name, processor in self.processors.items():

@@ -62,9 +62,13 @@ class LinkStep:
 
     async def rollback(self) -> None:
         """The loop stops (or fails): cancel the question and restore every memory as it was before the step."""
-        if self.asking is not None:
-            self.asking.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.asking
-        for name, memory in self.before.items():
-            self.processors[name].write(memory)
+        try:
+            if self.asking is not None:
+                self.asking.cancel()
+                # the step is abandoned: what its question met (cancelled, or a budget spent on a call the answer
+                # did not need) is not the run's outcome
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self.asking
+        finally:
+            for name, memory in self.before.items():
+                self.processors[name].write(memory)

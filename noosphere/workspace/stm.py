@@ -53,7 +53,8 @@ class ShortTermMemory:
     alpha is the model's own confidence by default. Small models report 1.0 almost always, so the
     loop never goes on; with `samples=N` the STM answers N times at `sample_temperature` (seeded,
     in parallel, so a batching backend serves them in about one call's time) and alpha becomes the
-    share of samples that agree with the most common label (or answer).
+    share of the N samples that agree with the most common label (or answer): a sample that failed (output that
+    never parsed, a provider's fault) gives no answer, and so counts against the agreement.
 
     With `scores="logprob"` (or `"samples"`) alpha is a probability instead: with labels, every label is
     scored as the STM's reply and the most probable one is the answer (alpha its probability); without,
@@ -105,7 +106,7 @@ class ShortTermMemory:
                                        settings=settings.with_(temperature=self.sample_temperature,
                                                                seed=settings.seed + index))
 
-        drawn = await gather_turns(partial(sample, i) for i in range(self.samples))  # a failed sample is no vote
+        drawn = await gather_turns(partial(sample, i) for i in range(self.samples))  # a failed sample agrees with none
         outputs: list[Any] = [c.output for c in drawn if not isinstance(c, Forfeit)]
         if not outputs:  # every sample failed: the STM forfeits with the first one's fault
             raise next(c.error for c in drawn if isinstance(c, Forfeit))
