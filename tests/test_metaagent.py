@@ -643,6 +643,27 @@ def test_a_run_done_before_the_others_are_interrupted_is_reported_complete(tmp_p
     assert slow["status"] == "interrupted" and "partial: interrupted" in (folders[1] / "report.md").read_text()
 
 
+def test_runs_stopped_while_their_models_load_are_finished_as_interrupted(tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    from noosphere.llm import Model, ScriptedBackend
+    from tests.test_cli import invoke
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        if "second" in str(kwargs["trace"].path):
+            raise KeyboardInterrupt  # Ctrl-C (or TERM) while the second run's model loads
+        return Model(ScriptedBackend([]), **kwargs)
+
+    folders = []
+    for out in ("first", "second"):
+        invoke(["bench", "textworld", "--system", "react", "--per-challenge", "1", "--limit", "1", "--games-dir",
+                str(tmp_path / "games"), "--out", str(tmp_path / out), "--create-only"], lambda m, **k: None)
+        folders.extend((tmp_path / out).iterdir())
+    code, _, _ = invoke(["bench", "together", *map(str, folders), "--no-cache"], opener)
+    assert code == 130
+    assert [json.loads((folder / "result.json").read_text())["status"] for folder in folders] == [
+        "interrupted", "interrupted"]
+
+
 def test_a_run_that_cannot_start_fails_alone_and_the_others_play_on(tmp_path: Path) -> None:
     pytest.importorskip("textworld", reason=GAME_EXTRAS)
     from noosphere.envs import textworld_games

@@ -381,34 +381,48 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
     cache = open_cache(no_cache)  # one for every run: identical calls in flight at once are generated once
     with terminate_as_interrupt():
         prepared = []
-        for (folder, benchmark), count in zip(runs, at_once, strict=True):
-            run = Run.resume(folder)
-            if otel is not None:
-                otel.attach(run)
-            try:
-                prepared.append((run, benchmark, *_prepare(opener, run, benchmark, cache), count))
-            except Exception as exc:
-                _fail(run, exc, errors)
+        opened: list[Run] = []
+        try:
+            for (folder, benchmark), count in zip(runs, at_once, strict=True):
+                run = Run.resume(folder)
+                opened.append(run)
+                if otel is not None:
+                    otel.attach(run)
+                try:
+                    prepared.append((run, benchmark, *_prepare(opener, run, benchmark, cache), count))
+                except Exception as exc:
+                    _fail(run, exc, errors)
+        except KeyboardInterrupt:  # stopped while models load: every run opened so far says so
+            for run in opened:
+                if run.result is None:
+                    run.finish({}, status="interrupted")
+            raise typer.Exit(130) from None
 
         bars = progress_bars(not quiet)
 
-        async def score(run: Run, items: Items, solve: Solve, count: int) -> Exception | None:
+        ended: dict[int, Exception | None] = {}
+        """Each run's outcome as it ends (None: scored whole), kept through an interruption of the others."""
+
+        async def score(index: int, run: Run, items: Items, solve: Solve, count: int) -> None:
             try:  # each bar is named by the run's folder and the one it is in (a suite's configuration)
                 await run_items(run, items, solve, progress=bars, label=f"{run.directory.parent.name}/{run.run_id}",
                                 warn=warn, parallel=count)
             except Exception as exc:  # this run fails; the others play on
-                return exc
-            return None
+                ended[index] = exc
+                return
+            ended[index] = None
 
-        async def score_all() -> list[Exception | None]:
-            return await asyncio.gather(*(score(run, items, solve, count) for run, _, items, solve, count in prepared))
+        async def score_all() -> None:
+            await asyncio.gather(*(score(index, run, items, solve, count)
+                                   for index, (run, _, items, solve, count) in enumerate(prepared)))
 
         try:
             with bars:
-                outcomes = asyncio.run(score_all())
+                asyncio.run(score_all())
             interrupted = False
         except KeyboardInterrupt:
-            outcomes, interrupted = [None] * len(prepared), True
+            interrupted = True
+        outcomes = [ended.get(index) for index in range(len(prepared))]
         for (run, benchmark, items, _, _), error in zip(prepared, outcomes, strict=True):
             try:
                 if isinstance(error, BudgetExceededError):  # its budget stopped this run: a partial report
