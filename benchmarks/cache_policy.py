@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from noosphere.llm.batching import CACHES_PER_SLOT, MIN_SHARED_PREFIX
+from noosphere.llm.batching import CACHES_PER_SLOT, MIN_SHARED_PREFIX, common_prefix
 from noosphere.llm.llama_loader import CELLS_PER_SLOT
 from noosphere.llm.local import DEFAULT_SLOTS
 
@@ -45,15 +45,6 @@ class Seq:
     tokens: list[int] = field(default_factory=list)
     busy_until: float = -1.0
     last_used: int = -1
-
-
-def common(a: list[int], b: tuple[int, ...]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def load_calls(run: Path, tokenize: Any) -> list[Call]:
@@ -96,7 +87,7 @@ def replay(calls: list[Call], *, idle_budget: int | None = None, slots: int = DE
             free = [min(range(len(seqs)), key=lambda i: seqs[i].busy_until)]
 
         def reusable(i: int, call: Call = call) -> int:
-            return min(common(seqs[i].tokens, call.prompt), len(call.prompt) - 1)
+            return min(common_prefix(seqs[i].tokens, call.prompt), len(call.prompt) - 1)
 
         intact = [i for i in free if len(seqs[i].tokens) - reusable(i) < MIN_SHARED_PREFIX]
         own = max(intact, key=reusable) if intact else min(free, key=lambda i: seqs[i].last_used)

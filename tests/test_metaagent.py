@@ -612,6 +612,18 @@ def test_bench_together_plays_a_runs_games_at_once_only_where_no_memory_carries(
     assert not in_order({"system": "react", "memory": "both"})  # a baseline's config may name a memory it ignores
 
 
+def created_react_runs(tmp_path: Path, *outs: str) -> list[Path]:
+    """One ReAct run folder (`--create-only`, one coin collector) under each of `outs`, to be played together."""
+    from tests.test_cli import invoke
+
+    folders = []
+    for out in outs:
+        invoke(["bench", "textworld", "--system", "react", "--per-challenge", "1", "--limit", "1", "--games-dir",
+                str(tmp_path / "games"), "--out", str(tmp_path / out), "--create-only"], lambda m, **k: None)
+        folders.extend((tmp_path / out).iterdir())
+    return folders
+
+
 def test_a_run_done_before_the_others_are_interrupted_is_reported_complete(tmp_path: Path) -> None:
     """Ctrl-C (or TERM) while one run still plays: the run whose games were all scored is finished "ok" with a
     whole report, the other "interrupted" with a partial one."""
@@ -631,11 +643,7 @@ def test_a_run_done_before_the_others_are_interrupted_is_reported_complete(tmp_p
             return Model(ScriptedBackend(stop, latency_s=2.0), **kwargs)
         return Model(ScriptedBackend(by_agent({"react": list(moves)})), **kwargs)
 
-    folders = []
-    for out in ("quick", "slow"):
-        invoke(["bench", "textworld", "--system", "react", "--per-challenge", "1", "--limit", "1", "--games-dir",
-                str(tmp_path / "games"), "--out", str(tmp_path / out), "--create-only"], lambda m, **k: None)
-        folders.extend((tmp_path / out).iterdir())
+    folders = created_react_runs(tmp_path, "quick", "slow")
     code, _, _ = invoke(["bench", "together", *map(str, folders), "--no-cache"], opener)
     assert code == 130
     quick, slow = (json.loads((folder / "result.json").read_text()) for folder in folders)
@@ -653,11 +661,7 @@ def test_runs_stopped_while_their_models_load_are_finished_as_interrupted(tmp_pa
             raise KeyboardInterrupt  # Ctrl-C (or TERM) while the second run's model loads
         return Model(ScriptedBackend([]), **kwargs)
 
-    folders = []
-    for out in ("first", "second"):
-        invoke(["bench", "textworld", "--system", "react", "--per-challenge", "1", "--limit", "1", "--games-dir",
-                str(tmp_path / "games"), "--out", str(tmp_path / out), "--create-only"], lambda m, **k: None)
-        folders.extend((tmp_path / out).iterdir())
+    folders = created_react_runs(tmp_path, "first", "second")
     code, _, _ = invoke(["bench", "together", *map(str, folders), "--no-cache"], opener)
     assert code == 130
     assert [json.loads((folder / "result.json").read_text())["status"] for folder in folders] == [
@@ -673,11 +677,7 @@ def test_a_run_that_cannot_start_fails_alone_and_the_others_play_on(tmp_path: Pa
 
     [game] = textworld_games(tmp_path / "games", tier=1, per_challenge=1, challenges=("coin_collector",))
     moves = [reply(thought="follow the path", action=action) for action in game.expert_actions()]
-    folders = []
-    for out in ("broken", "fine"):
-        invoke(["bench", "textworld", "--system", "react", "--per-challenge", "1", "--limit", "1", "--games-dir",
-                str(tmp_path / "games"), "--out", str(tmp_path / out), "--create-only"], lambda m, **k: None)
-        folders.extend((tmp_path / out).iterdir())
+    folders = created_react_runs(tmp_path, "broken", "fine")
 
     def opener(model_id: str, **kwargs: Any) -> Model:
         if "broken" in str(kwargs["trace"].path):

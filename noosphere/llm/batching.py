@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections import deque
+from collections.abc import Sequence
 from concurrent.futures import CancelledError, Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,7 +123,8 @@ class EngineStats:
     generated_tokens: int = 0
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many tokens `a` and `b` share from their start."""
     n = min(len(a), len(b))
     i = 0
     while i < n and a[i] == b[i]:
@@ -242,7 +244,7 @@ class BatchEngine:
     def _placement(self, job: GenerationJob, free: list[_Slot]) -> tuple[_Slot, _Slot, int]:
         """The free slot to use, the slot to copy a prefix from, and that prefix's length."""
         def reusable(source: _Slot) -> int:
-            return min(_common_prefix(source.cached, job.tokens), job.keep_from)
+            return min(common_prefix(source.cached, job.tokens), job.keep_from)
 
         def lost(slot: _Slot) -> int:  # cached tokens this job would discard by taking the slot
             return len(slot.cached) - reusable(slot)
@@ -260,7 +262,7 @@ class BatchEngine:
 
     def _prefix_in_flight(self, job: GenerationJob) -> int:
         """The longest prefix `job` shares with a prompt that is still being evaluated."""
-        return max((_common_prefix(s.cached + s.pending, job.tokens) for s in self._slots if s.job and s.pending),
+        return max((common_prefix(s.cached + s.pending, job.tokens) for s in self._slots if s.job and s.pending),
                    default=0)
 
     def _evict_idle(self, keep: set[int]) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from noosphere.errors import MissingDependencyError, ModelError
-from noosphere.llm.batching import BatchEngine
+from noosphere.llm.batching import BatchEngine, common_prefix
 
 CELLS_PER_SLOT = 4096
 """The batch context holds `slots x CELLS_PER_SLOT` cells (at least one full request window)."""
@@ -89,20 +89,10 @@ class LoadedModel:
         wholes = [tokenize(result.prompt + prefix + option) for option in options]
         shared = len(context)
         for whole in wholes:
-            shared = min(shared, _common_length(context, whole))
+            shared = min(shared, common_prefix(context, whole))
         if any(len(whole) <= shared for whole in wholes):  # an option that adds no token of its own after the point
             return context, [self.llama.tokenize(option.encode(), add_bos=False, special=False) for option in options]
         return context[:shared], [whole[shared:] for whole in wholes]
-
-
-def _common_length(a: list[int], b: list[int]) -> int:
-    """How many tokens `a` and `b` share from their start."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 _GGML_LOG_ERROR = 4  # ggml: 1 debug, 2 info, 3 warn, 4 error, 5 continuation
