@@ -325,12 +325,11 @@ class Model:
         if reply is not None and request.logprobs and reply.logprob is None:
             reply = None  # cached by a call that did not ask for its log-probability: asked again
         cached = reply is not None
-        missing_logprob = False
+        missing_logprob = store = False
         if reply is None:
             reply, cached = await self._generate_once(request, agent, key)
             missing_logprob = request.logprobs and reply.logprob is None  # refused below, once counted and traced
-            if self.cache is not None and key is not None and not missing_logprob and not cached:
-                self.cache.put(key, reply)
+            store = self.cache is not None and key is not None and not missing_logprob and not cached
         latency = time.perf_counter() - started
         self.ledger.record(agent, reply.usage, cached=cached)
         if allowance is not None:
@@ -342,6 +341,8 @@ class Model:
             completion_tokens=reply.usage.completion_tokens, reused_prompt_tokens=reply.usage.reused_prompt_tokens,
             cost_usd=reply.usage.cost_usd, latency_s=latency,
             cached=cached, finish_reason=reply.finish_reason))
+        if store:  # after its event (no await since it was generated): a kill in between replays nothing untraced
+            self.cache.put(key, reply)  # type: ignore[union-attr, arg-type]
         if missing_logprob:
             raise ModelError(self.id, "the backend returned no log-probability for a reply that asked for one")
         return reply, latency, cached
