@@ -16,7 +16,7 @@ import pytest
 
 from noosphere.envs.gamefiles import check_compiled_game, check_story_file
 from noosphere.errors import DataError
-from noosphere.memory import Episode, EpisodeStep, MemoryStore
+from noosphere.memory import Episode, EpisodeStep, MemoryStore, default_embedder
 from noosphere.memory.check import FORMAT
 from tests.skip_policy import GAME_EXTRAS, shared_data
 from tests.test_hostile_inputs import ALFWORLD_GAME, Outcome, cli
@@ -275,7 +275,9 @@ def test_resuming_a_run_whose_memory_is_from_another_version_changes_nothing(
     ("memory", "all", "unknown memory mode 'all'"),
     ("graph", {"edges": {"conscious": ["planing"], "planing": ["conscious"]}}, "unknown agent 'planing'"),
     ("graph", {"edges": {"conscious": ["planning"], "planning": ["conscious"]}}, "could never act"),
-], ids=["recall view", "planner view", "system", "memory", "graph: unknown agent", "graph: no way to act"])
+    ("embedder", "another-embedder-384", "embedded with another-embedder-384"),
+], ids=["recall view", "planner view", "system", "memory", "graph: unknown agent", "graph: no way to act",
+        "embedder"])
 def test_resuming_a_run_whose_saved_view_is_unknown_changes_nothing(
         command: str, key: str, value: str, says: str, tmp_path: Path) -> None:
     pytest.importorskip("textworld", reason=GAME_EXTRAS)
@@ -286,7 +288,7 @@ def test_resuming_a_run_whose_saved_view_is_unknown_changes_nothing(
     [run_dir] = (tmp_path / "runs").iterdir()
     config_file = run_dir / "config.json"
     saved = json.loads(config_file.read_text())
-    assert saved["recall_view"] == "planner"
+    assert saved["recall_view"] == "planner" and saved["embedder"] == default_embedder().name
     saved[key] = value  # edited by hand
     config_file.write_text(json.dumps(saved))
     before = snapshot(tmp_path)
@@ -305,3 +307,12 @@ def test_resuming_a_run_with_memory_at_once_is_refused_before_the_model_opens(tm
     before = snapshot(tmp_path)
     refused(cli(["bench", "textworld", "--resume", str(run_dir), "--parallel", "2"]), "--parallel 1")
     assert snapshot(tmp_path) == before
+
+
+def test_a_split_folder_given_for_another_split_is_refused(tmp_path: Path) -> None:
+    from noosphere.envs.alfworld import game_files
+    from noosphere.errors import UsageError
+
+    (tmp_path / "valid_seen").mkdir()
+    with pytest.raises(UsageError, match="is the valid_seen split, and the run asks for valid_unseen"):
+        game_files(tmp_path / "valid_seen", split="valid_unseen")  # not played as if it were valid_unseen

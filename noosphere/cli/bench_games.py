@@ -126,6 +126,8 @@ class GameOptions:
                 raise UsageError(f"--graph is the meta-agent's transition graph; --system {self.system} has none")
             graph = games_bench.load_graph(self.graph, self.memory, config.get("recall_at", "start"))
             config["graph"] = graph.to_data()
+        if games_bench.in_order(config):  # the memory's embeddings: a resume must embed as this session does
+            config["embedder"] = games_bench.default_embedder().name
         return config
 
 

@@ -65,6 +65,10 @@ def walkthrough(path: Path) -> list[str]:
     return read_json(path, GAME_FILE, expected=EXPECTED).walkthrough
 
 
+SPLITS = ("train", "valid_seen", "valid_unseen", "valid_train")
+"""ALFWorld's split folders under json_2.1.1."""
+
+
 def game_files(root: Path | None = None, *, split: str = "valid_seen") -> list[Path]:
     """The game files under the data folder, every one validated (a `DataError` names a bad one), sorted by folder.
     Nothing of ALFWorld or TextWorld is needed: a run checks its data with this before its folder is made."""
@@ -72,6 +76,9 @@ def game_files(root: Path | None = None, *, split: str = "valid_seen") -> list[P
     if not base.is_dir():
         raise UsageError(f"{base} is not a folder; give --data the json_2.1.1 folder or its split folder")
     folder = base / split if (base / split).is_dir() else base
+    if folder == base and base.name in SPLITS and base.name != split:
+        raise UsageError(f"{base} is the {base.name} split, and the run asks for {split}; give --data the "
+                         "json_2.1.1 folder, or the split folder the run plays")
     files = sorted(folder.glob("*/trial_*/game.tw-pddl"))
     if not files and (folder / "json_2.1.1").is_dir():  # given the data folder rather than json_2.1.1 itself
         return game_files(folder / "json_2.1.1", split=split)

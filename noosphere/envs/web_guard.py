@@ -16,6 +16,7 @@ Every refusal is kept, in order, in `Guard.refusals`, for the trace.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,9 +94,14 @@ async def open_page(browser: Any, guard: Guard, *, viewport: dict[str, int], tim
     """A new context under `guard`, and its one page (not yet navigated)."""
     context = await browser.new_context(viewport=viewport, accept_downloads=False, service_workers="block",
                                         java_script_enabled=True, bypass_csp=False)
-    context.set_default_timeout(timeout_ms)
-    context.set_default_navigation_timeout(timeout_ms)
-    page = await context.new_page()
-    await guard.install(context)
-    page.on("download", guard.on_download)
+    try:
+        context.set_default_timeout(timeout_ms)
+        context.set_default_navigation_timeout(timeout_ms)
+        page = await context.new_page()
+        await guard.install(context)
+        page.on("download", guard.on_download)
+    except BaseException:  # a context the caller never gets would stay open in the browser until the run ends
+        with contextlib.suppress(Exception):
+            await context.close()
+        raise
     return context, page

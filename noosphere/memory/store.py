@@ -94,12 +94,14 @@ class MemoryStore:
 
     def clusters(self) -> list[ConceptCluster]:
         with self._db() as db:
-            rows = db.execute("SELECT label, representative, size, members FROM clusters ORDER BY size DESC").fetchall()
+            rows = db.execute("SELECT label, representative, size, members FROM clusters ORDER BY size DESC, label"
+                              ).fetchall()
         return [ConceptCluster(label, rep, size, tuple(json.loads(members))) for label, rep, size, members in rows]
 
     def reset(self) -> None:
-        with self._db() as db:
-            db.executescript("DELETE FROM episodes; DELETE FROM concepts; DELETE FROM clusters;")
+        with self._db() as db:  # one transaction: a kill leaves the memory whole or empty, never half of it
+            for table in ("episodes", "concepts", "clusters"):
+                db.execute(f"DELETE FROM {table}")
 
 
 def _insert_episode(db: sqlite3.Connection, episode: Episode) -> int:
