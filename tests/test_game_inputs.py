@@ -316,3 +316,12 @@ def test_a_split_folder_given_for_another_split_is_refused(tmp_path: Path) -> No
     (tmp_path / "valid_seen").mkdir()
     with pytest.raises(UsageError, match="is the valid_seen split, and the run asks for valid_unseen"):
         game_files(tmp_path / "valid_seen", split="valid_unseen")  # not played as if it were valid_unseen
+
+
+def test_a_step_before_the_reset_is_a_clear_error(tmp_path: Path) -> None:
+    from noosphere.envs.textgame import TextGame
+    from noosphere.errors import UsageError
+
+    game = TextGame(tmp_path / "never-loaded.z8", name="coin_collector-0", kind="coin_collector")
+    with pytest.raises(UsageError, match="coin_collector-0: reset the game before its first step"):
+        game.step("go north")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from noosphere.envs.base import Reset, Step
-from noosphere.errors import DataError
+from noosphere.errors import DataError, UsageError
 
 
 @contextmanager
@@ -83,6 +83,8 @@ class TextGame:
         return str(info.get("objective") or "").strip()
 
     def step(self, action: str) -> Step:
+        if self._env is None:
+            raise UsageError(f"{self.name}: reset the game before its first step")
         observation, score, done, info = self._env.step(action)
         won = bool(info.get("won"))
         return Step(readable(observation), float(score), bool(done) or won, won,
