@@ -335,6 +335,7 @@ async def test_a_speculative_question_that_failed_does_not_undo_an_answer_that_s
                           speculative=True, trace=Trace(None), iteration=1)
     await asyncio.sleep(0.01)  # the question has failed by the time the STM answers
     await step.rollback()  # no error: the answer stands
+    assert step.asking is not None and isinstance(step.asking.exception(), BudgetExceededError)  # it had failed
 
 
 def test_weighted_links_decay_in_an_iteration_whose_winner_asked_nothing() -> None:
