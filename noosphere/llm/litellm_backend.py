@@ -140,12 +140,7 @@ class LiteLLMBackend:
                if _field(t, "token") is not None and _field(t, "logprob") is not None]
         if not top:
             raise ModelError(self.model_id, "the provider returned no top_logprobs for the first token")
-        scores = first_token_scores(request.options, top)
-        if all(score == min(scores) for score in scores) and not any(_starts(request.options, top)):
-            raise ModelError(self.model_id, f"none of the options {list(request.options)} is among the first "
-                                            f"token's {len(top)} likeliest alternatives "
-                                            f"({', '.join(repr(token) for token, _ in top[:5])}, ...): the "
-                                            "provider's scores cannot tell them apart")
+        scores = first_token_scores(request.options, top, model_id=self.model_id)
         usage = getattr(response, "usage", None)
         return ScoreReply(scores, tuple(1 for _ in request.options),
                           Usage(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0),
@@ -206,17 +201,13 @@ def _field(value: Any, name: str) -> Any:
     return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
 
 
-def _starts(options: tuple[str, ...], top: list[tuple[str, float]]) -> list[bool]:
-    """For each option, whether some alternative of the first token starts it (as `first_token_scores` matches)."""
-    pieces = [token.strip().lower() for token, _ in top]
-    return [any(piece and option.strip().lower().startswith(piece) for piece in pieces) for option in options]
-
-
-def first_token_scores(options: tuple[str, ...], top: list[tuple[str, float]]) -> tuple[float, ...]:
+def first_token_scores(options: tuple[str, ...], top: list[tuple[str, float]], *,
+                       model_id: str = "provider") -> tuple[float, ...]:
     """Each option's log-probability from the first token's alternatives: the total of the alternatives it
     starts with (case and surrounding spaces ignored). An option none of them starts gets the smallest
     alternative's log-probability, an upper bound of its share. Two options one alternative starts alike
-    cannot be told apart from the first token, which is a usage error."""
+    cannot be told apart from the first token, which is a usage error; alternatives that start no option at all
+    are a `ModelError` (every option would get the same floor)."""
     keys = [option.strip().lower() for option in options]
     mass: list[list[float]] = [[] for _ in options]
     for token, logprob in top:
@@ -229,6 +220,10 @@ def first_token_scores(options: tuple[str, ...], top: list[tuple[str, float]]) -
                              "scores only the first token, so make them differ at the start (letters, Yes/No)")
         if hits:
             mass[hits[0]].append(logprob)
+    if not any(mass):  # every option would get the same floor: a uniform guess, not a score
+        raise ModelError(model_id, f"none of the options {list(options)} is among the first token's {len(top)} "
+                                   f"likeliest alternatives ({', '.join(repr(token) for token, _ in top[:5])}, ...): "
+                                   "the provider's scores cannot tell them apart")
     # An option no alternative starts has at most the smallest alternative's probability, and at most what the
     # alternatives leave over (with a single alternative, the smallest is the found option itself).
     left = 1.0 - sum(math.exp(logprob) for _, logprob in top)
