@@ -7,6 +7,7 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,18 @@ def test_episodes_and_concepts_survive_a_restart(tmp_path: Path) -> None:
     assert again.concepts() == ["Look inside the fridge first when a task needs something cold."]
     again.reset()
     assert MemoryStore(tmp_path).episodes() == [] and MemoryStore(tmp_path).concepts() == []
+
+
+def test_forgetting_a_game_keeps_the_rules_another_game_taught_too(tmp_path: Path) -> None:
+    """A rule taught again by a later game kept only its first teacher, so forgetting the first game lost it."""
+    store = MemoryStore(tmp_path)
+    shared, own = "Open a closed container before looking for things in it.", "Take the key before going to the door."
+    store.add_game(replace(episode("open the chest", "unlock"), game="game-1"), [shared, own], "game-1")
+    store.add_game(None, [shared], "game-2")
+    store.add_game(None, [shared], "game-2")  # the same game again: one teacher, not two
+    assert store.forget_game("game-1") == 2  # its episode and the rule only it taught
+    assert store.concepts() == [shared] and store.episodes() == []
+    assert store.forget_game("game-2") == 1 and store.concepts() == []
 
 
 def test_a_memory_whose_writer_was_killed_mid_write_opens_as_its_last_complete_write(tmp_path: Path) -> None:

@@ -364,6 +364,24 @@ def test_memory_stores_the_episode_and_a_rule_after_a_win_and_recalls_them_next_
     assert "Search the neighbouring room" in backend.history[0].messages[-1].content
 
 
+def test_a_rule_that_restates_its_question_or_loops_is_corrected_before_it_is_kept(tmp_path: Path) -> None:
+    """Stop 54: the 1.5B answered "The task was solved. One general rule:" with that line ten times over, and the
+    loop was the memory's only rule. Such a reply is refused by the form, with a correction, like bad JSON."""
+    store = MemoryStore(tmp_path)
+    script = winning_script()
+    script["learning"] = [reply(text="The task was solved. One general rule: The task was solved. One general rule:"),
+                          reply(text="go east and go east and go east and go east and go east and go east"),
+                          reply(text="Search the neighbouring room before anything else when an item is missing.")]
+    model, backend, _ = scripted(by_role(script))
+    memory = MemorySettings(store, episodic=False, embedder=HashingEmbedder())
+    assert asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms())).won
+    lessons = calls(backend, "learning")
+    assert len(lessons) == 3 and "restates the question" in lessons[1].messages[-1].content
+    assert "repeats the same words" in lessons[2].messages[-1].content
+    assert store.concepts() == ["Search the neighbouring room before anything else when an item is missing."]
+    assert '"title":"Note"' in lessons[0].messages[-1].content  # the prompt the runs before the check were asked
+
+
 def test_memory_recalled_when_stuck_waits_for_the_first_focus_loop_and_a_game_never_stuck_recalls_nothing(
         tmp_path: Path) -> None:
     """`at="stuck"`: stops 48 and 50 found that any recalled text before the 1.5B's first step moved it, more often

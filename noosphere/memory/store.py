@@ -75,12 +75,22 @@ class MemoryStore:
                 _insert_concept(db, rule, source)
 
     def forget_game(self, game: str) -> int:
-        """Remove the episodes of `game` and the rules it taught first; how many rows went. For a memory that
-        plays each game once (a benchmark run's): what an attempt killed after storing, before its result was
-        written, left behind, so that the game replays from the memory the games before it made."""
+        """Remove the episodes of `game` and the rules only it taught; how many rows went. A rule another game
+        taught too stays, as the other game's. For a memory that plays each game once (a benchmark run's): what
+        an attempt killed after storing, before its result was written, left behind, so that the game replays
+        from the memory the games before it made. The clusters are left for the next sleep to redo."""
         with self._db() as db:
             gone = db.execute("DELETE FROM episodes WHERE game = ?", (game,)).rowcount
-            return gone + db.execute("DELETE FROM concepts WHERE source = ?", (game,)).rowcount
+            for id_, source in db.execute("SELECT id, source FROM concepts").fetchall():
+                teachers = _teachers(source)
+                if game not in teachers:
+                    continue
+                rest = [t for t in teachers if t != game]
+                if rest:
+                    db.execute("UPDATE concepts SET source = ? WHERE id = ?", (SOURCES_SEP.join(rest), id_))
+                else:
+                    gone += db.execute("DELETE FROM concepts WHERE id = ?", (id_,)).rowcount
+            return gone
 
     def concepts(self) -> list[str]:
         with self._db() as db:
@@ -111,9 +121,25 @@ def _insert_episode(db: sqlite3.Connection, episode: Episode) -> int:
     return int(cursor.lastrowid or 0)
 
 
+SOURCES_SEP = "\n"
+"""A rule's `source` names every game that taught it, one per line, first teacher first (one line in a memory
+written before rules kept more than their first teacher: the same format)."""
+
+
+def _teachers(source: str | None) -> list[str]:
+    return source.split(SOURCES_SEP) if source else []
+
+
 def _insert_concept(db: sqlite3.Connection, text: str, source: str) -> bool:
+    """Keep a new rule (True), or add `source` to the teachers of a rule already known (False)."""
     text = " ".join(text.split())
     if len(text) < MIN_CONCEPT_CHARS or "no concept" in text.lower():
         return False
-    cursor = db.execute("INSERT OR IGNORE INTO concepts (text, source) VALUES (?, ?)", (text, source))
-    return cursor.rowcount == 1
+    known = db.execute("SELECT id, source FROM concepts WHERE text = ?", (text,)).fetchone()
+    if known is None:
+        db.execute("INSERT INTO concepts (text, source) VALUES (?, ?)", (text, source))
+        return True
+    teachers = _teachers(known[1])
+    if source not in teachers:
+        db.execute("UPDATE concepts SET source = ? WHERE id = ?", (SOURCES_SEP.join([*teachers, source]), known[0]))
+    return False

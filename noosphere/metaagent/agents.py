@@ -30,8 +30,8 @@ from noosphere.metaagent.events import ActionTaken, BeliefWritten, FocusOutcome,
 from noosphere.metaagent.forms import (
     PICK,
     Belief,
-    Note,
     action_form,
+    answer_form,
     focus_form,
     plan_form,
     step_form,
@@ -210,8 +210,12 @@ MOTOR_ALONE = LanguageAgent("motor", _in_context("motor", lambda s: "Choose the 
                             lambda s: action_form("MotorAction", s.choices()), _act, judged=True)
 MOTOR_ON_PERCEPT = replace(MOTOR_ALONE, messages=planner_on_percept, format_at="system")
 """The motor asked alone in the `percept` view (the planner's call failed): ReAct's prompt, an admissible action."""
-LESSON = LanguageAgent("learning", _in_context("learning", lambda s: "The task was solved. One general rule:"),
-                       lambda s: Note, _rule)
+def _asked(node: str, question: str, apply: Callable[[EpisodeState, Any, Turn], str]) -> LanguageAgent:
+    """An agent that answers `question` with a note of its own (not the question said back)."""
+    return LanguageAgent(node, _in_context(node, lambda s: question), lambda s: answer_form(question), apply)
+
+
+LESSON = _asked("learning", "The task was solved. One general rule:", _rule)
 """The learning agent after a won game that taught no rule on the way: a won game teaches at least one."""
 
 
@@ -316,8 +320,8 @@ LANGUAGE_AGENTS: dict[str, Agent] = {agent.name: agent for agent in (
     Planning(),
     Motor(),
     LanguageAgent("focus", focus_messages, lambda s: focus_form(s.focus_choices()), _refocus),
-    LanguageAgent("idea", _in_context("idea", lambda s: "One new idea:"), lambda s: Note, _idea),
-    LanguageAgent("learning", _in_context("learning", lambda s: "One general rule:"), lambda s: Note, _rule),
+    _asked("idea", "One new idea:", _idea),
+    _asked("learning", "One general rule:", _rule),
 )}
 CODE_AGENTS_BY_NAME: dict[str, Agent] = {agent.name: agent for agent in (
     ExternalPerception(), InternalPerception(), RetrieveMemory(), RecordMemory())}

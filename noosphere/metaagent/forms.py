@@ -8,7 +8,11 @@ orchestrator's `next_agent` after the fields of the agent it follows.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, create_model
+import re
+from collections import Counter
+from functools import cache
+
+from pydantic import BaseModel, Field, create_model, field_validator
 
 from noosphere.llm.forms import LISTED, choice_form
 from noosphere.metaagent.state import ADMISSIBLE_SHOWN
@@ -33,8 +37,42 @@ class Belief(BaseModel):
         return " ".join(f"{title}: {value.strip().rstrip('.')}." for title, value in parts if value.strip())
 
 
+LOOP_GRAM = 4
+"""A free-text note in which some run of this many words comes back three times is a decoding loop, not a note."""
+
+
 class Note(BaseModel):
     text: str = Field(min_length=1, max_length=400)
+
+    @field_validator("text")
+    @classmethod
+    def _not_a_loop(cls, text: str) -> str:
+        words = _words(text)
+        runs = Counter(tuple(words[i:i + LOOP_GRAM]) for i in range(len(words) - LOOP_GRAM + 1))
+        if runs and max(runs.values()) >= 3:
+            raise ValueError("the text repeats the same words over and over; say it once, in one or two sentences")
+        return text
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+@cache
+def answer_form(question: str) -> type[Note]:
+    """A `Note` that answers `question` and must not restate it. The 1.5B model, asked for a rule after the question
+    "The task was solved. One general rule:", wrote that question back ten times (TextWorld, stop 54), and the loop
+    became the memory's only rule. The form is still called `Note`, so its schema, and so the prompt, is unchanged:
+    only a reply that fails the check costs a correction and another attempt."""
+    asked = " ".join(_words(question))
+
+    def _not_the_question(cls: type[Note], text: str) -> str:
+        if asked and asked in " ".join(_words(text)):
+            raise ValueError(f"the text restates the question ({question.strip()!r}); give the answer itself")
+        return text
+
+    checks = {"_not_the_question": field_validator("text")(classmethod(_not_the_question))}
+    return create_model("Note", __base__=Note, __validators__=checks)  # type: ignore[call-overload, no-any-return]
 
 
 def action_form(name: str, admissible: tuple[str, ...], *, description: str = "one admissible action",

@@ -44,7 +44,7 @@ DUTIES = {
     "retrieve_memory": "looks up past episodes and learned rules that match the situation",
     "idea": "suggests something new to try, then planning turns it into an action",
     "learning": "states a general rule learned so far, to keep for later games",
-    "record_memory": "stores the rules learned in this game in long-term memory",
+    "record_memory": "keeps the rules learned so far, to be stored in long-term memory if this game is won",
 }
 """What the orchestrator is told each successor does: its picks, and so the transition heatmaps,
 rest on these lines, not on bare agent names."""
