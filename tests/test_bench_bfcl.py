@@ -412,6 +412,17 @@ def test_motor_and_gate_usage_errors_come_before_any_call(
     assert not (tmp_path / "runs").exists() and not opener.backend.history and not opener.backend.score_history
 
 
+@pytest.mark.parametrize(("system", "extra"), [("ctm", ()), ("base", ("--gate", "0.8"))])
+def test_probability_scores_from_a_model_that_cannot_give_them_are_refused_before_a_run_folder(
+        gated: Path, tmp_path: Path, system: str, extra: tuple[str, ...]) -> None:
+    opener = opener_for(lambda request: {"calls": []})  # no logprobs
+    code, _, err = invoke(["bench", "bfcl", "--system", system, "--scores", "logprob", *extra, "--data", str(gated),
+                           "--category", "simple_python", "--out", str(tmp_path / "runs"), "--quiet", "--no-cache"],
+                          opener)
+    assert code == 2 and "logprobs" in err
+    assert not list((tmp_path / "runs").glob("*")) and not opener.backend.history
+
+
 @pytest.mark.parametrize("system", ["ctm", "base"])
 def test_resume_keeps_the_system_s_gate(gated: Path, tmp_path: Path, system: str) -> None:
     """A run killed after its first item resumes with the gate (and, for ctm, the call motor) it was started with."""

@@ -123,3 +123,14 @@ def test_resume_keeps_the_saved_system_and_options(data: Path, tmp_path: Path) -
     assert code == 0, err
     assert [r.agent for r in resumed.backend.history] == ["base"]  # base, as saved, and only the missing item
     assert json.loads((run_dir / "report.json").read_text())["metrics"]["n"] == 2
+
+
+@pytest.mark.parametrize("system", ["base", "ctm"])
+def test_probability_scores_from_a_model_that_cannot_give_them_are_refused_before_a_run_folder(
+        data: Path, tmp_path: Path, system: str) -> None:
+    """Checked while preparing, not in the first item: the review found a folder left behind marked failed."""
+    opener = opener_for(lambda request: {"reason": "r", "label": "sarcastic", "confidence": 0.8})  # no logprobs
+    code, _, err = invoke(["bench", "mustard", "--system", system, "--scores", "logprob", "--data", str(data),
+                           "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"], opener)
+    assert code == 2 and "logprobs" in err and "--scores samples" in err
+    assert not list((tmp_path / "runs").glob("*")) and not opener.backend.history

@@ -182,6 +182,6 @@ def test_ask_with_probability_scores_takes_the_confidence_from_p_true(tmp_path: 
     [request] = backend.score_history
     assert request.messages[-2].content == "Yes, it is sarcastic." and "correct" in request.messages[-1].content
     code, _, err = invoke(["ask", "q", "--scores", "logprob", "--out", str(tmp_path / "x")])
-    assert code == 2 and "logprobs" in err
+    assert code == 2 and "logprobs" in err and not list((tmp_path / "x").glob("*"))  # refused: no run folder left
     code, _, err = invoke(["ask", "q", "--scores", "logprb", "--out", str(tmp_path / "y")])
     assert code == 2 and "logprob" in err and not (tmp_path / "y").exists()

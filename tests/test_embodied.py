@@ -12,6 +12,7 @@ import random
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -649,6 +650,17 @@ def test_a_scored_crew_needs_a_model_that_scores_and_distinct_options(tmp_path: 
         ChooseOnReport(captain, ("move forward", "move forward"))
     code, _, err, folder = bench(tmp_path, "society-scored", "--rounds", "1")
     assert code == 2 and "logprobs" in err and "use --system society" in err and folder is None
+
+
+def test_a_provider_that_scores_first_tokens_is_refused_the_grids_moves_before_a_run_folder(tmp_path: Path) -> None:
+    """"turn left" and "turn right" begin with the same word: a first token cannot tell them apart."""
+    backend = ScriptedBackend(crew_reply(["stop"]), capabilities=replace(SCORING, first_token_scores=True),
+                              scorer=report_scorer)
+    code, _, err = invoke(["bench", "embodied", "--system", "single-scored", "--episodes", "1", "--max-steps", "2",
+                           "--env", ROOMS, "--model", "scripted", "--out", str(tmp_path / "s"), "--no-cache",
+                           "--quiet"], lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 2 and "'turn left', 'turn right'] begin alike" in err and not list((tmp_path / "s").glob("*/*"))
+    assert backend.history == [] and backend.score_history == []
 
 
 def test_bench_embodied_society_scored_runs_with_the_captain_scoring(tmp_path: Path) -> None:

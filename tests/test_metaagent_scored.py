@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,10 @@ def test_usage_errors_are_raised_not_forfeited(tmp_path: Path) -> None:
     config = {"system": "react-scored", "max_actions": 3, "memory": "none", "seed": 0}
     with pytest.raises(CapabilityError, match="logprobs"):
         games_bench.player(cannot, config, tmp_path)
+    first_token = Model(ScriptedBackend(by_role(HABIT), capabilities=replace(SCORING, first_token_scores=True)),
+                        trace=Trace(None))  # a provider's top_logprobs: no score after the reply's prefix
+    with pytest.raises(CapabilityError, match="only a reply's first token"):
+        games_bench.player(first_token, config, tmp_path)
     games_bench.player(scored_model(judge_of({}))[0], config, tmp_path)
     with pytest.raises(UnknownNameError):
         games_bench.check_options("react-scord", "none", "random")

@@ -284,7 +284,7 @@ async def test_a_reply_carries_its_own_log_probability_when_asked_and_the_cache_
     again = await model.complete("name a colour", logprobs=True)
     assert again.cached and again.logprob == -1.0 and len(backend.history) == 2
     silent = Model(ScriptedBackend([Reply("red", usage=Usage(4, 2))], capabilities=logprobs))
-    with pytest.raises(ModelError, match="no log-probability"):
+    with pytest.raises(CapabilityError, match="provider returned none"):
         await silent.complete("name a colour", logprobs=True)
     assert silent.ledger.total.total_tokens == 6  # the reply was generated: what it cost is counted
     cannot = Model(ScriptedBackend(["red"], capabilities=Capabilities(json_schema=True)))

@@ -188,7 +188,7 @@ async def test_a_provider_with_logprobs_scores_options_and_one_without_is_an_err
     assert sent[0]["logprobs"] is True and sent[0]["top_logprobs"] == 20 and sent[0]["max_tokens"] == 1
     [event] = model.trace.of_kind("options_scored")
     assert "first token" in (event.note or "")
-    with pytest.raises(ModelError, match="no logprobs"):
+    with pytest.raises(CapabilityError, match="provider returned none"):
         await model.score_options("Is it snowing? Answer Yes or No.", ["Yes", "No"])
     with pytest.raises(CapabilityError, match="prefix"):
         await model.score_options("Is it?", ["Yes", "No"], prefix="Answer: ")
@@ -248,10 +248,10 @@ async def test_a_providers_reply_carries_the_sum_of_its_token_logprobs(monkeypat
     assert sent[0]["logprobs"] is True and "top_logprobs" not in sent[0]
     assert completion.logprob == pytest.approx(-0.75) and completion.token_probability == pytest.approx(
         math.exp(-0.375))
-    with pytest.raises(ModelError, match="no log-probability"):
+    with pytest.raises(CapabilityError, match="provider returned none"):
         await model.complete("Name another.", logprobs=True)
     assert model.ledger.total.prompt_tokens == 9 + 12  # the reply without logprobs was paid for: it is counted
-    with pytest.raises(ModelError, match="no log-probability"):
+    with pytest.raises(CapabilityError, match="provider returned none"):
         await model.complete("And another.", logprobs=True)
 
 

@@ -185,18 +185,22 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
                 if session is not None:
                     session.announce(run.trace, workers=False)
                 settings = Settings(seed=seed, max_tokens=max_tokens)
-                with console.status(f"loading {model}"):
-                    if system == "society":  # its own cache in the run folder: a stopped run can be resumed
-                        members = open_session(run, spec, lambda model_id, trace, run_cache: open_with(
-                            model_id, trace=trace, ledger=run.ledger, cache=run_cache, settings=settings), model,
-                            human=human, resuming=resume is not None, fallback=cache, console=console)
-                        answer_with = partial(ask_society, members.society)
-                    else:
-                        llm = open_with(model, trace=run.trace, ledger=run.ledger, cache=cache, settings=settings)
-                        if scores == "logprob" and not llm.capabilities.logprobs:
-                            raise CapabilityError(llm.id, "logprobs (--scores logprob); use --scores samples or "
-                                                          "verbal")
-                        answer_with = partial(answer_with, llm)
+                try:  # refused while preparing: nothing was asked, so no run folder is left (`withdraw`)
+                    with console.status(f"loading {model}"):
+                        if system == "society":  # its own cache in the run folder: a stopped run can be resumed
+                            members = open_session(run, spec, lambda model_id, trace, run_cache: open_with(
+                                model_id, trace=trace, ledger=run.ledger, cache=run_cache, settings=settings), model,
+                                human=human, resuming=resume is not None, fallback=cache, console=console)
+                            answer_with = partial(ask_society, members.society)
+                        else:
+                            llm = open_with(model, trace=run.trace, ledger=run.ledger, cache=cache, settings=settings)
+                            if scores == "logprob" and not llm.capabilities.logprobs:
+                                raise CapabilityError(llm.id, "logprobs (--scores logprob); use --scores samples or "
+                                                              "verbal")
+                            answer_with = partial(answer_with, llm)
+                except UsageError:
+                    run.withdraw()
+                    raise
                 asking = system == "society" and bool(members.people) and human == "terminal"
                 try:  # no spinner while a person is asked on this terminal
                     with contextlib.nullcontext() if asking else console.status(f"{system} is thinking"):

@@ -25,6 +25,7 @@ from noosphere.cli.bench_societies import add_society_benchmarks
 from noosphere.cli.bench_web import add_web_benchmarks
 from noosphere.errors import DataError, UnknownNameError, UsageError
 from noosphere.llm import Model
+from noosphere.llm.scoring import NO, YES
 from noosphere.workspace import ABLATIONS, WorkspaceSettings
 from noosphere.workspace.scores import SCORE_SOURCES
 
@@ -101,6 +102,15 @@ def _check_processors(workspace: WorkspaceOptions, processors: str) -> None:
                          "--scores logprob or samples")
 
 
+def _check_scorer(saved: dict[str, Any], llm: Model, *labels: tuple[str, ...]) -> None:
+    """A run that takes its scores from probabilities (`--scores logprob`) is refused a model that cannot give them,
+    or cannot tell its options apart, while preparing: before its folder exists and before any call. Its options:
+    P(True)'s Yes and No, and any label set it scores."""
+    if saved.get("scores") == "logprob":
+        for options in ((YES, NO), *labels):
+            llm.check_scoring(options)
+
+
 def iterations_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """How often the workspace went past its first iteration (the threshold acting), where rows say."""
     counts = [r["iterations"] for r in rows if isinstance(r.get("iterations"), int)]
@@ -139,6 +149,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             return select_items(mustard_bench.load_mustard(Path(saved["data"]) if saved.get("data") else None), saved)
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
+            _check_scorer(saved, llm, mustard_bench.LABELS)
             items = load(saved)
             solve = (partial(mustard_bench.solve_base, llm, scores=saved.get("scores", "verbal"))
                      if saved["system"] == "base"
@@ -199,6 +210,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
             return items
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
+            _check_scorer(saved, llm)
             items = load(saved)
             solve = (partial(bfcl_bench.solve_base, llm, scores=saved.get("scores", "verbal"), gate=saved.get("gate"))
                      if saved["system"] == "base"

@@ -15,7 +15,7 @@ from noosphere.bench.runner import Solve
 from noosphere.cli.ask import ModelOpener
 from noosphere.cli.bench_run import Items, RunOptions, benchmark_command, member_models, select_items
 from noosphere.embodied.crew import Crew
-from noosphere.envs.gridworld import check_world, require_minigrid
+from noosphere.envs.gridworld import MOVES, check_world, require_minigrid
 from noosphere.errors import CapabilityError, UsageError
 from noosphere.llm import Model
 from noosphere.society import Member, Society
@@ -116,6 +116,8 @@ def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
                 plain = "society" if saved["system"] in embodied_bench.SOCIETIES else "single"
                 raise CapabilityError(scorer.id, f"logprobs (--system {saved['system']} takes the action the model's "
                                                  f"option probabilities favour); use --system {plain}")
+            if saved["system"] in embodied_bench.SCORED:  # every step scores the grid's moves: refused before a run
+                scorer.check_scoring(MOVES)
             if society is not None and captain is not None:  # its captain decides last: checked before any episode
                 Crew(society, captain=captain, max_steps=saved["max_steps"], scored=True)
             setup = embodied_bench.Setup(

@@ -19,7 +19,7 @@ import json_repair
 from noosphere.environment import environment
 from noosphere.errors import CapabilityError, ContextOverflowError, ModelError, UsageError
 from noosphere.llm.messages import Message
-from noosphere.llm.scoring import PREFIX_REFUSED, check_first_tokens
+from noosphere.llm.scoring import NO_LOGPROBS, PREFIX_REFUSED, check_first_tokens
 from noosphere.llm.tools import UNPARSED
 from noosphere.llm.types import Capabilities, Reply, Request, ScoreReply, ScoreRequest, Settings, ToolCall, Usage
 
@@ -133,8 +133,7 @@ class LiteLLMBackend:
         logprobs = _field(choice, "logprobs")
         content = _field(logprobs, "content") if logprobs is not None else None
         if not content:
-            raise ModelError(self.model_id, "the provider returned no logprobs for this request; it cannot score "
-                                            "options here (score them by sampling instead: method='samples')")
+            raise CapabilityError(self.model_id, NO_LOGPROBS)
         alternatives = _field(content[0], "top_logprobs") or []
         top = [(str(_field(t, "token")), float(_field(t, "logprob"))) for t in alternatives
                if _field(t, "token") is not None and _field(t, "logprob") is not None]

@@ -28,6 +28,7 @@ from noosphere.llm.cache import CallCache, request_key, score_key
 from noosphere.llm.messages import Message, as_messages
 from noosphere.llm.scoring import (
     NO,
+    NO_LOGPROBS,
     PREFIX_REFUSED,
     YES,
     Normalise,
@@ -149,6 +150,28 @@ class Model:
         return _with_instruction(request, schema_instruction(output), output.model_json_schema(), self,
                                  format_at).messages
 
+    def check_scoring(self, options: list[str] | tuple[str, ...], *, prefix: str = "", normalise: Normalise = "sum",
+                      method: Literal["logprob", "samples"] = "logprob",
+                      fallback: Literal["error", "samples"] = "error") -> tuple[str, ...]:
+        """What `score_options` refuses before any call, whatever the prompt: bad options, a prefix where the
+        scores are sampled or the provider scores only a first token, a model that cannot score without
+        `fallback="samples"`, options a first token cannot tell apart. A run that scores fixed options calls it
+        before it starts, so that it is refused before its folder exists. Returns the options as a tuple."""
+        option_tuple = check_options(options, normalise)
+        sampled = method == "samples" or not self.capabilities.logprobs
+        if sampled and prefix:
+            raise UsageError("sampled answers cannot be scored after a prefix of the reply; put its words in the "
+                             "question instead")
+        if method != "samples" and not self.capabilities.logprobs and fallback != "samples":
+            raise CapabilityError(self.id, "logprobs (option scoring); estimate the probabilities from sampled "
+                                           "answers instead (where the command offers it, --scores samples; "
+                                           "fallback='samples' in Python)")
+        if not sampled and self.capabilities.first_token_scores:
+            if prefix:
+                raise CapabilityError(self.id, PREFIX_REFUSED)
+            check_first_tokens(self.id, option_tuple)
+        return option_tuple
+
     async def score_options(self, messages: str | Message | list[Message] | tuple[Message, ...],
                             options: list[str] | tuple[str, ...], *, prefix: str = "",
                             normalise: Normalise = "sum", method: Literal["logprob", "samples"] = "logprob",
@@ -162,28 +185,18 @@ class Model:
         constrained to the options, and their frequencies are the probabilities (traced as such).
         `method="samples"` estimates them that way even where the model could score them.
         """
-        option_tuple = check_options(options, normalise)
+        option_tuple = self.check_scoring(options, prefix=prefix, normalise=normalise, method=method,
+                                          fallback=fallback)
         request = ScoreRequest(as_messages(messages), option_tuple, prefix, agent)
         missing = self.capabilities.missing(request.needs())
         if missing:
             raise CapabilityError(self.id, ", ".join(missing))
-        sampled = method == "samples" or not self.capabilities.logprobs
-        if sampled and prefix:
-            raise UsageError("sampled answers cannot be scored after a prefix of the reply; put its words in the "
-                             "question instead")
         if method == "samples":
             return await self._score_by_sampling(request, normalise, samples, settings or self.settings,
                                                  "sampling was asked for (method='samples')")
-        if not self.capabilities.logprobs:
-            if fallback != "samples":
-                raise CapabilityError(self.id, "logprobs (option scoring); pass fallback='samples' to estimate "
-                                               "the probabilities from sampled answers instead")
+        if not self.capabilities.logprobs:  # fallback="samples", or check_scoring had refused
             return await self._score_by_sampling(request, normalise, samples, settings or self.settings,
                                                  "the model cannot score options")
-        if self.capabilities.first_token_scores:
-            if prefix:
-                raise CapabilityError(self.id, PREFIX_REFUSED)
-            check_first_tokens(self.id, option_tuple)
         started = time.perf_counter()
         self.ledger.check()
         allowance = current_allowance()
@@ -344,7 +357,7 @@ class Model:
         if store:  # after its event (no await since it was generated): a kill in between replays nothing untraced
             self.cache.put(key, reply)  # type: ignore[union-attr, arg-type]
         if missing_logprob:
-            raise ModelError(self.id, "the backend returned no log-probability for a reply that asked for one")
+            raise CapabilityError(self.id, NO_LOGPROBS)
         return reply, latency, cached
 
     async def _generate_once(self, request: Request, agent: str | None, key: str | None) -> tuple[Reply, bool]:

@@ -17,6 +17,7 @@ With one-token options (Yes/No, A/B/C) both normalisations agree.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -111,18 +112,30 @@ def from_counts(options: tuple[str, ...], counts: list[int], normalise: Normalis
     return OptionScores(options, probs, logprobs, tuple(1 for _ in options), "samples", normalise, entropy(probs))
 
 
+NO_LOGPROBS = ("log-probabilities here: asked for them, the provider returned none, and every call would be the same "
+               "(score by sampling where the command offers it: --scores samples, or method='samples' in Python)")
+"""A provider that says it serves logprobs and then sends none cannot be scored on: a usage error that stops the run
+at once (one line), not a fault each turn forfeits, which would let the run go on without its scores."""
 PREFIX_REFUSED = ("scoring after a prefix (a provider scores only the first token of the reply); put the prefix's "
                   "words in the question instead")
 
 
 def check_first_tokens(model_id: str, options: tuple[str, ...]) -> None:
-    """Options a first token can tell apart: none the same once case and surrounding spaces are ignored (the
-    first token is matched so), known before the call."""
+    """Options a first token can tell apart, known before the call: none the same once case and surrounding spaces
+    are ignored (the first token is matched so), and no two whose first words are the same or one the start of
+    the other ("turn left" and "turn right", "1" and "10"): a token does not reach past a word, so theirs could
+    be one token, which `first_token_scores` cannot give to either."""
     keys = [option.strip().lower() for option in options]
     same = sorted({option for option, key in zip(options, keys, strict=True) if keys.count(key) > 1})
     if same:
         raise UsageError(f"options {same} are the same once case and spaces are ignored; {model_id} scores only "
                          "their first token, which cannot tell them apart")
+    words = [key.split()[0] if key.split() else key for key in keys]
+    for i, j in itertools.combinations(range(len(options)), 2):
+        if words[i].startswith(words[j]) or words[j].startswith(words[i]):
+            raise UsageError(f"options {[options[i], options[j]]} begin alike ({words[i]!r}, {words[j]!r}); "
+                             f"{model_id} scores only their first token, so make them differ in their first word "
+                             "(letters, Yes/No)")
 
 
 def choice_instruction(options: tuple[str, ...]) -> str:

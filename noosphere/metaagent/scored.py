@@ -95,6 +95,10 @@ class ScoredDecision:
         if not model.capabilities.logprobs:
             raise CapabilityError(model.id, "logprobs (the scored ReAct step takes the action of highest P(True) "
                                             "from token log-probabilities)")
+        if model.capabilities.first_token_scores:  # the policy scores every action as the rest of the reply
+            raise CapabilityError(model.id, "scoring after a prefix of the reply (the scored step ranks each action "
+                                            "as the continuation of the model's own reply, and this provider scores "
+                                            "only a reply's first token)")
 
     async def __call__(self, model: Model, messages: list[Message], state: EpisodeState, agent: str) -> str:
         form = step_form(state.choices())
