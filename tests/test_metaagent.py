@@ -589,6 +589,14 @@ def test_game_runs_created_apart_are_played_together_each_in_order_with_its_own_
         [folder] = list((tmp_path / out).iterdir())
         assert str(folder) in printed and not (folder / "items.jsonl").exists()
         folders.append(folder)
+    before = [(f / "result.json").read_bytes() for f in folders]
+
+    def refusing(model_id: str, **kwargs: object) -> Model:  # a model that cannot be opened: a usage error
+        raise UsageError(f"no model {model_id} here")
+
+    code, _, err = invoke(["bench", "together", *map(str, folders), "--no-cache"], refusing)
+    assert code == 2 and "no model" in err
+    assert [(f / "result.json").read_bytes() for f in folders] == before  # still "created", as `--resume` leaves it
     code, _, err = invoke(["bench", "together", *map(str, folders), "--no-cache"], opener)
     assert code == 0, err
     for folder in folders:

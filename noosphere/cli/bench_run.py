@@ -390,6 +390,9 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
                     otel.attach(run)
                 try:
                     prepared.append((run, benchmark, *_prepare(opener, run, benchmark, cache), count))
+                except UsageError as exc:  # refused before any item, as `--resume` is: the folder is left as it was
+                    run.withdraw()
+                    errors.append(exc)
                 except Exception as exc:
                     _fail(run, exc, errors)
         except KeyboardInterrupt:  # stopped while models load: every run opened so far says so
