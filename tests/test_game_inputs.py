@@ -71,12 +71,24 @@ def test_a_whole_story_file_passes_and_each_kind_of_damage_is_named(tmp_path: Pa
         "cut short": (story()[:700], "cut short, 700 of the 1024 bytes"),
         "one byte changed": (story()[:500] + b"\x00" + story()[501:], "do not match the checksum"),
         "shorter than a header": (b"\x08\x00\x01", "shorter than a story file's header"),
+        "length zero": (story()[:0x1A] + b"\x00\x00" + story()[0x1C:], "length of 0, which a version 8 story"),
     }
     for name, (data, says) in cases.items():
         path = tmp_path / f"{name}.z8"
         path.write_bytes(data)
-        with pytest.raises(DataError, match=says):
+        with pytest.raises(DataError, match=says) as refusal:
             check_story_file(path)
+        assert f"{name}.z8" in str(refusal.value)
+
+
+def test_only_an_early_story_file_may_leave_its_length_blank(tmp_path: Path) -> None:
+    """The standard lets some version 3 files leave length and checksum blank; a later version never does."""
+    blank = {3: story(version=3), 5: story(version=5)}
+    for version, data in blank.items():
+        (tmp_path / f"game.z{version}").write_bytes(data[:0x1A] + b"\x00\x00" + data[0x1C:])
+    check_story_file(tmp_path / "game.z3")
+    with pytest.raises(DataError, match=r"game\.z5: does not load: its header gives a length of 0"):
+        check_story_file(tmp_path / "game.z5")
 
 
 @pytest.mark.parametrize(("data", "description", "says"), [

@@ -32,6 +32,9 @@ HEADER_BYTES = 64
 """The Z-machine header; the checksum covers every byte after it, up to the story's length."""
 LENGTH_SCALE = {1: 2, 2: 2, 3: 2, 4: 4, 5: 4, 6: 8, 7: 8, 8: 8}
 """The header's length field counts units of this many bytes, by version."""
+BLANK_LENGTH_UP_TO = 3
+"""The last version whose story files may leave length and checksum blank (the standard marks both "3+": some
+early version 3 files lack them). TextWorld always writes them; a later file with a length of 0 is damaged."""
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -57,8 +60,11 @@ def check_story_file(path: Path) -> None:
         raise DataError(f"does not load: its first byte says Z-machine version {version}, not {wanted}{fix}",
                         source=str(path))
     length = int.from_bytes(data[0x1A:0x1C], "big") * LENGTH_SCALE[version]
-    if not length:  # early story files leave length and checksum blank
-        return
+    if not length:
+        if version <= BLANK_LENGTH_UP_TO:  # early story files leave length and checksum blank
+            return
+        raise DataError(f"does not load: its header gives a length of 0, which a version {version} story file "
+                        f"never has (damaged){fix}", source=str(path))
     if length > len(data):
         raise DataError(f"does not load: cut short, {len(data)} of the {length} bytes its header gives{fix}",
                         source=str(path))
