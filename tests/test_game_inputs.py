@@ -130,6 +130,43 @@ def test_an_alfworld_game_whose_pddl_does_not_parse_is_refused_before_any_run(ch
     assert not (tmp_path / "runs").exists() and str(game.parent) in outcome.err.replace("\n", "")
 
 
+SMALL_DOMAIN = ("(define (domain alfred) (:requirements :typing) (:types agent object location)\n"
+                "(:predicates (atLocation ?a - agent ?l - location) (objectAt ?o - object ?l - location))\n"
+                "(:action look :parameters (?a - agent ?l - location) :precondition (atLocation ?a ?l)"
+                " :effect (atLocation ?a ?l)))")
+
+
+def small_problem(objects: str, goal: str = "(atLocation agent1 loc1)") -> str:
+    return (f"(define (problem p) (:domain alfred) (:objects {objects})\n"
+            f"(:init (atLocation agent1 loc1) (objectAt apple1 loc1))\n(:goal {goal}))")
+
+
+@pytest.mark.parametrize(("objects", "goal", "says"), [
+    ("agent1 - agent loc1 - location", "(atLocation agent1 loc1)", "uses apple1 in :init or :goal"),
+    ("agent1 - agent loc1 - location apple1 - object", "(exists (?o - object) (objectAt ?o loc9))",
+     "uses loc9 in :init or :goal"),
+], ids=["an object of :init", "an object of the goal"])
+def test_an_alfworld_game_using_an_undeclared_object_is_refused_before_any_run(objects: str, goal: str, says: str,
+                                                                               tmp_path: Path) -> None:
+    """TextWorld looks up each object's type by name when the game loads: one missing from :objects was a KeyError
+    mid-run, the run folder left failed."""
+    pytest.importorskip("alfworld", reason=GAME_EXTRAS)
+    _alfworld_data(tmp_path, pddl_domain=SMALL_DOMAIN, pddl_problem=small_problem(objects, goal))
+    outcome = cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--no-demo", "--data",
+                   str(tmp_path / "alf"), "--out", str(tmp_path / "runs")])
+    refused(outcome, "trial_1/game.tw-pddl", "does not load", says, "not declared in :objects")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_alfworld_game_declaring_its_objects_gets_past_the_object_check(tmp_path: Path) -> None:
+    pytest.importorskip("alfworld", reason=GAME_EXTRAS)
+    _alfworld_data(tmp_path, pddl_domain=SMALL_DOMAIN,
+                   pddl_problem=small_problem("agent1 - agent loc1 - location apple1 - object"))
+    outcome = cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--no-demo", "--data",
+                   str(tmp_path / "alf"), "--out", str(tmp_path / "runs")])
+    refused(outcome, "trial_1/game.tw-pddl", "its grammar does not parse")  # the fixture's stub grammar, next
+
+
 def test_a_game_that_fails_to_load_mid_run_is_a_data_error_not_an_exit(tmp_path: Path) -> None:
     """Met mid-run (a file changed after the check), a game that does not load is a `DataError` naming it. Fast
     Downward raises SystemExit on a predicate its domain lacks, which would otherwise end the whole benchmark."""

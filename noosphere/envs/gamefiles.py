@@ -104,12 +104,36 @@ def check_pddl_game(path: Path, domain: str, problem: str, grammar: str) -> None
 @functools.lru_cache(maxsize=64)  # runs played together in one process check their shared games once
 def _check_pddl(source: str, mtime: int, size: int, domain: str, problem: str, grammar: str) -> None:
     parse_task, parse_nested_list = _pddl_parser()
-    for part, parse in (("pddl_domain and pddl_problem", lambda: parse_task(parse_nested_list(domain.split("\n")),
-                                                                              parse_nested_list(problem.split("\n")))),
-                        ("grammar", lambda: _grammar(domain, grammar))):
-        fault = _fault(parse)
-        if fault:
-            raise DataError(f"does not load: its {part} do not parse ({fault})", source=source)
+    parsed: list[Any] = []
+    fault = _fault(lambda: parsed.append(parse_task(parse_nested_list(domain.split("\n")),
+                                                    parse_nested_list(problem.split("\n")))))
+    if fault:
+        raise DataError(f"does not load: its pddl_domain and pddl_problem do not parse ({fault})", source=source)
+    undeclared = _undeclared(parsed[0])
+    if undeclared:
+        names = ", ".join(undeclared[:3]) + (f" and {len(undeclared) - 3} more" if len(undeclared) > 3 else "")
+        raise DataError(f"does not load: its pddl_problem uses {names} in :init or :goal, not declared in :objects "
+                        "(nor as the domain's :constants)", source=source)
+    fault = _fault(lambda: _grammar(domain, grammar))
+    if fault:
+        raise DataError(f"does not load: its grammar does not parse ({fault})", source=source)
+
+
+def _undeclared(task: Any) -> list[str]:
+    """The names the problem's initial facts and goal use that it never declares. TextWorld looks up the type of
+    every argument of an initial fact and of every fact of the translated task (the goal's among them) by name, and
+    an undeclared one is a `KeyError` when the game loads."""
+    declared = {obj.name for obj in task.objects}
+    used: set[str] = set()
+    for fact in task.init:
+        fluent = getattr(fact, "fluent", None)  # `(= (f a b) v)`: TextWorld reads the fluent's arguments
+        used.update(fluent.args if fluent is not None else getattr(fact, "args", ()))
+    pending = [task.goal]
+    while pending:
+        condition = pending.pop()
+        used.update(getattr(condition, "args", ()))
+        pending.extend(getattr(condition, "parts", ()))
+    return sorted(name for name in used - declared if not name.startswith("?"))
 
 
 def _fault(parse: Any) -> str | None:
