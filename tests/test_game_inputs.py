@@ -109,6 +109,22 @@ def test_a_textworld_game_that_would_not_load_is_refused_before_any_run(data: by
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("where", ["a file where its tier's folder goes", "a folder that cannot be made"])
+def test_a_games_dir_that_cannot_hold_games_is_refused_before_any_run(where: str, tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    if where.startswith("a file"):
+        (tmp_path / "games").mkdir()
+        (tmp_path / "games" / "tier1").write_text("not a folder")
+        games, says = tmp_path / "games", (f"{tmp_path / 'games' / 'tier1'} is a file, not a folder",)
+    else:
+        games, says = Path("/proc/noosphere-games"), ("cannot make /proc/noosphere-games/tier1",)
+    for only in (["--create-only"], []):
+        outcome = cli(["bench", "textworld", "--system", "react", "--memory", "none", "--per-challenge", "1",
+                       "--games-dir", str(games), "--out", str(tmp_path / "runs"), *only])
+        refused(outcome, f"--games-dir {games}", *says)
+        assert not (tmp_path / "runs").exists()
+
+
 def _alfworld_data(tmp: Path, **changes: str) -> Path:
     game = tmp / "alf" / "valid_seen" / "pick_and_place_simple-Apple-None-Table-1" / "trial_1" / "game.tw-pddl"
     game.parent.mkdir(parents=True)

@@ -51,7 +51,7 @@ def generate(challenge: str, tier: int, seed: int, folder: Path) -> Path:
     if path.exists():
         check_cached_game(path)
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(folder, path.parent)
     options = GameOptions()
     options.seeds = seed
     options.path = str(path)
@@ -84,10 +84,13 @@ def check_cached_game(path: Path) -> None:
 
 def check_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: int = 0,
                 challenges: tuple[str, ...] = CHALLENGES) -> None:
-    """Before a run: TextWorld is installed, the games folder can hold games, and the games already compiled
-    there are whole. Nothing is generated."""
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"--games-dir {folder} is a file, not a folder")
+    """Before a run: TextWorld is installed, the games folder can hold games (its tier's folder is made, empty, if
+    it is not there), and the games already compiled there are whole. Nothing is generated."""
+    tier_folder = game_path(folder, CHALLENGES[0], tier, seed).parent
+    for part in (folder, tier_folder):
+        if part.exists() and not part.is_dir():
+            where = "" if part == folder else f": {part}"
+            raise UsageError(f"--games-dir {folder}{where} is a file, not a folder")
     for i in range(per_challenge):
         for challenge in challenges:
             path = game_path(folder, challenge, tier, seed + i)
@@ -95,6 +98,16 @@ def check_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: in
                 check_cached_game(path)
     if importlib.util.find_spec("textworld") is None:
         raise MissingDependencyError("textworld", "envs", "TextWorld games")
+    make_folder(folder, tier_folder)
+
+
+def make_folder(folder: Path, tier_folder: Path) -> None:
+    """The folder a tier's games are compiled into, or a `UsageError` saying why it cannot be made."""
+    try:
+        tier_folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--games-dir {folder}: cannot make {tier_folder} to hold the games "
+                         f"({exc.strerror or type(exc).__name__})") from None
 
 
 GUIDE = (
