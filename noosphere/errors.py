@@ -84,6 +84,8 @@ class ConfigError(UsageError):
 
     def __init__(self, message: str, *, source: str | None = None, field: str | None = None,
                  line: int | None = None) -> None:
+        self.message = message
+        """What is wrong, without where: `source`, `line` and `field` say that."""
         self.source = source
         self.field = field
         self.line = line

@@ -222,8 +222,15 @@ def test_a_game_that_fails_to_load_mid_run_is_a_data_error_not_an_exit(tmp_path:
     ("edges:\n  conscious: {planning: 1}\n  planning: [motor]\n  motor: [external_perception]\n"
      "  external_perception: [conscious]\n",
      ("graph.yaml: field 'edges.conscious'", "an agent's name or a list of names, not {'planning': 1}")),
+    ("edges:\n  conscious: []\n  planning: [motor]\n  motor: [external_perception]\n"
+     "  external_perception: [conscious]\n",
+     ("graph.yaml: field 'edges.conscious': agent 'conscious' has no successor",)),
+    ("edges:\n  conscious: [retrieve_memory]\n  retrieve_memory: [planning]\n  planning: [motor]\n"
+     "  motor: [external_perception]\n  external_perception: [conscious]\n",
+     ("graph.yaml: field 'edges.conscious': agent 'conscious' has no successor once the memory agents this run "
+      "does not keep are left out (--memory none: retrieve_memory, learning, record_memory)",)),
 ], ids=["a successor misspelt", "an agent the engine lacks", "a default misspelt", "no way to act",
-        "a number for successors", "a mapping for successors"])
+        "a number for successors", "a mapping for successors", "no successor", "no successor without memory"])
 def test_a_graph_file_naming_unknown_agents_is_one_line_where_it_is(graph: str, says: tuple[str, ...],
                                                                     tmp_path: Path) -> None:
     (tmp_path / "graph.yaml").write_text(graph)
@@ -248,6 +255,28 @@ def test_a_graph_that_acts_only_through_memory_is_refused_when_memory_waits_unti
     assert not (tmp_path / "runs").exists()
     pytest.importorskip("textworld", reason=GAME_EXTRAS)
     assert cli([*args, "--recall-at", "start", "--create-only"]).code == 0  # recalled at the start, it can act
+
+
+def test_a_graph_file_nested_too_deeply_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    """PyYAML recurses once per level: a RecursionError traceback before."""
+    from noosphere.errors import ConfigError
+    from noosphere.metaagent import TransitionGraph
+
+    (tmp_path / "graph.yaml").write_text("[" * 3_000)
+    with pytest.raises(ConfigError, match=r"graph\.yaml: cannot read the transition graph: nested too deeply"):
+        TransitionGraph.from_file(tmp_path / "graph.yaml")
+
+
+def test_a_graph_left_without_successors_before_the_first_recall_says_why(tmp_path: Path) -> None:
+    (tmp_path / "graph.yaml").write_text(
+        "edges:\n  conscious: [retrieve_memory]\n  retrieve_memory: [planning]\n  planning: [motor]\n"
+        "  motor: [external_perception]\n  external_perception: [conscious]\n")
+    outcome = cli(["bench", "textworld", "--games-dir", str(tmp_path / "games"), "--system", "metaagent", "--memory",
+                   "both", "--recall-at", "stuck", "--graph", str(tmp_path / "graph.yaml"), "--out",
+                   str(tmp_path / "runs")])
+    refused(outcome, "graph.yaml: field 'edges.conscious': agent 'conscious' has no successor once the memory "
+                     "agents are left out, as they are until the first recall (--recall-at stuck)")
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_run_with_memory_is_refused_on_a_cluster_before_anything_is_made(tmp_path: Path) -> None:

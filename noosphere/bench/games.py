@@ -107,11 +107,15 @@ KNOWN_AGENTS = frozenset(LANGUAGE_AGENTS) | CODE_AGENTS
 
 def _checked(graph: TransitionGraph, source: str, memory: str, recall_at: str) -> TransitionGraph:
     graph.check_agents(set(KNOWN_AGENTS), source=source)
-    graph.without(*unused_memory_agents(*MEMORY_MODES[memory])).check_agents(set(KNOWN_AGENTS),
-                                                                             source=f"{source} (memory {memory})")
+    unused = unused_memory_agents(*MEMORY_MODES[memory])
+    if unused:
+        kept = graph.without(*unused, source=source, why=f"once the memory agents this run does not keep are left out "
+                                                         f"(--memory {memory}: {', '.join(unused)})")
+        kept.check_agents(set(KNOWN_AGENTS), source=f"{source} (memory {memory})")
     if recall_at == "stuck":
-        graph.without(*MEMORY_AGENTS).check_agents(set(KNOWN_AGENTS),
-                                                   source=f"{source} (before the first recall, --recall-at stuck)")
+        unrecalled = graph.without(*MEMORY_AGENTS, source=source, why="once the memory agents are left out, as they "
+                                                                      "are until the first recall (--recall-at stuck)")
+        unrecalled.check_agents(set(KNOWN_AGENTS), source=f"{source} (before the first recall, --recall-at stuck)")
     return graph
 
 

@@ -75,7 +75,10 @@ class TransitionGraph:
         chosen = {str(agent): target for agent, target in defaults.items()}
         if known is not None:
             _check_names(edges, chosen, set(known), source)
-        return cls(edges, chosen)
+        try:
+            return cls(edges, chosen)
+        except ConfigError as exc:  # the graph's shape, told where the graph was read
+            raise ConfigError(exc.message, source=source, field=exc.field) from None
 
     @classmethod
     def from_file(cls, path: Path, known: Collection[str] | None = None) -> TransitionGraph:
@@ -86,6 +89,9 @@ class TransitionGraph:
             mark = getattr(exc, "problem_mark", None)
             raise ConfigError(f"cannot read the transition graph: {' '.join(str(exc).split())}", source=str(path),
                               line=mark.line + 1 if mark is not None else None) from None
+        except RecursionError:  # PyYAML's parser recurses once per level of nesting
+            raise ConfigError("cannot read the transition graph: nested too deeply (a graph is a mapping of "
+                              "edges and defaults)", source=str(path)) from None
         return cls.from_data(data, source=str(path), known=known)
 
     def to_data(self) -> dict[str, Any]:
@@ -110,12 +116,17 @@ class TransitionGraph:
     def allows(self, source: str, target: str) -> bool:
         return target in self.edges.get(source, ())
 
-    def without(self, *agents: str) -> TransitionGraph:
-        """The graph with `agents` and every edge into them removed, e.g. the memory agents of a run without memory."""
-        edges = {source: tuple(t for t in targets if t not in agents)
-                 for source, targets in self.edges.items() if source not in agents}
-        defaults = {source: target for source, target in self.defaults.items() if target in edges.get(source, ())}
-        return TransitionGraph(edges, defaults)
+    def without(self, *agents: str, source: str | None = None, why: str = "") -> TransitionGraph:
+        """The graph with `agents` and every edge into them removed, e.g. the memory agents of a run without memory.
+        A graph that is no graph without them is a `ConfigError` from `source`, its message ending with `why` (the
+        reason they are left out): the file may be whole, and the fault only in what remains."""
+        edges = {name: tuple(t for t in targets if t not in agents)
+                 for name, targets in self.edges.items() if name not in agents}
+        defaults = {name: target for name, target in self.defaults.items() if target in edges.get(name, ())}
+        try:
+            return TransitionGraph(edges, defaults)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc.message} {why}".strip(), source=source, field=exc.field) from None
 
     def as_networkx(self) -> nx.DiGraph:
         graph = nx.DiGraph()
