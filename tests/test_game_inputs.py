@@ -362,6 +362,29 @@ def test_resuming_a_run_whose_memory_is_from_another_version_changes_nothing(
 
 
 @pytest.mark.parametrize("command", ["resume", "together"])
+def test_resuming_a_run_whose_memory_folder_is_a_file_changes_nothing(command: str, tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
+                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    (run_dir / "memory").write_text("not a folder")
+    before = snapshot(tmp_path)
+    args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
+            else ["bench", "together", str(run_dir)])
+    refused(cli(args), f"{run_dir / 'memory'}, and that is a file, not a folder")
+    assert snapshot(tmp_path) == before  # the run's result not rewritten as failed
+
+
+def test_a_memory_store_where_a_file_is_is_a_usage_error(tmp_path: Path) -> None:
+    from noosphere.errors import UsageError
+
+    (tmp_path / "memory").write_text("not a folder")
+    with pytest.raises(UsageError, match=f"cannot keep a memory in {tmp_path / 'memory'}: File exists"):
+        MemoryStore(tmp_path / "memory")
+
+
+@pytest.mark.parametrize("command", ["resume", "together"])
 @pytest.mark.parametrize(("key", "value", "says"), [
     ("recall_view", "everyone", "unknown recall view 'everyone'"),
     ("planner_view", "belief", "unknown planner view 'belief'"),

@@ -147,7 +147,11 @@ def check_run_memory(run_dir: Path, saved: dict[str, Any]) -> None:
     another version of noosphere (or damaged) is one `DataError`, and nothing is written into it."""
     episodic, conceptual = MEMORY_MODES.get(saved.get("memory", "none"), (False, False))
     folder = memory_folder(run_dir)
-    if saved.get("system") == "metaagent" and (episodic or conceptual) and (folder / "memory.sqlite").exists():
+    if saved.get("system") != "metaagent" or not (episodic or conceptual):
+        return
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"this run keeps its memory in the folder {folder}, and that is a file, not a folder")
+    if (folder / "memory.sqlite").exists():
         check_memory(folder)
 
 

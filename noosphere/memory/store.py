@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from noosphere.errors import UsageError
 from noosphere.memory.check import FORMAT, check_memory
 from noosphere.memory.records import ConceptCluster, Episode, EpisodeStep
 
@@ -34,7 +35,10 @@ class MemoryStore:
         and is left exactly as it was."""
         self.folder = folder
         self.path = folder / "memory.sqlite"
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file where the folder goes, a folder that cannot be made
+            raise UsageError(f"cannot keep a memory in {folder}: {exc.strerror or type(exc).__name__}") from None
         if self.path.exists() and self.path.stat().st_size:  # SQLite leaves a new database at 0 bytes
             check_memory(folder)
         with self._db() as db:
