@@ -322,6 +322,27 @@ def test_memory_from_another_version_is_refused_whole_and_left_as_it_was(tmp_pat
     assert path.read_bytes() == before  # not reset, not migrated, not stamped
 
 
+@pytest.mark.parametrize("version", [None, FORMAT], ids=["from before the stamp", "stamped"])
+def test_memory_show_only_reads(version: int | None, tmp_path: Path) -> None:
+    """`memory show` neither stamps a memory from before the stamp nor writes its schema or header."""
+    path = _memory(tmp_path / "memory", version)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    outcome = cli(["memory", "show", str(path.parent)])
+    assert outcome.code == 0 and "1 episodes (1 solved), 0 concepts, 0 clusters" in outcome.out, outcome
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["memory.sqlite"]  # no journal left either
+
+
+def test_a_read_only_memory_store_cannot_write(tmp_path: Path) -> None:
+    path = _memory(tmp_path / "memory", None)
+    before = path.read_bytes()
+    store = MemoryStore(path.parent, read_only=True)
+    assert [e.game for e in store.episodes()] == ["two-rooms"] and store.concepts() == [] and store.clusters() == []
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        store.add_concept("Open the fridge before looking for food in the kitchen.", "fridge-1")
+    assert path.read_bytes() == before
+
+
 def test_memory_whose_tables_differ_says_it_may_be_from_another_version(tmp_path: Path) -> None:
     path = _memory(tmp_path / "memory", None)
     with contextlib.closing(sqlite3.connect(path)) as db:

@@ -30,7 +30,7 @@ def add_memory(app: typer.Typer) -> None:
     def show(folder: DirArgument,
              episodes: Annotated[int, typer.Option(min=1, help="latest episodes to list")] = 10) -> None:
         """Episodes (task, outcome, actions), learned rules and their clusters."""
-        store = _existing(folder)
+        store = MemoryStore(folder, read_only=True)  # checked whole, then read: the file is left byte for byte
         console = Console()
         stored = store.episodes()
         won = sum(e.won for e in stored)

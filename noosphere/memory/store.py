@@ -29,12 +29,17 @@ CREATE TABLE IF NOT EXISTS clusters (label INTEGER PRIMARY KEY, representative T
 
 
 class MemoryStore:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, read_only: bool = False) -> None:
         """Open the memory in `folder`, or start one there. A memory kept earlier is checked whole first
         (`check_memory`, read-only): one from another version of noosphere, or not noosphere's, is a `DataError`
-        and is left exactly as it was."""
+        and is left exactly as it was. With `read_only` (`noosphere memory show`), the memory must be there and
+        is only read: no table is made, no format stamped, and every connection is SQLite's read-only one."""
         self.folder = folder
         self.path = folder / "memory.sqlite"
+        self.read_only = read_only
+        if read_only:
+            check_memory(folder)
+            return
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # a file where the folder goes, a folder that cannot be made
@@ -47,7 +52,8 @@ class MemoryStore:
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        connection = sqlite3.connect(self.path)
+        connection = (sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True) if self.read_only
+                      else sqlite3.connect(self.path))
         try:
             with connection:
                 yield connection
