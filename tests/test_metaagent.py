@@ -371,7 +371,8 @@ def test_a_rule_that_restates_its_question_or_loops_is_corrected_before_it_is_ke
     script = winning_script()
     script["learning"] = [reply(text="The task was solved. One general rule: The task was solved. One general rule:"),
                           reply(text="go east and go east and go east and go east and go east and go east"),
-                          reply(text="Search the neighbouring room before anything else when an item is missing.")]
+                          reply(text="One general rule: Search the neighbouring room before anything else when an "
+                                     "item is missing.")]  # the question said back first: what follows is kept
     model, backend, _ = scripted(by_role(script))
     memory = MemorySettings(store, episodic=False, embedder=HashingEmbedder())
     assert asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms())).won

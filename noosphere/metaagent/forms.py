@@ -62,14 +62,20 @@ def _words(text: str) -> list[str]:
 def answer_form(question: str) -> type[Note]:
     """A `Note` that answers `question` and must not restate it. The 1.5B model, asked for a rule after the question
     "The task was solved. One general rule:", wrote that question back ten times (TextWorld, stop 54), and the loop
-    became the memory's only rule. The form is still called `Note`, so its schema, and so the prompt, is unchanged:
-    only a reply that fails the check costs a correction and another attempt."""
-    asked = " ".join(_words(question))
+    became the memory's only rule; in the two earlier runs that kept a rule it opened the rule with the question.
+    A reply that opens with the question, or a label made of its words ("One general rule: ..."), keeps what
+    follows; one that is only the question, or says it again later, is refused. The form is still called `Note`, so its schema, and so the prompt, is unchanged: only a reply
+    that fails the check costs a correction and another attempt."""
+    asked, vocabulary = " ".join(_words(question)), set(_words(question))
 
     def _not_the_question(cls: type[Note], text: str) -> str:
-        if asked and asked in " ".join(_words(text)):
+        answer = text.strip()
+        head, colon, rest = answer.partition(":")
+        if colon and _words(head) and set(_words(head)) <= vocabulary:  # "One general rule: ...": what follows is kept
+            answer = rest.strip()
+        if not _words(answer) or (asked and asked in " ".join(_words(answer))):
             raise ValueError(f"the text restates the question ({question.strip()!r}); give the answer itself")
-        return text
+        return answer
 
     checks = {"_not_the_question": field_validator("text")(classmethod(_not_the_question))}
     return create_model("Note", __base__=Note, __validators__=checks)  # type: ignore[call-overload, no-any-return]
