@@ -64,8 +64,9 @@ def answer_form(question: str) -> type[Note]:
     "The task was solved. One general rule:", wrote that question back ten times (TextWorld, stop 54), and the loop
     became the memory's only rule; in the two earlier runs that kept a rule it opened the rule with the question.
     A reply that opens with the question, or a label made of its words ("One general rule: ..."), keeps what
-    follows; one that is only the question, or says it again later, is refused. The form is still called `Note`, so its schema, and so the prompt, is unchanged: only a reply
-    that fails the check costs a correction and another attempt."""
+    follows; one that is only the question, or says it again later, is refused. The form is still called `Note`,
+    so its schema, and so the prompt, is unchanged: only a reply that fails the check costs a correction and another
+    attempt."""
     asked, vocabulary = " ".join(_words(question)), set(_words(question))
 
     def _not_the_question(cls: type[Note], text: str) -> str:
