@@ -520,3 +520,17 @@ def test_the_report_counts_wins_partial_credit_and_its_interval() -> None:
     assert metrics["tasks"]["a"]["success_rate"] == 100.0 and metrics["ended"] == {"done": 2, "max_steps": 1}
     assert metrics["scores"] == []  # no ctm row: no score source to say
     assert summarise([{**row, "scores": "verbal"} for row in rows])["scores"] == ["verbal"]  # `auto`, as resolved
+
+
+def test_auto_scores_say_when_they_fall_back_to_the_models_words(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 26: never a silent fallback to verbal scores. `auto` still takes words from a model without
+    probabilities (as documented), but says so on the terminal, besides each row's `scores`."""
+    from noosphere.cli.bench_web import score_source
+    from noosphere.llm import Model, ScriptedBackend
+    from noosphere.llm.types import Capabilities
+
+    words = Model(ScriptedBackend(["{}"]))
+    assert score_source({"scores": "auto"}, words) == "verbal"
+    assert "gives no token probabilities" in capsys.readouterr().err
+    scoring = Model(ScriptedBackend(["{}"], capabilities=Capabilities(json_schema=True, logprobs=True)))
+    assert score_source({"scores": "auto"}, scoring) == "logprob" and capsys.readouterr().err == ""

@@ -18,7 +18,7 @@ import typer
 from noosphere.bench import miniwob as miniwob_bench
 from noosphere.bench.runner import Scored, Solve
 from noosphere.cli.ask import ModelOpener
-from noosphere.cli.bench_run import Items, RunOptions, benchmark_command, checked_config
+from noosphere.cli.bench_run import Items, RunOptions, benchmark_command, checked_config, warn
 from noosphere.errors import CapabilityError, UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.runs import write_atomically
@@ -41,7 +41,11 @@ def score_source(saved: dict[str, Any], llm: Model) -> str:
     """`auto`: the model's token probabilities where it can give them, else its words."""
     scores = saved.get("scores", "auto")
     if scores == "auto":
-        return "logprob" if llm.capabilities.logprobs else "verbal"
+        if llm.capabilities.logprobs:
+            return "logprob"
+        warn(f"{llm.id} gives no token probabilities: --scores auto takes the workspace's scores from its words "
+             "(verbal), and each row says so; --scores samples estimates probabilities by sampling instead")
+        return "verbal"
     if scores == "logprob" and not llm.capabilities.logprobs:
         raise CapabilityError(llm.id, "logprobs (--scores logprob); use --scores auto, verbal or samples")
     return scores
