@@ -9,6 +9,7 @@ the run sent, and asks it again through that form on the same model (the call ca
 reply, so only the corrections are new calls). One JSON row per call to `--out` (appended), then a table.
 
     python benchmarks/rule_probe.py RUN [RUN ...] --out benchmarks/results/textworld/rule_probe.jsonl [--model ID]
+                                    [--question TEXT]
 """
 
 from __future__ import annotations
@@ -44,18 +45,24 @@ def question_of(messages: list[Message]) -> str:
     return messages[-1].content.split(INSTRUCTION)[0].rstrip().splitlines()[-1]
 
 
-async def ask_again(model: Any, event: dict[str, Any]) -> dict[str, Any]:
+async def ask_again(model: Any, event: dict[str, Any], question: str | None = None) -> dict[str, Any]:
+    """The run's call through the checked form; with `question`, the same prompt asking that instead."""
     sent = [Message(m["role"], m["content"]) for m in event["messages"]]
-    question = question_of(sent)
-    form = answer_form(question)
+    asked = question_of(sent)
+    form = answer_form(asked)
     bare = [*sent[:-1], Message(sent[-1].role, sent[-1].content.split(INSTRUCTION)[0])]
     rebuilt = list(model.instructed(bare, form, format_at=FORMAT_AT))
     if [m.content for m in rebuilt] != [m.content for m in sent]:
         raise SystemExit(f"{event.get('item_id')}: the form no longer rebuilds the prompt the run sent")
+    if question is not None:
+        form = answer_form(question)
+        last = bare[-1].content
+        bare = [*bare[:-1], Message(bare[-1].role, last[:last.rindex(asked)] + question)]
     before = len(model.trace.events)
     done = await attempt(model.complete(bare, output=form, agent="learning", format_at=FORMAT_AT))
     calls = [e for e in model.trace.events[before:] if e.kind == "model_call"]
-    return {"game": event.get("item_id"), "question": question, "run_reply": json.loads(event["response"])["text"],
+    return {"game": event.get("item_id"), "question": question or asked,
+            "run_reply": json.loads(event["response"])["text"],
             "kept": None if isinstance(done, Forfeit) else done.output.text,  # type: ignore[union-attr]
             "forfeited": str(done) if isinstance(done, Forfeit) else None, "attempts": len(calls),
             "replies": [c.response for c in calls]}
@@ -66,7 +73,7 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for run in args.runs:
         for event in learning_calls(run):
-            row = {"run": run.name, **await ask_again(model, event)}
+            row = {"run": run.name, **await ask_again(model, event, args.question)}
             with args.out.open("a") as handle:
                 handle.write(json.dumps(row) + "\n")
             rows.append(row)
@@ -78,6 +85,7 @@ def main() -> None:
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--question", help="ask this instead of the run's question (a prompt to try)")
     args = parser.parse_args()
     rows = asyncio.run(main_async(args))
     print("| run | game | the run kept | kept now | attempts |")

@@ -24,7 +24,7 @@ from noosphere.metaagent import (
     react,
     reflexion,
 )
-from noosphere.metaagent.agents import PLANNER_VIEWS
+from noosphere.metaagent.agents import LESSON_QUESTION, PLANNER_VIEWS
 from noosphere.metaagent.cost import StepCost
 from noosphere.metaagent.hallucination import flag_hallucination
 from noosphere.metaagent.prompts import TEAM, briefed, planner_on_percept
@@ -369,10 +369,10 @@ def test_a_rule_that_restates_its_question_or_loops_is_corrected_before_it_is_ke
     loop was the memory's only rule. Such a reply is refused by the form, with a correction, like bad JSON."""
     store = MemoryStore(tmp_path)
     script = winning_script()
-    script["learning"] = [reply(text="The task was solved. One general rule: The task was solved. One general rule:"),
+    script["learning"] = [reply(text=LESSON_QUESTION),
                           reply(text="go east and go east and go east and go east and go east and go east"),
-                          reply(text="One general rule: Search the neighbouring room before anything else when an "
-                                     "item is missing.")]  # the question said back first: what follows is kept
+                          reply(text="General lesson: Search the neighbouring room before anything else when an "
+                                     "item is missing.")]  # a label of the question's words first: what follows is kept
     model, backend, _ = scripted(by_role(script))
     memory = MemorySettings(store, episodic=False, embedder=HashingEmbedder())
     assert asyncio.run(MetaAgent(model, memory=memory).play(TwoRooms())).won
