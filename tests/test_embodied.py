@@ -659,7 +659,8 @@ def test_a_provider_that_scores_first_tokens_is_refused_the_grids_moves_before_a
     code, _, err = invoke(["bench", "embodied", "--system", "single-scored", "--episodes", "1", "--max-steps", "2",
                            "--env", ROOMS, "--model", "scripted", "--out", str(tmp_path / "s"), "--no-cache",
                            "--quiet"], lambda model_id, **kwargs: Model(backend, **kwargs))
-    assert code == 2 and "'turn left', 'turn right'] begin alike" in err and not list((tmp_path / "s").glob("*/*"))
+    assert code == 2 and "'turn left' and 'turn right' begin with the same word" in err and "--system single" in err
+    assert not list((tmp_path / "s").glob("*/*"))
     assert backend.history == [] and backend.score_history == []
 
 

@@ -369,7 +369,7 @@ def test_a_rule_that_restates_its_question_or_loops_is_corrected_before_it_is_ke
     loop was the memory's only rule. Such a reply is refused by the form, with a correction, like bad JSON."""
     store = MemoryStore(tmp_path)
     script = winning_script()
-    script["learning"] = [reply(text=LESSON_QUESTION),
+    script["learning"] = [reply(text="The team has completed this task."),  # a part of the question, nothing new
                           reply(text="go east and go east and go east and go east and go east and go east"),
                           reply(text="General lesson: Search the neighbouring room before anything else when an "
                                      "item is missing.")]  # a label of the question's words first: what follows is kept
@@ -381,6 +381,38 @@ def test_a_rule_that_restates_its_question_or_loops_is_corrected_before_it_is_ke
     assert "repeats the same words" in lessons[2].messages[-1].content
     assert store.concepts() == ["Search the neighbouring room before anything else when an item is missing."]
     assert '"title":"Note"' in lessons[0].messages[-1].content  # the prompt the runs before the check were asked
+
+
+@pytest.mark.parametrize(("question", "text", "kept"), [
+    (LESSON_QUESTION, "Which general lesson from this game would help in other games of this kind?", None),
+    (LESSON_QUESTION, "General lesson from this game: Which general lesson from this game would help? Answer.", None),
+    (LESSON_QUESTION, "General lesson: Open a container before searching it.", "Open a container before searching it."),
+    ("One new idea:", "One new idea is to open the fridge.", "One new idea is to open the fridge."),
+    ("One new idea:", "One new idea: one new idea: try the fridge", None),  # the question twice
+    ("One new idea:", "Someone has a new idea: try the fridge.", "Someone has a new idea: try the fridge."),
+])
+def test_an_answer_keeps_its_own_words_and_is_refused_when_it_has_none(question: str, text: str,
+                                                                       kept: str | None) -> None:
+    from pydantic import ValidationError
+
+    from noosphere.metaagent.forms import answer_form
+
+    if kept is None:
+        with pytest.raises(ValidationError, match="restates the question"):
+            answer_form(question).model_validate({"text": text})
+    else:
+        assert answer_form(question).model_validate({"text": text}).text == kept
+
+
+def test_a_reflection_may_say_a_phrase_again_but_not_loop() -> None:
+    from pydantic import ValidationError
+
+    from noosphere.metaagent.forms import Note
+
+    plain = "I should go to the kitchen first, then I should go to the fridge, and I should go to the table."
+    assert Note(text=plain).text == plain
+    with pytest.raises(ValidationError, match="over and over"):
+        Note(text="take the key and go east, " * 3)
 
 
 def test_memory_recalled_when_stuck_waits_for_the_first_focus_loop_and_a_game_never_stuck_recalls_nothing(

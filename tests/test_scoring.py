@@ -174,7 +174,9 @@ async def test_a_provider_with_logprobs_scores_options_and_one_without_is_an_err
 
     litellm = import_litellm()
     sent: list[dict[str, Any]] = []
-    responses = iter([_fake_response([("Yes", math.log(0.8)), ("No", math.log(0.15))]), _fake_response(None)])
+    ended = _fake_response([("Yes", 0.0)])
+    ended.choices[0].logprobs.content = []  # logprobs sent, for no token: the reply ended at once
+    responses = iter([_fake_response([("Yes", math.log(0.8)), ("No", math.log(0.15))]), _fake_response(None), ended])
 
     async def fake_acompletion(**kwargs: Any) -> Any:
         sent.append(kwargs)
@@ -190,11 +192,13 @@ async def test_a_provider_with_logprobs_scores_options_and_one_without_is_an_err
     assert "first token" in (event.note or "")
     with pytest.raises(CapabilityError, match="provider returned none"):
         await model.score_options("Is it snowing? Answer Yes or No.", ["Yes", "No"])
+    with pytest.raises(ModelError, match="for no token"):
+        await model.score_options("Is it hailing? Answer Yes or No.", ["Yes", "No"])
     with pytest.raises(CapabilityError, match="prefix"):
         await model.score_options("Is it?", ["Yes", "No"], prefix="Answer: ")
     with pytest.raises(UsageError, match="same once case and spaces are ignored"):
         await model.score_options("Is it?", ["Yes", " yes"])
-    assert len(sent) == 2 and model.ledger.calls == 1  # both refused before any call (the failed one is not counted)
+    assert len(sent) == 3 and model.ledger.calls == 1  # both refused before any call (the failed one is not counted)
 
 
 @pytest.mark.provider_double
@@ -236,7 +240,10 @@ async def test_a_providers_reply_carries_the_sum_of_its_token_logprobs(monkeypat
                     SimpleNamespace(choices=[SimpleNamespace(  # a token without its logprob: none for the reply
                         logprobs=SimpleNamespace(content=[SimpleNamespace(token="Re", logprob=None)]),
                         message=SimpleNamespace(content="Red"), finish_reason="stop")],
-                        usage=SimpleNamespace(prompt_tokens=9, completion_tokens=1))])
+                        usage=SimpleNamespace(prompt_tokens=9, completion_tokens=1)),
+                    SimpleNamespace(choices=[SimpleNamespace(  # an empty reply: no token, so no logprob either
+                        logprobs=SimpleNamespace(content=[]), message=SimpleNamespace(content=""),
+                        finish_reason="stop")], usage=SimpleNamespace(prompt_tokens=9, completion_tokens=0))])
 
     async def fake_acompletion(**kwargs: Any) -> Any:
         sent.append(kwargs)
@@ -253,6 +260,9 @@ async def test_a_providers_reply_carries_the_sum_of_its_token_logprobs(monkeypat
     assert model.ledger.total.prompt_tokens == 9 + 12  # the reply without logprobs was paid for: it is counted
     with pytest.raises(CapabilityError, match="provider returned none"):
         await model.complete("And another.", logprobs=True)
+    with pytest.raises(ModelError, match="empty") as empty:  # this turn's fault, not the model's inability
+        await model.complete("And one more.", logprobs=True)
+    assert not isinstance(empty.value, CapabilityError)
 
 
 @pytest.mark.provider_double

@@ -116,6 +116,11 @@ def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
                 plain = "society" if saved["system"] in embodied_bench.SOCIETIES else "single"
                 raise CapabilityError(scorer.id, f"logprobs (--system {saved['system']} takes the action the model's "
                                                  f"option probabilities favour); use --system {plain}")
+            if saved["system"] in embodied_bench.SCORED and scorer.capabilities.first_token_scores:
+                plain = "society" if saved["system"] in embodied_bench.SOCIETIES else "single"
+                raise CapabilityError(scorer.id, f"scoring the grid's moves (a provider scores only a reply's first "
+                                                 f"token, and {' and '.join(repr(m) for m in MOVES[:2])} begin with "
+                                                 f"the same word); use a local model, or --system {plain}")
             if saved["system"] in embodied_bench.SCORED:  # every step scores the grid's moves: refused before a run
                 scorer.check_scoring(MOVES)
             if society is not None and captain is not None:  # its captain decides last: checked before any episode

@@ -131,9 +131,11 @@ class LiteLLMBackend:
         response = await self._acompletion(args, request.messages, settings)
         choice = response.choices[0]
         logprobs = _field(choice, "logprobs")
-        content = _field(logprobs, "content") if logprobs is not None else None
-        if not content:
+        if logprobs is None:  # not sent at all: every call would be the same
             raise CapabilityError(self.model_id, NO_LOGPROBS)
+        content = _field(logprobs, "content")
+        if not content:  # sent for no token (the reply ended at once): this call only
+            raise ModelError(self.model_id, "the provider returned logprobs for no token (an empty reply)")
         alternatives = _field(content[0], "top_logprobs") or []
         top = [(str(_field(t, "token")), float(_field(t, "logprob"))) for t in alternatives
                if _field(t, "token") is not None and _field(t, "logprob") is not None]

@@ -357,6 +357,8 @@ class Model:
         if store:  # after its event (no await since it was generated): a kill in between replays nothing untraced
             self.cache.put(key, reply)  # type: ignore[union-attr, arg-type]
         if missing_logprob:
+            if not reply.text.strip() and not reply.tool_calls:  # nothing generated, nothing to score: this turn only
+                raise ModelError(self.id, "the reply was empty, so it has no log-probability")
             raise CapabilityError(self.id, NO_LOGPROBS)
         return reply, latency, cached
 

@@ -37,8 +37,9 @@ class Belief(BaseModel):
         return " ".join(f"{title}: {value.strip().rstrip('.')}." for title, value in parts if value.strip())
 
 
-LOOP_GRAM = 4
-"""A free-text note in which some run of this many words comes back three times is a decoding loop, not a note."""
+LOOP_GRAM = 6
+"""A free-text note in which some run of this many words comes back three times is a decoding loop, not a note (a
+shorter run, "I should go to", comes back in plain sentences)."""
 
 
 class Note(BaseModel):
@@ -60,26 +61,32 @@ def _words(text: str) -> list[str]:
 
 @cache
 def answer_form(question: str) -> type[Note]:
-    """A `Note` that answers `question` and must not restate it. The 1.5B model, asked for a rule after the question
-    "The task was solved. One general rule:", wrote that question back ten times (TextWorld, stop 54), and the loop
-    became the memory's only rule; in the two earlier runs that kept a rule it opened the rule with the question.
-    A reply that opens with the question, or a label made of its words ("One general rule: ..."), keeps what
-    follows; one that is only the question, or says it again later, is refused. The form is still called `Note`,
-    so its schema, and so the prompt, is unchanged: only a reply that fails the check costs a correction and another
+    """A `Note` that answers `question` and is not the question said back. The 1.5B model, asked for a rule after the
+    stem "The task was solved. One general rule:", wrote the stem back ten times (TextWorld, stop 54), and the loop
+    became the memory's only rule; in two earlier runs it opened the rule with the stem. A reply that opens with a
+    label made of the question's words ("General lesson: ...") keeps what follows it; a reply that adds no word of its
+    own to the question's, or holds the whole question twice, is refused. The form is still called `Note`, so its
+    schema, and so the prompt, is unchanged: only a reply that fails the check costs a correction and another
     attempt."""
-    asked, vocabulary = " ".join(_words(question)), set(_words(question))
+    asked, vocabulary = _words(question), set(_words(question))
 
     def _not_the_question(cls: type[Note], text: str) -> str:
         answer = text.strip()
         head, colon, rest = answer.partition(":")
-        if colon and _words(head) and set(_words(head)) <= vocabulary:  # "One general rule: ...": what follows is kept
+        if colon and _words(head) and set(_words(head)) <= vocabulary:  # a label made of the question's words
             answer = rest.strip()
-        if not _words(answer) or (asked and asked in " ".join(_words(answer))):
+        if not set(_words(answer)) - vocabulary or _occurrences(asked, _words(text)) > 1:
             raise ValueError(f"the text restates the question ({question.strip()!r}); give the answer itself")
         return answer
 
     checks = {"_not_the_question": field_validator("text")(classmethod(_not_the_question))}
     return create_model("Note", __base__=Note, __validators__=checks)  # type: ignore[call-overload, no-any-return]
+
+
+def _occurrences(phrase: list[str], words: list[str]) -> int:
+    """How often `phrase` occurs in `words`, word for word."""
+    n = len(phrase)
+    return sum(1 for i in range(len(words) - n + 1) if n and words[i:i + n] == phrase)
 
 
 def action_form(name: str, admissible: tuple[str, ...], *, description: str = "one admissible action",
