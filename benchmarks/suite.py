@@ -415,11 +415,13 @@ def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.
     folders = []
     for config in configs:
         folder = out / config.name
-        if not run_folders(folder):
+        before = run_folders(folder)
+        fresh = getattr(args, "new", False) or not before
+        if fresh:
             create = [sys.executable, "-m", "noosphere", "bench", suite.benchmark, *_new_run(config, folder, args)]
             subprocess.run([*create, "--create-only"], check=False, stdout=subprocess.DEVNULL)
         existing = run_folders(folder)
-        if not existing:
+        if not existing or (fresh and existing[-1] in before):
             print(f"== {config.name}: skipped (its run folder could not be created)", flush=True)
         elif finished(existing[-1]):
             print(f"== {config.name}: finished ({existing[-1]})", flush=True)
@@ -545,7 +547,8 @@ def main() -> None:
     parser.add_argument("--together", action="store_true",
                         help="game suites: play every chosen run side by side in one process")
     parser.add_argument("--new", action="store_true",
-                        help="start a new run of each chosen configuration (after a change), beside its earlier runs")
+                        help="start a new run of each chosen configuration (after a change), beside its earlier "
+                             "runs; with --together, all of them are created first, then played side by side")
     parser.add_argument("--summary-only", action="store_true")
     args = parser.parse_args()
     suite = SUITES[args.suite]
@@ -557,8 +560,6 @@ def main() -> None:
         parser.error(f"--offset applies to {', '.join(OFFSET_SUITES)}, not {suite.benchmark}")
     if args.offset < 0:
         parser.error("--offset must be 0 or more")
-    if args.new and args.together:
-        parser.error("--new starts runs one at a time; leave out --together")
     if args.together and suite.benchmark not in GAME_SUITES:
         parser.error(f"--together plays game runs ({', '.join(GAME_SUITES)}), not {suite.benchmark}")
     out = args.out / (suite.folder or args.suite)

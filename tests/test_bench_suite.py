@@ -89,6 +89,31 @@ def test_runs_played_together_leave_the_finished_ones_out(suite: Any, tmp_path: 
                            "--parallel", str(suite.SUITES["alfworld"].parallel)]
 
 
+def test_new_with_together_creates_fresh_runs_and_plays_only_them(suite: Any, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    old = tmp_path / "react" / "20260101-000000-abcdef"
+    old.mkdir(parents=True)
+    (old / "config.json").write_text("{}")
+    (old / "result.json").write_text(json.dumps({"status": "ok"}))
+    ran: list[list[str]] = []
+
+    def fake(command: list[str], **_: Any) -> None:
+        ran.append(command)
+        if "--create-only" in command and "reflexion" not in command[command.index("--out") + 1]:
+            fresh = Path(command[command.index("--out") + 1]) / "20260202-000000-abcdef"
+            fresh.mkdir(parents=True)
+            (fresh / "config.json").write_text("{}")
+
+    monkeypatch.setattr(subprocess, "run", fake)
+    configs = [c for c in suite.SUITES["alfworld"].configs if c.name in ("react", "reflexion")]
+    suite.run_together(suite.SUITES["alfworld"], configs, tmp_path,
+                       argparse.Namespace(limit=None, model="local:m", parallel=None, new=True))
+    together = ran[-1][3:]
+    # the finished run is not resumed, a fresh one is; reflexion's creation failed, so it is left out, not replaced
+    assert together[:3] == ["bench", "together", str(tmp_path / "react" / "20260202-000000-abcdef")]
+    assert str(old) not in together and not any("reflexion" in part for part in together)
+
+
 def test_runs_whose_games_share_a_memory_are_never_parallel(suite: Any, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     memory = commands(suite, monkeypatch, "alfworld", "metaagent-k20", tmp_path, parallel=8)
