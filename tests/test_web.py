@@ -534,3 +534,21 @@ def test_auto_scores_say_when_they_fall_back_to_the_models_words(capsys: pytest.
     assert "gives no token probabilities" in capsys.readouterr().err
     scoring = Model(ScriptedBackend(["{}"], capabilities=Capabilities(json_schema=True, logprobs=True)))
     assert score_source({"scores": "auto"}, scoring) == "logprob" and capsys.readouterr().err == ""
+
+
+def test_a_provider_that_scores_only_first_tokens_never_scores_the_stms_actions(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The web workspace's labels are actions sharing their first words (`click("12")`, `click("13")`), which a
+    first-token provider cannot tell apart: `auto` takes words and says why; `logprob` is refused before the run."""
+    from noosphere.cli.bench_web import score_source
+    from noosphere.errors import CapabilityError
+    from noosphere.llm import Model, ScriptedBackend
+    from noosphere.llm.types import Capabilities
+
+    first = Model(ScriptedBackend(["{}"], capabilities=Capabilities(json_schema=True, logprobs=True,
+                                                                    first_token_scores=True)))
+    assert score_source({"scores": "auto"}, first) == "verbal"
+    assert "first token" in capsys.readouterr().err
+    with pytest.raises(CapabilityError, match="first token"):
+        score_source({"scores": "logprob"}, first)
+    assert score_source({"scores": "samples"}, first) == "samples"

@@ -40,14 +40,20 @@ def check(saved: dict[str, Any]) -> None:
 def score_source(saved: dict[str, Any], llm: Model) -> str:
     """`auto`: the model's token probabilities where it can give them, else its words."""
     scores = saved.get("scores", "auto")
+    exact = llm.capabilities.logprobs and not llm.capabilities.first_token_scores
     if scores == "auto":
-        if llm.capabilities.logprobs:
+        if exact:
             return "logprob"
-        warn(f"{llm.id} gives no token probabilities: --scores auto takes the workspace's scores from its words "
-             "(verbal), and each row says so; --scores samples estimates probabilities by sampling instead")
+        why = ("scores only the first token of an option, and the STM's labels are actions that share their first "
+               "words (click(\"12\"), click(\"13\"))" if llm.capabilities.logprobs
+               else "gives no token probabilities")
+        warn(f"{llm.id} {why}: --scores auto takes the workspace's scores from its words (verbal), and each row "
+             "says so; --scores samples estimates probabilities by sampling instead")
         return "verbal"
-    if scores == "logprob" and not llm.capabilities.logprobs:
-        raise CapabilityError(llm.id, "logprobs (--scores logprob); use --scores auto, verbal or samples")
+    if scores == "logprob" and not exact:
+        need = ("exact option scores (--scores logprob: the STM scores whole actions, and this provider scores only "
+                "their first token)" if llm.capabilities.logprobs else "logprobs (--scores logprob)")
+        raise CapabilityError(llm.id, f"{need}; use --scores auto, verbal or samples, or a local model")
     return scores
 
 
