@@ -26,7 +26,7 @@ def _figure(value: float | None) -> str:
 
 def rows_of(results: Path, minimum: int) -> list[str]:
     lines = []
-    for items in sorted(results.glob("*/*/*/items.jsonl")):
+    for items in sorted(results.rglob("items.jsonl")):  # a run sits at any depth (`mustard/parallel/p1/RUN/`)
         confidences, correct, _ = row_confidences(list(load_done(items).values()))
         if len(confidences) < minimum:
             continue
@@ -52,10 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.results.is_dir():
         print(f"no results folder at {args.results}", file=sys.stderr)
         return 2
+    lines = rows_of(args.results, args.minimum)
+    if not lines:
+        print(f"no run under {args.results} has {args.minimum} rows with a confidence", file=sys.stderr)
+        return 1
     print("| run | items | accuracy | ECE | ECE after Platt (leave-one-out) | ECE after isotonic (cross-fitted) "
           "| floor: mean (95th pct) | within floor | AUROC (95 %) |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for line in rows_of(args.results, args.minimum):
+    for line in lines:
         print(line)
     return 0
 

@@ -291,3 +291,21 @@ def test_isotonic_recalibration_maps_a_vote_share_of_few_values_beside_platt() -
     assert isotonic_ece([0.9, 0.8, 0.7], [True, False, True]) is None
     with pytest.raises(UsageError, match="at least one split"):
         isotonic_ece(shares, correct, splits=0)
+
+
+def test_a_recalibrated_constant_confidence_is_not_sorted_into_bins_by_its_own_answers() -> None:
+    """Leave-one-out moves each item's mapped value against its own answer (19/39 for a right item, 20/39 for a wrong
+    one); binned by those values, a constant 0.5 that is right half the time showed a recalibrated ECE of 0.51."""
+    from noosphere.bench.calibration import calibrate, recalibrated, recalibrated_ece
+
+    truth = [True] * 20 + [False] * 20
+    mapped = recalibrated([0.5] * 40, truth)
+    assert mapped is not None and mapped[0] < 0.5 < mapped[-1]  # the leave-one-out values do move
+    assert recalibrated_ece([0.5] * 40, truth) == pytest.approx(0.0, abs=1e-6)
+    assert calibrate([1.0] * 40, truth).ece_recalibrated == pytest.approx(0.0, abs=1e-6)  # raw ECE 0.5
+    # a confidence with signal still keeps what leave-one-out says of it
+    rng = __import__("random").Random(3)
+    values = [rng.random() for _ in range(60)]
+    answers = [rng.random() < v for v in values]
+    figure = recalibrated_ece(values, answers)
+    assert figure is not None and 0.0 < figure < 0.3

@@ -34,3 +34,15 @@ def test_every_run_with_confidences_gets_a_row_and_others_none(tmp_path: Path,
 
 def test_a_missing_results_folder_is_an_error(tmp_path: Path) -> None:
     assert TABLE.main(["--results", str(tmp_path / "nowhere")]) == 2
+
+
+def test_runs_at_any_depth_are_listed_and_none_at_all_is_said(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{"id": f"i{n}", "correct": n % 2 == 0, "confidence": 0.8 if n % 2 == 0 else 0.4} for n in range(20)]
+    _run(tmp_path / "mustard" / "parallel" / "p1" / "run-a", rows)  # the `parallel/` runs sit one level deeper
+    _run(tmp_path / "run-b", rows)  # and a run folder may be the results folder's child
+    assert TABLE.main(["--results", str(tmp_path)]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| `")]
+    assert [line.split("`")[1] for line in listed] == ["mustard/parallel/p1/run-a", "run-b"]
+    assert TABLE.main(["--results", str(tmp_path), "--minimum", "50"]) == 1
+    assert "no run under" in capsys.readouterr().err
