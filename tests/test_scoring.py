@@ -399,3 +399,40 @@ def test_options_are_scored_from_the_token_every_one_of_them_shares() -> None:
     context, continuations = loaded.scoring_tokens([], "Answer:", ("Yes", "Maybe"))  # nothing merges: as before
     assert [vocab[i] for i in context] == ["<p>", "Answer:"] and [[vocab[i] for i in c] for c in continuations] == [
         ["Yes"], ["Maybe"]]
+
+
+@pytest.mark.parametrize("logprobs", [(math.nan, -1.2), (0.7, -1.2), (-math.inf, -math.inf)])
+async def test_log_probabilities_no_probability_has_are_a_fault_not_a_uniform_guess(logprobs: tuple) -> None:
+    """NaN, a positive log-probability, or every option at probability 0: before, a uniform 0.5 / 0.5 came back
+    with full entropy, or NaN and +inf took an option's whole mass away. Now the turn's `ModelError`."""
+    from noosphere.llm.types import ScoreReply, Usage
+
+    class Raw(ScriptedBackend):
+        async def score(self, request: ScoreRequest) -> ScoreReply:
+            self.score_history.append(request)
+            return ScoreReply(logprobs, (1, 1), Usage(3, 0))
+
+    trace = Trace()
+    backend = Raw([], scorer=scorer_of({}))
+    model = Model(backend, trace=trace)
+    with pytest.raises(ModelError, match="probability"):
+        await model.score_options("q", ["Yes", "No"])
+    assert len(backend.score_history) == 1 and trace.of_kind("options_scored") == []
+
+
+def test_a_positive_or_nan_log_probability_is_refused_and_minus_infinity_for_one_option_is_not() -> None:
+    from noosphere.llm.scoring import check_logprobs
+
+    with pytest.raises(ModelError, match="'Yes'"):
+        check_logprobs("m", ("Yes", "No"), (0.5, -1.0))
+    with pytest.raises(ModelError, match="'No'"):
+        check_logprobs("m", ("Yes", "No"), (-1.0, math.nan))
+    check_logprobs("m", ("Yes", "No"), (-math.inf, -0.1))  # an option the model cannot produce: probability 0
+    check_logprobs("m", ("Yes", "No"), (1e-7, -20.0))  # a float's rounding above 0
+    with pytest.raises(ModelError, match="no probability has"):
+        first_token_scores(("Yes", "No"), [("Yes", math.nan), ("No", -1.0)])
+
+
+async def test_relative_weights_of_a_scripted_scorer_are_their_shares() -> None:
+    model, _, _ = scripted([], scorer=lambda request: [3.0, 1.0])
+    assert (await model.score_options("q", ["a", "b"])).probs == pytest.approx((0.75, 0.25))

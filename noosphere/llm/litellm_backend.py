@@ -211,6 +211,9 @@ def first_token_scores(options: tuple[str, ...], top: list[tuple[str, float]], *
     are a `ModelError` (every option would get the same floor)."""
     keys = [option.strip().lower() for option in options]
     mass: list[list[float]] = [[] for _ in options]
+    if any(math.isnan(logprob) or logprob > 0 for _, logprob in top):
+        raise ModelError(model_id, f"the first token's alternatives came back with log-probabilities no probability "
+                                   f"has: {[(token, logprob) for token, logprob in top[:5]]}")
     for token, logprob in top:
         piece = token.strip().lower()
         if not piece:

@@ -34,6 +34,7 @@ from noosphere.llm.scoring import (
     Normalise,
     OptionScores,
     check_first_tokens,
+    check_logprobs,
     check_options,
     choice_instruction,
     from_counts,
@@ -246,7 +247,13 @@ class Model:
         score = getattr(self.backend, "score", None)
         if score is None:
             raise CapabilityError(self.id, "logprobs (the backend has no score method)")
-        return await self._with_retries(lambda: score(request), agent, self.settings.timeout_s,
+
+        async def checked() -> ScoreReply:
+            reply = await score(request)
+            check_logprobs(self.id, request.options, reply.logprobs)  # a NaN or a positive one is retried, not used
+            return reply
+
+        return await self._with_retries(checked, agent, self.settings.timeout_s,
                                         seed=f"0:{_digest(request.messages)}:{request.options}")
 
     async def _score_by_sampling(self, request: ScoreRequest, normalise: Normalise, samples: int,

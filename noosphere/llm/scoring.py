@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from noosphere.errors import UsageError
+from noosphere.errors import ModelError, UsageError
 
 Normalise = Literal["sum", "mean"]
 Method = Literal["logprob", "first_token", "samples"]
@@ -93,6 +93,23 @@ def softmax(scores: list[float]) -> tuple[float, ...]:
 
 def entropy(probs: tuple[float, ...]) -> float:
     return -sum(p * math.log(p) for p in probs if p > 0)
+
+
+LOGPROB_SLACK = 1e-4
+"""How far above 0 a log-probability may come back (a float's rounding) before it is no log-probability."""
+
+
+def check_logprobs(model_id: str, options: tuple[str, ...], logprobs: tuple[float, ...]) -> None:
+    """A backend's log-probabilities are scores only where they can be: each NaN-free and at most 0, and not every
+    one -inf (that would make a uniform guess look like a score). Otherwise a `ModelError` naming the option, so
+    the call is retried and then forfeited like any malformed reply, never turned into probabilities."""
+    for option, logprob in zip(options, logprobs, strict=False):
+        if math.isnan(logprob) or logprob > LOGPROB_SLACK:
+            raise ModelError(model_id, f"option {option!r} came back with log-probability {logprob}, which no "
+                                       "probability has")
+    if logprobs and all(logprob == -math.inf for logprob in logprobs):
+        raise ModelError(model_id, f"every option of {list(options)} came back with probability 0: the scores "
+                                   "cannot tell them apart")
 
 
 def from_logprobs(options: tuple[str, ...], logprobs: tuple[float, ...], tokens: tuple[int, ...],
