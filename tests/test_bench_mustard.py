@@ -134,3 +134,14 @@ def test_probability_scores_from_a_model_that_cannot_give_them_are_refused_befor
                            "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"], opener)
     assert code == 2 and "logprobs" in err and "--scores samples" in err
     assert not list((tmp_path / "runs").glob("*")) and not opener.backend.history
+
+
+@pytest.mark.parametrize("extra", [["--system", "ctm", "--scores", "logprob"], ["--system", "base"]])
+def test_stm_samples_outside_the_verbal_ctm_are_refused_before_a_run_folder(data: Path, tmp_path: Path,
+                                                                          extra: list[str]) -> None:
+    opener = opener_for(lambda request: {"reason": "r", "label": "sarcastic", "confidence": 0.8})
+    code, _, err = invoke(["bench", "mustard", *extra, "--stm-samples", "3", "--data", str(data), "--out",
+                           str(tmp_path / "runs"), "--no-cache", "--quiet"], opener)
+    assert code == 2 and "--stm-samples" in err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    assert opener.backend.history == []

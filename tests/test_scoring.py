@@ -436,3 +436,16 @@ def test_a_positive_or_nan_log_probability_is_refused_and_minus_infinity_for_one
 async def test_relative_weights_of_a_scripted_scorer_are_their_shares() -> None:
     model, _, _ = scripted([], scorer=lambda request: [3.0, 1.0])
     assert (await model.score_options("q", ["a", "b"])).probs == pytest.approx((0.75, 0.25))
+
+
+async def test_an_stm_whose_labels_cannot_be_scored_is_refused_before_any_processor_calls() -> None:
+    """Labels are known when the STM is made: a first-token provider cannot tell "turn left" from "turn right", and
+    was refused only after every processor had answered and been scored."""
+    calls: list[Any] = []
+    model = Model(ScriptedBackend(lambda request: calls.append(request) or "{}", scorer=scorer_of({}),
+                                  capabilities=Capabilities(json_schema=True, logprobs=True, first_token_scores=True)))
+    observation = Observation.of({"scene": "a fork in the road"})
+    with pytest.raises(UsageError, match="begin alike"):
+        await classify(model, "Which way?", observation, ("turn left", "turn right"),
+                       settings=WorkspaceSettings(scores="logprob"))
+    assert calls == [] and model.backend.score_history == []

@@ -144,6 +144,9 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
                   "ablation": sorted(ablation or ()), "limit": limit, "offset": offset,
                   "data": str(data) if data else None, "stm_samples": stm_samples, "calibrate": calibrate}
         _workspace_settings(config)  # unknown ablations fail here, before anything runs
+        if stm_samples != 1 and (config.get("system") != "ctm" or config.get("scores", "verbal") != "verbal"):
+            raise UsageError("--stm-samples is the verbal ctm STM's vote: give --system ctm --scores verbal, or "
+                             "leave it at 1")
 
         def load(saved: dict[str, Any]) -> list[mustard_bench.MustardItem]:
             return select_items(mustard_bench.load_mustard(Path(saved["data"]) if saved.get("data") else None), saved)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, create_model
 from noosphere.concurrent import Forfeit, gather_turns
 from noosphere.errors import CapabilityError, UnknownNameError, UsageError
 from noosphere.llm import Completion, Message, Model
-from noosphere.llm.scoring import contextual_calibration
+from noosphere.llm.scoring import NO, YES, contextual_calibration
 from noosphere.workspace.chunk import Chunk
 from noosphere.workspace.prompts import STM_FRAME, STM_FRAME_SCORED, STM_LABEL_PROMPT, STM_LABELS
 from noosphere.workspace.scores import (
@@ -79,6 +79,8 @@ class ShortTermMemory:
                              f"not scores={scores!r}")
         if scores != "verbal" and samples != 1:
             raise UsageError("stm samples are the verbal STM's vote; with probability scores leave samples at 1")
+        if scores != "verbal":  # the options it will score are known now: refused before any processor's call
+            model.check_scoring(labels or (YES, NO), method="samples" if scores == "samples" else "logprob")
         self.scores = scores
         self.calibrate = calibrate
         self._priors: dict[str, tuple[float, ...]] = {}
