@@ -397,6 +397,49 @@ def test_resuming_a_run_whose_memory_folder_is_a_file_changes_nothing(command: s
     assert snapshot(tmp_path) == before  # the run's result not rewritten as failed
 
 
+@contextlib.contextmanager
+def immutable(path: Path) -> Any:
+    """`path` made read-only even to root (`chattr +i`) while the block runs; the test is skipped where it cannot be."""
+    import subprocess
+
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        yield path
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+@pytest.mark.parametrize("command", ["resume", "together", "reset"])
+def test_a_read_only_memory_is_refused_before_the_model_opens_and_changes_nothing(command: str,
+                                                                                   tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
+                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    path = _memory(run_dir / "memory", None)  # from before the stamp: opening it would stamp it
+    before = snapshot(tmp_path)
+    args = {"resume": ["bench", "textworld", "--resume", str(run_dir)], "together": ["bench", "together", str(run_dir)],
+            "reset": ["memory", "reset", "--yes", str(path.parent)]}[command]
+    with immutable(path):
+        refused(cli(args), f"the memory {path} is read-only", "chattr -i")
+    assert snapshot(tmp_path) == before  # the result not rewritten as failed, the memory as it was
+
+
+@pytest.mark.parametrize("seen", ["before opening", "by SQLite"])
+def test_a_memory_that_cannot_be_written_is_a_usage_error(seen: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from noosphere.errors import UsageError
+
+    path = _memory(tmp_path / "memory", None)
+    if seen == "by SQLite":  # read-only where the permission bits do not tell (a read-only mount, say)
+        monkeypatch.setattr("noosphere.memory.store.check_writable", lambda folder: None)
+    says = "is read-only" if seen == "before opening" else "readonly database; make .* writable"
+    with immutable(path), pytest.raises(UsageError, match=says):
+        MemoryStore(path.parent)
+
+
 def test_a_memory_store_where_a_file_is_is_a_usage_error(tmp_path: Path) -> None:
     from noosphere.errors import UsageError
 

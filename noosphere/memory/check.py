@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,17 @@ def check_memory(folder: Path) -> Path:
     except sqlite3.DatabaseError as exc:
         raise DataError(f"cannot be read as a database ({exc}); expected {EXPECTED}", source=str(path)) from None
     return path
+
+
+def check_writable(folder: Path) -> None:
+    """A memory that will be written (a run's, resumed; one `memory reset` empties) can be: its folder takes the
+    journal SQLite writes beside it, and its `memory.sqlite`, if there, is not read-only. Otherwise a `UsageError`,
+    before anything opens it."""
+    path = folder / "memory.sqlite"
+    for what, target, mode in (("memory folder", folder, os.W_OK | os.X_OK), ("memory", path, os.W_OK)):
+        if target.exists() and not os.access(target, mode):
+            raise UsageError(f"the {what} {target} is read-only, and it would be written: make it writable "
+                             "(chmod u+w, or chattr -i) and try again")
 
 
 def _roll_back_a_killed_write(path: Path) -> None:
