@@ -354,6 +354,18 @@ def test_memory_whose_tables_differ_says_it_may_be_from_another_version(tmp_path
     assert path.read_bytes() == before
 
 
+def test_a_damaged_memory_is_one_line_naming_its_first_problem(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "memory")
+    for i in range(5):
+        store.add_episode(Episode(f"task {i}", "fetch", f"game-{i}", (EpisodeStep(0, "", "a room " * 40),), True))
+    data = bytearray(store.path.read_bytes())
+    data[4096 + 8:4096 + 24] = bytes(16)  # the cell pointers of page 2 (the episodes) scrambled
+    store.path.write_bytes(bytes(data))
+    line = refused(cli(["memory", "show", str(store.path.parent)]), "memory.sqlite: is damaged (On tree page 2",
+                   "and 4 more); expected noosphere's memory database")
+    assert "***" not in line
+
+
 def _steps_not_json(path: Path) -> None:
     with contextlib.closing(sqlite3.connect(path)) as db:
         db.execute("UPDATE episodes SET steps = '[[0, \"go east\"'")
