@@ -125,6 +125,20 @@ def test_a_games_dir_that_cannot_hold_games_is_refused_before_any_run(where: str
         assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize(("seed", "per_challenge", "says"), [
+    ("-1", "1", "--seed -1: TextWorld makes games from seeds 0 to 4294967295"),
+    ("4294967296", "1", "--seed 4294967296: TextWorld makes games from seeds 0 to 4294967295"),
+    ("4294967295", "2", "--seed 4294967295 with --per-challenge 2 (seeds 4294967295 to 4294967296)"),
+], ids=["negative", "past 2**32 - 1", "the last game's past 2**32 - 1"])
+@pytest.mark.parametrize("only", [[], ["--create-only"]], ids=["run", "create only"])
+def test_a_seed_textworld_cannot_take_is_refused_before_any_run(seed: str, per_challenge: str, says: str,
+                                                                only: list[str], tmp_path: Path) -> None:
+    outcome = cli(["bench", "textworld", "--system", "react", "--memory", "none", "--per-challenge", per_challenge,
+                   f"--seed={seed}", "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), *only])
+    refused(outcome, says, f"choose a seed from 0 to {2**32 - int(per_challenge)}")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "games").exists()
+
+
 def _alfworld_data(tmp: Path, **changes: str) -> Path:
     game = tmp / "alf" / "valid_seen" / "pick_and_place_simple-Apple-None-Table-1" / "trial_1" / "game.tw-pddl"
     game.parent.mkdir(parents=True)
