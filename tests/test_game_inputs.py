@@ -21,7 +21,11 @@ from noosphere.memory.check import FORMAT
 from tests.skip_policy import GAME_EXTRAS, shared_data
 from tests.test_hostile_inputs import ALFWORLD_GAME, Outcome, cli
 
-DESCRIPTION = {"KB": {}, "world": [], "grammar": {}, "quests": [], "infos": [], "version": 1}
+DESCRIPTION = json.loads((Path(__file__).parent / "fixtures" / "textworld" / "one_room.json").read_text())
+"""A game description TextWorld reads back: `textworld.GameMaker()` with one room and the player in it, built and
+serialised (TextWorld 1.7)."""
+HOLLOW = {"KB": {}, "world": [], "grammar": {}, "quests": [], "infos": [], "version": 1}
+"""The top-level keys of a description, each holding nothing: TextWorld cannot read it back (no logic)."""
 
 
 def story(version: int = 8, size: int = 1024) -> bytes:
@@ -97,7 +101,11 @@ def test_only_an_early_story_file_may_leave_its_length_blank(tmp_path: Path) -> 
     (b"\x89PNG\r\n\x1a\n" * 20, DESCRIPTION, ("coin_collector-0.z8", "Z-machine version 137")),
     (story(), {k: v for k, v in DESCRIPTION.items() if k != "KB"}, ("coin_collector-0.json", "'KB' is missing")),
     (story(), {**DESCRIPTION, "quests": {}}, ("coin_collector-0.json", "'quests'")),
-], ids=["cut short", "a byte changed", "not a story file", "description without KB", "quests not a list"])
+    (story(), HOLLOW, ("coin_collector-0.json: does not load: TextWorld cannot read it back (KeyError: 'logic')",
+                       "delete the game")),
+    (story(), {**DESCRIPTION, "version": 7}, ("coin_collector-0.json", "Cannot deserialize a TextWorld version 7")),
+], ids=["cut short", "a byte changed", "not a story file", "description without KB", "quests not a list",
+        "nothing under the keys", "another version"])
 def test_a_textworld_game_that_would_not_load_is_refused_before_any_run(data: bytes, description: Any,
                                                                         says: tuple[str, ...], tmp_path: Path) -> None:
     pytest.importorskip("textworld", reason=GAME_EXTRAS)
