@@ -147,6 +147,24 @@ def test_a_seed_textworld_cannot_take_is_refused_before_any_run(seed: str, per_c
     assert not (tmp_path / "runs").exists() and not (tmp_path / "games").exists()
 
 
+@pytest.mark.parametrize("game", ["alfworld", "textworld"])
+def test_a_relative_data_folder_is_saved_absolute(game: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run resumed from another directory reads the games it was made with (not `no data at alf`, nor games
+    generated again in a new folder)."""
+    checked: list[dict[str, Any]] = []
+    monkeypatch.setattr(f"noosphere.cli.bench_games.check_{game}", checked.append)  # no games needed here
+    monkeypatch.chdir(tmp_path)
+    folder = ["--data", "alf"] if game == "alfworld" else ["--games-dir", "games"]
+    made = cli(["bench", game, "--system", "react", "--memory", "none", *folder, "--out", "runs",
+                "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    key, name = ("data", "alf") if game == "alfworld" else ("games_dir", "games")
+    assert json.loads((run_dir / "config.json").read_text())[key] == str(tmp_path.resolve() / name)
+    assert checked[0][key] == str(tmp_path.resolve() / name)
+
+
 def _alfworld_data(tmp: Path, **changes: str) -> Path:
     game = tmp / "alf" / "valid_seen" / "pick_and_place_simple-Apple-None-Table-1" / "trial_1" / "game.tw-pddl"
     game.parent.mkdir(parents=True)

@@ -250,8 +250,9 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         options: RunOptions,
     ) -> None:
         """ALFWorld games: success per task type and actions per success."""
+        # a folder is saved absolute: a run resumed from another directory reads the same games
         config = {"benchmark": "alfworld"} if options.resume else {
-            "benchmark": "alfworld", "per_type": per_type, "data": str(data) if data else None, "demo": demo,
+            "benchmark": "alfworld", "per_type": per_type, "data": str(data.resolve()) if data else None, "demo": demo,
             **game.config(limit, options)}
         run_games(config, GAME_BENCHMARKS["alfworld"], options, create_only=game.create_only, check=check_alfworld)
 
@@ -275,7 +276,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         config = {"benchmark": "textworld"} if options.resume else {
             "benchmark": "textworld", "tier": tier, "per_challenge": per_challenge,
             "challenges": parse_challenges(challenges),
-            "games_dir": str(games_dir or default_cache_dir() / "textworld"),
+            "games_dir": str((games_dir or default_cache_dir() / "textworld").resolve()),
             **game.config(limit, options)}
         run_games(config, GAME_BENCHMARKS["textworld"], options, create_only=game.create_only, check=check_textworld)
 
