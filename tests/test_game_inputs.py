@@ -165,6 +165,24 @@ def test_a_relative_data_folder_is_saved_absolute(game: str, tmp_path: Path,
     assert checked[0][key] == str(tmp_path.resolve() / name)
 
 
+@pytest.mark.parametrize(("options", "says"), [
+    (["--system", "react", "--memory", "episodic"], "--memory episodic is the meta-agent's; --system react keeps no"),
+    (["--system", "reflexion", "--memory", "conceptual"], "--memory conceptual is the meta-agent's; --system "
+                                                          "reflexion"),
+    (["--system", "react", "--k", "7"], "--k 7 is how many past episodes the meta-agent recalls: --system react keeps"),
+    (["--system", "metaagent", "--memory", "conceptual", "--k", "7"], "--k 7 is how many past episodes the "
+                                                                       "meta-agent recalls: --memory conceptual keeps"),
+], ids=["react with memory", "reflexion with memory", "react with k", "k without episodes"])
+@pytest.mark.parametrize("game", ["textworld", "alfworld"])
+def test_memory_options_a_system_would_not_use_are_refused(game: str, options: list[str], says: str,
+                                                           tmp_path: Path) -> None:
+    """As --retrieve, --judge and --margin are: silently ignored, the run would not be what was asked for."""
+    data = ["--games-dir", str(tmp_path / "games")] if game == "textworld" else ["--data", str(tmp_path / "alf")]
+    for only in ([], ["--create-only"]):
+        refused(cli(["bench", game, *options, *data, "--out", str(tmp_path / "runs"), *only]), says)
+        assert not (tmp_path / "runs").exists()
+
+
 def _alfworld_data(tmp: Path, **changes: str) -> Path:
     game = tmp / "alf" / "valid_seen" / "pick_and_place_simple-Apple-None-Table-1" / "trial_1" / "game.tw-pddl"
     game.parent.mkdir(parents=True)

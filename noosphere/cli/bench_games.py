@@ -65,6 +65,8 @@ RecallAtOption = Annotated[str | None, typer.Option(
     help="metaagent with memory: when a game's memory is recalled: start (before the first action, as the paper has "
          "it; the default) or stuck (when the focus loop first opens: a game that never gets stuck is played with "
          "nothing recalled)")]
+DEFAULT_K = 4
+"""Past episodes the meta-agent recalls per game, unless `--k` says otherwise."""
 CreateOnlyOption = Annotated[bool, typer.Option(
     help="write the run folder and stop: score it later with --resume, or beside others with `bench together`")]
 
@@ -76,7 +78,7 @@ class GameOptions:
     system: GameSystemOption = "metaagent"
     memory: MemoryOption = "both"
     retrieve: RetrieveOption = "random"
-    k: KOption = 4
+    k: KOption = DEFAULT_K
     max_actions: MaxActionsOption = 50
     graph: GraphOption = None
     margin: MarginOption = None
@@ -97,6 +99,13 @@ class GameOptions:
             keeps = f"--memory {self.memory}" if self.system == "metaagent" else f"--system {self.system}"
             raise UsageError(f"--retrieve {self.retrieve} picks past episodes: {keeps} keeps none to pick from "
                              "(episodes are kept with --memory episodic or both)")
+        if self.system != "metaagent" and self.memory not in ("none", "both"):  # both: the default, as for --retrieve
+            raise UsageError(f"--memory {self.memory} is the meta-agent's; --system {self.system} keeps no memory "
+                             "(use --system metaagent, or leave --memory out)")
+        if self.k != DEFAULT_K and (self.system != "metaagent" or not games_bench.MEMORY_MODES[self.memory][0]):
+            keeps = f"--memory {self.memory}" if self.system == "metaagent" else f"--system {self.system}"
+            raise UsageError(f"--k {self.k} is how many past episodes the meta-agent recalls: {keeps} keeps none to "
+                             "recall (episodes are kept with --memory episodic or both)")
         if self.judge and self.system != "metaagent":
             raise UsageError(f"--judge is the meta-agent's; --system {self.system} "
                              + ("always judges" if self.system == "react-scored" else "has no judge"))
