@@ -549,6 +549,40 @@ def test_resuming_a_run_whose_saved_view_is_unknown_changes_nothing(
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("command", ["resume", "together"])
+@pytest.mark.parametrize(("system", "gone", "says"), [
+    ("react", ("tier",), "config.json lacks tier (edited by hand"),
+    ("react", ("games_dir",), "config.json lacks games_dir"),
+    ("react", ("max_actions",), "config.json lacks max_actions"),
+    ("react", ("tier", "per_challenge", "system"), "config.json lacks system, tier, per_challenge"),
+    ("metaagent", ("k", "retrieve"), "config.json lacks retrieve, k"),
+], ids=["tier", "games_dir", "max_actions", "three keys", "the meta-agent's memory keys"])
+def test_resuming_a_run_whose_config_lacks_a_key_changes_nothing(command: str, system: str, gone: tuple[str, ...],
+                                                                 says: str, tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    memory = "episodic" if system == "metaagent" else "none"
+    made = cli(["bench", "textworld", "--system", system, "--memory", memory, "--per-challenge", "1",
+                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    config_file = run_dir / "config.json"
+    saved = json.loads(config_file.read_text())
+    config_file.write_text(json.dumps({k: v for k, v in saved.items() if k not in gone}))  # edited, or older
+    before = snapshot(tmp_path)
+    args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
+            else ["bench", "together", str(run_dir)])
+    refused(cli(args), says, "make a new run with `noosphere bench textworld`")
+    assert snapshot(tmp_path) == before  # the model never opened, the result not rewritten as failed
+
+
+def test_an_alfworld_config_without_its_games_per_type_is_refused_before_its_games_are_read() -> None:
+    from noosphere.cli.bench_games import check_alfworld
+    from noosphere.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"config\.json lacks per_type .* `noosphere bench alfworld`"):
+        check_alfworld({"benchmark": "alfworld", "model": "m", "seed": 0, "system": "react", "max_actions": 5})
+
+
 def test_resuming_a_run_with_memory_at_once_is_refused_before_the_model_opens(tmp_path: Path) -> None:
     pytest.importorskip("textworld", reason=GAME_EXTRAS)
     made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",

@@ -156,11 +156,33 @@ def textworld_games(saved: dict[str, Any]) -> list[Any]:
     return games[: saved["limit"]] if saved.get("limit") else games
 
 
+SAVED_KEYS = {"alfworld": ("per_type",), "textworld": ("tier", "per_challenge", "games_dir")}
+"""What a game run's config must hold beside `GameOptions`' keys, by benchmark: every one a new run saves."""
+
+
+def check_keys(saved: dict[str, Any], benchmark: str) -> None:
+    """A saved config (hand-edited, or from an older noosphere) that lacks a key the run reads is one line naming
+    them all, before the model opens; a new run's config has them all."""
+    needed = ["system", "max_actions", *SAVED_KEYS[benchmark]]
+    if saved.get("system", "metaagent") == "metaagent":
+        needed.append("memory")
+        if saved.get("memory", "none") != "none":
+            needed += ["retrieve", "k"]
+    if saved.get("judge"):
+        needed.append("margin")
+    missing = [key for key in needed if key not in saved]
+    if missing:
+        raise UsageError(f"the run's config.json lacks {', '.join(missing)} (edited by hand, or written by another "
+                         f"version of noosphere): add {'them' if len(missing) > 1 else 'it'}, or make a new run with "
+                         f"`noosphere bench {benchmark}`")
+
+
 def check_alfworld(saved: dict[str, Any]) -> None:
     """Every game file validated, ALFWorld installed and the games to be played parsed, before a run folder is
     made."""
     from noosphere.envs.alfworld import check_games
 
+    check_keys(saved, "alfworld")
     check_games(Path(saved["data"]) if saved.get("data") else None, per_type=saved.get("per_type"),
                 demo=saved.get("demo", False))
 
@@ -169,6 +191,7 @@ def check_textworld(saved: dict[str, Any]) -> None:
     """TextWorld installed and the games already compiled whole, before a run folder is made."""
     from noosphere.envs.textworld_games import check_games
 
+    check_keys(saved, "textworld")
     check_games(Path(saved["games_dir"]), tier=saved["tier"], per_challenge=saved["per_challenge"],
                 seed=saved["seed"], challenges=_challenges(saved))
 
