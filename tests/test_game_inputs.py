@@ -599,8 +599,27 @@ def test_a_split_folder_given_for_another_split_is_refused(tmp_path: Path) -> No
     from noosphere.errors import UsageError
 
     (tmp_path / "valid_seen").mkdir()
-    with pytest.raises(UsageError, match="is the valid_seen split, and the run asks for valid_unseen"):
+    with pytest.raises(UsageError, match="is the valid_seen split, and the run plays valid_unseen"):
         game_files(tmp_path / "valid_seen", split="valid_unseen")  # not played as if it were valid_unseen
+
+
+@pytest.mark.parametrize("given", ["the valid_unseen folder", "json_2.1.1 holding valid_unseen alone"])
+def test_the_advice_for_data_of_another_split_can_be_followed(given: str, tmp_path: Path) -> None:
+    """The refusal says what to pass: the valid_seen folder, or a json_2.1.1 holding it (the json_2.1.1 it was
+    given, holding valid_unseen alone, would be refused again)."""
+    (tmp_path / "json_2.1.1").mkdir()
+    unseen = _alfworld_data(tmp_path).parents[2].rename(tmp_path / "json_2.1.1" / "valid_unseen")
+    data = unseen if given == "the valid_unseen folder" else unseen.parent
+    says = ("is the valid_unseen split" if data == unseen else "has no valid_seen folder (it holds valid_unseen)",
+            "the run plays valid_seen (`bench alfworld` plays no other split): give --data the valid_seen folder, "
+            "or a json_2.1.1 folder that holds it")
+    refused(cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--data", str(data), "--out",
+                 str(tmp_path / "runs")]), *says)
+    assert not (tmp_path / "runs").exists()
+    unseen.rename(unseen.with_name("valid_seen"))  # the advice followed: past the split, on to the games
+    outcome = cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--data", str(unseen.parent),
+                   "--out", str(tmp_path / "runs")])
+    assert "split" not in outcome.err and "pddl" in outcome.err, outcome  # the stub game's own fault, next
 
 
 def test_a_step_before_the_reset_is_a_clear_error(tmp_path: Path) -> None:
