@@ -21,7 +21,11 @@ from noosphere.memory.check import FORMAT
 from tests.skip_policy import GAME_EXTRAS, shared_data
 from tests.test_hostile_inputs import ALFWORLD_GAME, Outcome, cli
 
-DESCRIPTION = {"KB": {}, "world": [], "grammar": {}, "quests": [], "infos": [], "version": 1}
+DESCRIPTION = json.loads((Path(__file__).parent / "fixtures" / "textworld" / "one_room.json").read_text())
+"""A game description TextWorld reads back: `textworld.GameMaker()` with one room and the player in it, built and
+serialised (TextWorld 1.7)."""
+HOLLOW = {"KB": {}, "world": [], "grammar": {}, "quests": [], "infos": [], "version": 1}
+"""The top-level keys of a description, each holding nothing: TextWorld cannot read it back (no logic)."""
 
 
 def story(version: int = 8, size: int = 1024) -> bytes:
@@ -97,7 +101,11 @@ def test_only_an_early_story_file_may_leave_its_length_blank(tmp_path: Path) -> 
     (b"\x89PNG\r\n\x1a\n" * 20, DESCRIPTION, ("coin_collector-0.z8", "Z-machine version 137")),
     (story(), {k: v for k, v in DESCRIPTION.items() if k != "KB"}, ("coin_collector-0.json", "'KB' is missing")),
     (story(), {**DESCRIPTION, "quests": {}}, ("coin_collector-0.json", "'quests'")),
-], ids=["cut short", "a byte changed", "not a story file", "description without KB", "quests not a list"])
+    (story(), HOLLOW, ("coin_collector-0.json: does not load: TextWorld cannot read it back (KeyError: 'logic')",
+                       "delete the game")),
+    (story(), {**DESCRIPTION, "version": 7}, ("coin_collector-0.json", "Cannot deserialize a TextWorld version 7")),
+], ids=["cut short", "a byte changed", "not a story file", "description without KB", "quests not a list",
+        "nothing under the keys", "another version"])
 def test_a_textworld_game_that_would_not_load_is_refused_before_any_run(data: bytes, description: Any,
                                                                         says: tuple[str, ...], tmp_path: Path) -> None:
     pytest.importorskip("textworld", reason=GAME_EXTRAS)
@@ -122,6 +130,56 @@ def test_a_games_dir_that_cannot_hold_games_is_refused_before_any_run(where: str
         outcome = cli(["bench", "textworld", "--system", "react", "--memory", "none", "--per-challenge", "1",
                        "--games-dir", str(games), "--out", str(tmp_path / "runs"), *only])
         refused(outcome, f"--games-dir {games}", *says)
+        assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("seed", "per_challenge", "says"), [
+    ("-1", "1", "--seed -1: TextWorld makes games from seeds 0 to 4294967295"),
+    ("4294967296", "1", "--seed 4294967296: TextWorld makes games from seeds 0 to 4294967295"),
+    ("4294967295", "2", "--seed 4294967295 with --per-challenge 2 (seeds 4294967295 to 4294967296)"),
+], ids=["negative", "past 2**32 - 1", "the last game's past 2**32 - 1"])
+@pytest.mark.parametrize("only", [[], ["--create-only"]], ids=["run", "create only"])
+def test_a_seed_textworld_cannot_take_is_refused_before_any_run(seed: str, per_challenge: str, says: str,
+                                                                only: list[str], tmp_path: Path) -> None:
+    outcome = cli(["bench", "textworld", "--system", "react", "--memory", "none", "--per-challenge", per_challenge,
+                   f"--seed={seed}", "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), *only])
+    refused(outcome, says, f"choose a seed from 0 to {2**32 - int(per_challenge)}")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "games").exists()
+
+
+@pytest.mark.parametrize("game", ["alfworld", "textworld"])
+def test_a_relative_data_folder_is_saved_absolute(game: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run resumed from another directory reads the games it was made with (not `no data at alf`, nor games
+    generated again in a new folder)."""
+    checked: list[dict[str, Any]] = []
+    monkeypatch.setattr(f"noosphere.cli.bench_games.check_{game}", checked.append)  # no games needed here
+    monkeypatch.chdir(tmp_path)
+    folder = ["--data", "alf"] if game == "alfworld" else ["--games-dir", "games"]
+    made = cli(["bench", game, "--system", "react", "--memory", "none", *folder, "--out", "runs",
+                "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    key, name = ("data", "alf") if game == "alfworld" else ("games_dir", "games")
+    assert json.loads((run_dir / "config.json").read_text())[key] == str(tmp_path.resolve() / name)
+    assert checked[0][key] == str(tmp_path.resolve() / name)
+
+
+@pytest.mark.parametrize(("options", "says"), [
+    (["--system", "react", "--memory", "episodic"], "--memory episodic is the meta-agent's; --system react keeps no"),
+    (["--system", "reflexion", "--memory", "conceptual"], "--memory conceptual is the meta-agent's; --system "
+                                                          "reflexion"),
+    (["--system", "react", "--k", "7"], "--k 7 is how many past episodes the meta-agent recalls: --system react keeps"),
+    (["--system", "metaagent", "--memory", "conceptual", "--k", "7"], "--k 7 is how many past episodes the "
+                                                                       "meta-agent recalls: --memory conceptual keeps"),
+], ids=["react with memory", "reflexion with memory", "react with k", "k without episodes"])
+@pytest.mark.parametrize("game", ["textworld", "alfworld"])
+def test_memory_options_a_system_would_not_use_are_refused(game: str, options: list[str], says: str,
+                                                           tmp_path: Path) -> None:
+    """As --retrieve, --judge and --margin are: silently ignored, the run would not be what was asked for."""
+    data = ["--games-dir", str(tmp_path / "games")] if game == "textworld" else ["--data", str(tmp_path / "alf")]
+    for only in ([], ["--create-only"]):
+        refused(cli(["bench", game, *options, *data, "--out", str(tmp_path / "runs"), *only]), says)
         assert not (tmp_path / "runs").exists()
 
 
@@ -354,6 +412,18 @@ def test_memory_whose_tables_differ_says_it_may_be_from_another_version(tmp_path
     assert path.read_bytes() == before
 
 
+def test_a_damaged_memory_is_one_line_naming_its_first_problem(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "memory")
+    for i in range(5):
+        store.add_episode(Episode(f"task {i}", "fetch", f"game-{i}", (EpisodeStep(0, "", "a room " * 40),), True))
+    data = bytearray(store.path.read_bytes())
+    data[4096 + 8:4096 + 24] = bytes(16)  # the cell pointers of page 2 (the episodes) scrambled
+    store.path.write_bytes(bytes(data))
+    line = refused(cli(["memory", "show", str(store.path.parent)]), "memory.sqlite: is damaged (On tree page 2",
+                   "and 4 more); expected noosphere's memory database")
+    assert "***" not in line
+
+
 def _steps_not_json(path: Path) -> None:
     with contextlib.closing(sqlite3.connect(path)) as db:
         db.execute("UPDATE episodes SET steps = '[[0, \"go east\"'")
@@ -397,6 +467,49 @@ def test_resuming_a_run_whose_memory_folder_is_a_file_changes_nothing(command: s
     assert snapshot(tmp_path) == before  # the run's result not rewritten as failed
 
 
+@contextlib.contextmanager
+def immutable(path: Path) -> Any:
+    """`path` made read-only even to root (`chattr +i`) while the block runs; the test is skipped where it cannot be."""
+    import subprocess
+
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        yield path
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+@pytest.mark.parametrize("command", ["resume", "together", "reset"])
+def test_a_read_only_memory_is_refused_before_the_model_opens_and_changes_nothing(command: str,
+                                                                                   tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
+                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    path = _memory(run_dir / "memory", None)  # from before the stamp: opening it would stamp it
+    before = snapshot(tmp_path)
+    args = {"resume": ["bench", "textworld", "--resume", str(run_dir)], "together": ["bench", "together", str(run_dir)],
+            "reset": ["memory", "reset", "--yes", str(path.parent)]}[command]
+    with immutable(path):
+        refused(cli(args), f"the memory {path} is read-only", "chattr -i")
+    assert snapshot(tmp_path) == before  # the result not rewritten as failed, the memory as it was
+
+
+@pytest.mark.parametrize("seen", ["before opening", "by SQLite"])
+def test_a_memory_that_cannot_be_written_is_a_usage_error(seen: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from noosphere.errors import UsageError
+
+    path = _memory(tmp_path / "memory", None)
+    if seen == "by SQLite":  # read-only where the permission bits do not tell (a read-only mount, say)
+        monkeypatch.setattr("noosphere.memory.store.check_writable", lambda folder: None)
+    says = "is read-only" if seen == "before opening" else "readonly database; make .* writable"
+    with immutable(path), pytest.raises(UsageError, match=says):
+        MemoryStore(path.parent)
+
+
 def test_a_memory_store_where_a_file_is_is_a_usage_error(tmp_path: Path) -> None:
     from noosphere.errors import UsageError
 
@@ -436,6 +549,40 @@ def test_resuming_a_run_whose_saved_view_is_unknown_changes_nothing(
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("command", ["resume", "together"])
+@pytest.mark.parametrize(("system", "gone", "says"), [
+    ("react", ("tier",), "config.json lacks tier (edited by hand"),
+    ("react", ("games_dir",), "config.json lacks games_dir"),
+    ("react", ("max_actions",), "config.json lacks max_actions"),
+    ("react", ("tier", "per_challenge", "system"), "config.json lacks system, tier, per_challenge"),
+    ("metaagent", ("k", "retrieve"), "config.json lacks retrieve, k"),
+], ids=["tier", "games_dir", "max_actions", "three keys", "the meta-agent's memory keys"])
+def test_resuming_a_run_whose_config_lacks_a_key_changes_nothing(command: str, system: str, gone: tuple[str, ...],
+                                                                 says: str, tmp_path: Path) -> None:
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    memory = "episodic" if system == "metaagent" else "none"
+    made = cli(["bench", "textworld", "--system", system, "--memory", memory, "--per-challenge", "1",
+                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    config_file = run_dir / "config.json"
+    saved = json.loads(config_file.read_text())
+    config_file.write_text(json.dumps({k: v for k, v in saved.items() if k not in gone}))  # edited, or older
+    before = snapshot(tmp_path)
+    args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
+            else ["bench", "together", str(run_dir)])
+    refused(cli(args), says, "make a new run with `noosphere bench textworld`")
+    assert snapshot(tmp_path) == before  # the model never opened, the result not rewritten as failed
+
+
+def test_an_alfworld_config_without_its_games_per_type_is_refused_before_its_games_are_read() -> None:
+    from noosphere.cli.bench_games import check_alfworld
+    from noosphere.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"config\.json lacks per_type .* `noosphere bench alfworld`"):
+        check_alfworld({"benchmark": "alfworld", "model": "m", "seed": 0, "system": "react", "max_actions": 5})
+
+
 def test_resuming_a_run_with_memory_at_once_is_refused_before_the_model_opens(tmp_path: Path) -> None:
     pytest.importorskip("textworld", reason=GAME_EXTRAS)
     made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
@@ -452,8 +599,27 @@ def test_a_split_folder_given_for_another_split_is_refused(tmp_path: Path) -> No
     from noosphere.errors import UsageError
 
     (tmp_path / "valid_seen").mkdir()
-    with pytest.raises(UsageError, match="is the valid_seen split, and the run asks for valid_unseen"):
+    with pytest.raises(UsageError, match="is the valid_seen split, and the run plays valid_unseen"):
         game_files(tmp_path / "valid_seen", split="valid_unseen")  # not played as if it were valid_unseen
+
+
+@pytest.mark.parametrize("given", ["the valid_unseen folder", "json_2.1.1 holding valid_unseen alone"])
+def test_the_advice_for_data_of_another_split_can_be_followed(given: str, tmp_path: Path) -> None:
+    """The refusal says what to pass: the valid_seen folder, or a json_2.1.1 holding it (the json_2.1.1 it was
+    given, holding valid_unseen alone, would be refused again)."""
+    (tmp_path / "json_2.1.1").mkdir()
+    unseen = _alfworld_data(tmp_path).parents[2].rename(tmp_path / "json_2.1.1" / "valid_unseen")
+    data = unseen if given == "the valid_unseen folder" else unseen.parent
+    says = ("is the valid_unseen split" if data == unseen else "has no valid_seen folder (it holds valid_unseen)",
+            "the run plays valid_seen (`bench alfworld` plays no other split): give --data the valid_seen folder, "
+            "or a json_2.1.1 folder that holds it")
+    refused(cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--data", str(data), "--out",
+                 str(tmp_path / "runs")]), *says)
+    assert not (tmp_path / "runs").exists()
+    unseen.rename(unseen.with_name("valid_seen"))  # the advice followed: past the split, on to the games
+    outcome = cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--data", str(unseen.parent),
+                   "--out", str(tmp_path / "runs")])
+    assert "split" not in outcome.err and "pddl" in outcome.err, outcome  # the stub game's own fault, next
 
 
 def test_a_step_before_the_reset_is_a_clear_error(tmp_path: Path) -> None:

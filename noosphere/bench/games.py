@@ -19,7 +19,7 @@ from noosphere.envs import Environment
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.memory import METHODS, MemoryStore, default_embedder
-from noosphere.memory.check import check_memory
+from noosphere.memory.check import check_memory, check_writable
 from noosphere.metaagent import (
     CODE_AGENTS,
     DEFAULT_GRAPH,
@@ -144,7 +144,8 @@ def check_saved(saved: dict[str, Any]) -> None:
 
 def check_run_memory(run_dir: Path, saved: dict[str, Any]) -> None:
     """A resumed meta-agent run's memory, checked whole and read-only before the run is reopened: a memory from
-    another version of noosphere (or damaged) is one `DataError`, and nothing is written into it."""
+    another version of noosphere (or damaged) is one `DataError`, one that cannot be written a `UsageError`, and
+    nothing is written into it."""
     episodic, conceptual = MEMORY_MODES.get(saved.get("memory", "none"), (False, False))
     folder = memory_folder(run_dir)
     if saved.get("system") != "metaagent" or not (episodic or conceptual):
@@ -153,6 +154,7 @@ def check_run_memory(run_dir: Path, saved: dict[str, Any]) -> None:
         raise UsageError(f"this run keeps its memory in the folder {folder}, and that is a file, not a folder")
     if (folder / "memory.sqlite").exists():
         check_memory(folder)
+    check_writable(folder)  # the run writes every game's episode into it
 
 
 async def solve(play: Any, env: Environment) -> Scored:

@@ -65,6 +65,8 @@ RecallAtOption = Annotated[str | None, typer.Option(
     help="metaagent with memory: when a game's memory is recalled: start (before the first action, as the paper has "
          "it; the default) or stuck (when the focus loop first opens: a game that never gets stuck is played with "
          "nothing recalled)")]
+DEFAULT_K = 4
+"""Past episodes the meta-agent recalls per game, unless `--k` says otherwise."""
 CreateOnlyOption = Annotated[bool, typer.Option(
     help="write the run folder and stop: score it later with --resume, or beside others with `bench together`")]
 
@@ -76,7 +78,7 @@ class GameOptions:
     system: GameSystemOption = "metaagent"
     memory: MemoryOption = "both"
     retrieve: RetrieveOption = "random"
-    k: KOption = 4
+    k: KOption = DEFAULT_K
     max_actions: MaxActionsOption = 50
     graph: GraphOption = None
     margin: MarginOption = None
@@ -97,6 +99,13 @@ class GameOptions:
             keeps = f"--memory {self.memory}" if self.system == "metaagent" else f"--system {self.system}"
             raise UsageError(f"--retrieve {self.retrieve} picks past episodes: {keeps} keeps none to pick from "
                              "(episodes are kept with --memory episodic or both)")
+        if self.system != "metaagent" and self.memory not in ("none", "both"):  # both: the default, as for --retrieve
+            raise UsageError(f"--memory {self.memory} is the meta-agent's; --system {self.system} keeps no memory "
+                             "(use --system metaagent, or leave --memory out)")
+        if self.k != DEFAULT_K and (self.system != "metaagent" or not games_bench.MEMORY_MODES[self.memory][0]):
+            keeps = f"--memory {self.memory}" if self.system == "metaagent" else f"--system {self.system}"
+            raise UsageError(f"--k {self.k} is how many past episodes the meta-agent recalls: {keeps} keeps none to "
+                             "recall (episodes are kept with --memory episodic or both)")
         if self.judge and self.system != "metaagent":
             raise UsageError(f"--judge is the meta-agent's; --system {self.system} "
                              + ("always judges" if self.system == "react-scored" else "has no judge"))
@@ -147,11 +156,33 @@ def textworld_games(saved: dict[str, Any]) -> list[Any]:
     return games[: saved["limit"]] if saved.get("limit") else games
 
 
+SAVED_KEYS = {"alfworld": ("per_type",), "textworld": ("tier", "per_challenge", "games_dir")}
+"""What a game run's config must hold beside `GameOptions`' keys, by benchmark: every one a new run saves."""
+
+
+def check_keys(saved: dict[str, Any], benchmark: str) -> None:
+    """A saved config (hand-edited, or from an older noosphere) that lacks a key the run reads is one line naming
+    them all, before the model opens; a new run's config has them all."""
+    needed = ["system", "max_actions", *SAVED_KEYS[benchmark]]
+    if saved.get("system", "metaagent") == "metaagent":
+        needed.append("memory")
+        if saved.get("memory", "none") != "none":
+            needed += ["retrieve", "k"]
+    if saved.get("judge"):
+        needed.append("margin")
+    missing = [key for key in needed if key not in saved]
+    if missing:
+        raise UsageError(f"the run's config.json lacks {', '.join(missing)} (edited by hand, or written by another "
+                         f"version of noosphere): add {'them' if len(missing) > 1 else 'it'}, or make a new run with "
+                         f"`noosphere bench {benchmark}`")
+
+
 def check_alfworld(saved: dict[str, Any]) -> None:
     """Every game file validated, ALFWorld installed and the games to be played parsed, before a run folder is
     made."""
     from noosphere.envs.alfworld import check_games
 
+    check_keys(saved, "alfworld")
     check_games(Path(saved["data"]) if saved.get("data") else None, per_type=saved.get("per_type"),
                 demo=saved.get("demo", False))
 
@@ -160,6 +191,7 @@ def check_textworld(saved: dict[str, Any]) -> None:
     """TextWorld installed and the games already compiled whole, before a run folder is made."""
     from noosphere.envs.textworld_games import check_games
 
+    check_keys(saved, "textworld")
     check_games(Path(saved["games_dir"]), tier=saved["tier"], per_challenge=saved["per_challenge"],
                 seed=saved["seed"], challenges=_challenges(saved))
 
@@ -250,8 +282,9 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         options: RunOptions,
     ) -> None:
         """ALFWorld games: success per task type and actions per success."""
+        # a folder is saved absolute: a run resumed from another directory reads the same games
         config = {"benchmark": "alfworld"} if options.resume else {
-            "benchmark": "alfworld", "per_type": per_type, "data": str(data) if data else None, "demo": demo,
+            "benchmark": "alfworld", "per_type": per_type, "data": str(data.resolve()) if data else None, "demo": demo,
             **game.config(limit, options)}
         run_games(config, GAME_BENCHMARKS["alfworld"], options, create_only=game.create_only, check=check_alfworld)
 
@@ -275,7 +308,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         config = {"benchmark": "textworld"} if options.resume else {
             "benchmark": "textworld", "tier": tier, "per_challenge": per_challenge,
             "challenges": parse_challenges(challenges),
-            "games_dir": str(games_dir or default_cache_dir() / "textworld"),
+            "games_dir": str((games_dir or default_cache_dir() / "textworld").resolve()),
             **game.config(limit, options)}
         run_games(config, GAME_BENCHMARKS["textworld"], options, create_only=game.create_only, check=check_textworld)
 

@@ -11,14 +11,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from noosphere.memory import MemoryStore
-from noosphere.memory.check import check_memory
+from noosphere.memory.check import check_memory, check_writable
 
 DirArgument = Annotated[Path, typer.Argument(help="a memory folder (it holds memory.sqlite)")]
 
 
 def _existing(folder: Path) -> MemoryStore:
-    """The memory in `folder`, checked whole before anything reads or writes it."""
+    """The memory in `folder`, checked whole (and writable, as `reset` empties it) before anything reads or writes
+    it."""
     check_memory(folder)
+    check_writable(folder)
     return MemoryStore(folder)
 
 

@@ -76,9 +76,13 @@ def game_files(root: Path | None = None, *, split: str = "valid_seen") -> list[P
     if not base.is_dir():
         raise UsageError(f"{base} is not a folder; give --data the json_2.1.1 folder or its split folder")
     folder = base / split if (base / split).is_dir() else base
+    plays = (f"and the run plays {split} (`bench alfworld` plays no other split): give --data the {split} folder, "
+             f"or a json_2.1.1 folder that holds it")
     if folder == base and base.name in SPLITS and base.name != split:
-        raise UsageError(f"{base} is the {base.name} split, and the run asks for {split}; give --data the "
-                         "json_2.1.1 folder, or the split folder the run plays")
+        raise UsageError(f"{base} is the {base.name} split, {plays}")
+    others = sorted(p.name for p in base.iterdir() if p.name in SPLITS and p.is_dir()) if folder == base else []
+    if others:
+        raise UsageError(f"{base} has no {split} folder (it holds {', '.join(others)}), {plays}")
     files = sorted(folder.glob("*/trial_*/game.tw-pddl"))
     if not files and (folder / "json_2.1.1").is_dir():  # given the data folder rather than json_2.1.1 itself
         return game_files(folder / "json_2.1.1", split=split)

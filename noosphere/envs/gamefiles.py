@@ -89,9 +89,31 @@ DESCRIBED = "TextWorld's description of a compiled game (an object with KB, worl
 
 
 def check_compiled_game(path: Path) -> None:
-    """A compiled TextWorld game: the story file, and the description TextWorld reads beside it."""
+    """A compiled TextWorld game: the story file, and the description TextWorld reads beside it, read back as
+    TextWorld reads it when the game loads (where TextWorld is installed)."""
     check_story_file(path)
-    read_json(path.with_suffix(".json"), DESCRIPTION, expected=f"{DESCRIBED}; delete the game to compile it again")
+    description = path.with_suffix(".json")
+    read_json(description, DESCRIPTION, expected=f"{DESCRIBED}; delete the game to compile it again")
+    stat = description.stat()
+    _check_description(str(description), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)  # runs played together in one process check their shared games once
+def _check_description(source: str, mtime: int, size: int) -> None:
+    """TextWorld's own reading of a game's description (`Game.load`, a few milliseconds): what its top-level keys
+    hold must be whole too (the knowledge base's logic, the world's facts, the quests)."""
+    try:
+        from textworld.generator.game import Game
+    except ImportError:  # the benchmark says TextWorld is missing
+        return
+    told = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(told), contextlib.redirect_stderr(told):
+            Game.load(source)
+    except (SystemExit, Exception) as exc:
+        said = " ".join(str(exc.code if isinstance(exc, SystemExit) else exc).split())[:200]
+        raise DataError(f"does not load: TextWorld cannot read it back ({type(exc).__name__}: {said}); delete the "
+                        "game to compile it again", source=source) from None
 
 
 def check_pddl_game(path: Path, domain: str, problem: str, grammar: str) -> None:

@@ -29,6 +29,8 @@ TIERS: dict[int, dict[str, dict[str, Any]]] = {
         "custom": {"nb_rooms": 8, "nb_objects": 16, "quest_length": 6}},
 }
 CHALLENGES = tuple(TIERS[1])
+MAX_SEED = 2**32 - 1
+"""The largest seed TextWorld's generator takes (numpy's `RandomState`)."""
 
 
 def _challenge_maker(challenge: str) -> Callable[..., Any]:
@@ -86,6 +88,7 @@ def check_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: in
                 challenges: tuple[str, ...] = CHALLENGES) -> None:
     """Before a run: TextWorld is installed, the games folder can hold games (its tier's folder is made, empty, if
     it is not there), and the games already compiled there are whole. Nothing is generated."""
+    check_seeds(seed, per_challenge)
     tier_folder = game_path(folder, CHALLENGES[0], tier, seed).parent
     for part in (folder, tier_folder):
         if part.exists() and not part.is_dir():
@@ -99,6 +102,16 @@ def check_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: in
     if importlib.util.find_spec("textworld") is None:
         raise MissingDependencyError("textworld", "envs", "TextWorld games")
     make_folder(folder, tier_folder)
+
+
+def check_seeds(seed: int, per_challenge: int) -> None:
+    """The seeds the games are made from, `seed` to `seed + per_challenge - 1`, are ones TextWorld takes."""
+    last = seed + per_challenge - 1
+    if seed < 0 or last > MAX_SEED:
+        seeds = f"--seed {seed}" + (f" with --per-challenge {per_challenge} (seeds {seed} to {last})"
+                                    if per_challenge > 1 else "")
+        raise UsageError(f"{seeds}: TextWorld makes games from seeds 0 to {MAX_SEED} (2**32 - 1); choose a seed "
+                         f"from 0 to {MAX_SEED - per_challenge + 1}")
 
 
 def make_folder(folder: Path, tier_folder: Path) -> None:

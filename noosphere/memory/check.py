@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +73,10 @@ def check_memory(folder: Path) -> Path:
         _roll_back_a_killed_write(path)
         with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
             _check_format(db, path)
-            damage = [row[0] for row in db.execute("PRAGMA quick_check")]
+            damage = _problems(row[0] for row in db.execute("PRAGMA quick_check"))
             if damage != ["ok"]:
-                raise DataError(f"is damaged ({'; '.join(map(str, damage[:3]))}); expected {EXPECTED}",
-                                source=str(path))
+                more = f", and {len(damage) - 1} more" if len(damage) > 1 else ""
+                raise DataError(f"is damaged ({damage[0]}{more}); expected {EXPECTED}", source=str(path))
             for table, columns in COLUMNS.items():
                 _check_table(db, path, table, columns)
     except sqlite3.OperationalError as exc:
@@ -85,6 +87,24 @@ def check_memory(folder: Path) -> Path:
     except sqlite3.DatabaseError as exc:
         raise DataError(f"cannot be read as a database ({exc}); expected {EXPECTED}", source=str(path)) from None
     return path
+
+
+def check_writable(folder: Path) -> None:
+    """A memory that will be written (a run's, resumed; one `memory reset` empties) can be: its folder takes the
+    journal SQLite writes beside it, and its `memory.sqlite`, if there, is not read-only. Otherwise a `UsageError`,
+    before anything opens it."""
+    path = folder / "memory.sqlite"
+    for what, target, mode in (("memory folder", folder, os.W_OK | os.X_OK), ("memory", path, os.W_OK)):
+        if target.exists() and not os.access(target, mode):
+            raise UsageError(f"the {what} {target} is read-only, and it would be written: make it writable "
+                             "(chmod u+w, or chattr -i) and try again")
+
+
+def _problems(rows: Iterable[object]) -> list[str]:
+    """`PRAGMA quick_check`'s problems, one a line: a row may hold several, one a line under a heading such as
+    `*** in database main ***`."""
+    lines = [line.strip() for row in rows for line in str(row).splitlines()]
+    return [line for line in lines if line and not (line.startswith("***") and line.endswith("***"))] or ["ok"]
 
 
 def _roll_back_a_killed_write(path: Path) -> None:

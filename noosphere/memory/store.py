@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from noosphere.errors import UsageError
-from noosphere.memory.check import FORMAT, check_memory
+from noosphere.memory.check import FORMAT, check_memory, check_writable
 from noosphere.memory.records import ConceptCluster, Episode, EpisodeStep
 
 MIN_CONCEPT_CHARS = 30
@@ -46,9 +46,14 @@ class MemoryStore:
             raise UsageError(f"cannot keep a memory in {folder}: {exc.strerror or type(exc).__name__}") from None
         if self.path.exists() and self.path.stat().st_size:  # SQLite leaves a new database at 0 bytes
             check_memory(folder)
-        with self._db() as db:
-            db.executescript(_SCHEMA)
-            db.execute(f"PRAGMA user_version = {FORMAT}")
+        check_writable(folder)
+        try:
+            with self._db() as db:
+                db.executescript(_SCHEMA)
+                db.execute(f"PRAGMA user_version = {FORMAT}")
+        except sqlite3.OperationalError as exc:  # read-only in a way `check_writable` cannot see (a read-only mount)
+            raise UsageError(f"cannot keep a memory in {folder}: {exc}; make {self.path} writable and try "
+                             "again") from None
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
