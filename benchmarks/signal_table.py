@@ -47,6 +47,7 @@ from noosphere.bench.bfcl_data import CATEGORIES, load_bfcl
 from noosphere.bench.calibration import auroc, auroc_interval
 from noosphere.errors import UsageError
 from noosphere.llm import Message, Model, open_model
+from noosphere.llm.scoring import NO, YES
 from noosphere.metaagent.scored import PROGRESS_QUESTION
 from noosphere.runs import load_done
 from noosphere.society import Statement
@@ -368,8 +369,10 @@ async def main_async(args: argparse.Namespace) -> None:
         _check_same_run(out / "textworld.jsonl", Path(args.textworld_run).name)
         print(f"textworld: {len(game_steps)} actions with their call in the trace, {sum(s.scored for s in game_steps)} "
               f"of them scored; {missing} skipped (no call in the trace)", flush=True)
-    out.mkdir(parents=True, exist_ok=True)
     model = open_model(args.model)
+    for task in tasks:  # what each task scores, refused before any call or file (mustard its labels, others P(True))
+        model.check_scoring(mustard_bench.LABELS if task == "mustard" else (YES, NO))
+    out.mkdir(parents=True, exist_ok=True)
     table: list[dict[str, Any]] = []
     for task in tasks:
         if task == "mustard":

@@ -281,3 +281,16 @@ def test_textworld_rows_score_every_action_against_a_rise_of_the_score(
         asyncio.run(signal.main_async(argparse.Namespace(**{**vars(arguments), "textworld_run": str(empty),
                                                             "out": str(tmp_path / "o2")})))
     assert not (tmp_path / "o2").exists()
+
+
+def test_a_model_that_cannot_score_is_refused_before_any_call_or_file(
+        signal: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, the tasks that generate first (gsm8k, bfcl) spent their calls, then every P(True) was refused."""
+    backend = ScriptedBackend(["{}"] * 10)
+    monkeypatch.setattr(signal, "open_model", lambda model_id, **kwargs: Model(backend))
+    out = tmp_path / "signal"
+    namespace = args(None, out)
+    namespace.tasks, namespace.limit_gsm8k = "gsm8k", 2
+    with pytest.raises(UsageError, match="logprobs"):
+        asyncio.run(signal.main_async(namespace))
+    assert backend.history == [] and not out.exists()
