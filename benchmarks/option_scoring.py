@@ -19,6 +19,7 @@ import json
 import statistics
 import time
 
+from noosphere.errors import UsageError
 from noosphere.llm import Message, Settings, open_model
 
 OPTIONS = ("sarcastic", "not sarcastic", "unclear", "joking")
@@ -42,6 +43,7 @@ def messages(trial: int, kind: str) -> list[Message]:
 
 async def run(args: argparse.Namespace) -> dict[str, object]:
     model = open_model(args.model)
+    model.check_scoring(OPTIONS)  # a model that cannot score them is refused before the warm-up call
     settings = Settings(temperature=0.0, max_tokens=args.tokens)
     await model.complete(messages(-1, "warm"), settings=settings)  # load the weights, warm the engine
 
@@ -78,13 +80,23 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
             "overhead_pct": {n: round(v, 1) for n, v in overhead.items()}, "worst": round(max(overhead.values()), 1)}
 
 
-def main() -> None:
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    parser.add_argument("--trials", type=int, default=7)
-    parser.add_argument("--tokens", type=int, default=8, help="the generation's max_tokens (a short label)")
-    args = parser.parse_args()
-    result = asyncio.run(run(args))
+    parser.add_argument("--trials", type=positive, default=7)
+    parser.add_argument("--tokens", type=positive, default=8, help="the generation's max_tokens (a short label)")
+    args = parser.parse_args(argv)
+    try:
+        result = asyncio.run(run(args))
+    except UsageError as exc:
+        raise SystemExit(f"option_scoring: {exc}") from None
     print(json.dumps(result, indent=2))
     print(f"option_overhead_pct={result['worst']}")
 
