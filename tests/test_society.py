@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from noosphere.errors import CapabilityError, OutputParseError, UnknownNameError, UsageError
+from noosphere.llm import Model
 from noosphere.observation import Observation
 from noosphere.society import Ballot, Member, debate, democracy, monarchy, tally
 from noosphere.society.phases import SNIPPET, excerpt
@@ -251,6 +252,18 @@ def test_a_weighted_vote_is_refused_before_any_call_on_a_model_that_cannot_score
     with pytest.raises(CapabilityError, match="logprobs"):
         democracy(members(model), Member("organizer", model, "o"), vote=vote)
     assert backend.history == []
+
+
+def test_a_weighted_vote_with_a_person_among_the_members_says_a_person_has_no_probability() -> None:
+    from noosphere.human import HumanBackend
+    from noosphere.human.channel import ListChannel
+    from noosphere.society.human import HumanMember
+
+    model, backend, _ = scripted([], scorer=lambda request: {"Yes": 0.5, "No": 0.5})
+    person = HumanMember("you", Model(HumanBackend("you", channel := ListChannel([]))), "r")
+    with pytest.raises(UsageError, match=r"you is a person, who gives no probability .*use vote='standing', or leave"):
+        debate([*members(model), person], rounds=1, vote="weighted")
+    assert backend.history == [] and channel.asked == []
 
 
 def test_a_member_whose_belief_forfeits_counts_as_no_information() -> None:

@@ -490,6 +490,14 @@ def test_unknown_tasks_and_a_missing_chromium_are_one_line(tmp_path: Path) -> No
     assert len(err.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("system", ["base", "react"])
+def test_scores_for_a_system_without_scores_are_refused(system: str, tmp_path: Path) -> None:
+    """Before, `--system base --scores logprob` was saved in config.json for a run that used no scores."""
+    code, _, err = invoke(["bench", "miniwob", "--system", system, "--scores", "logprob", "--tasks", "click-button",
+                           "--out", str(tmp_path)])
+    assert code == 2 and f"--system {system} takes none" in err and list(tmp_path.iterdir()) == []
+
+
 def test_the_miniwob_suite_runs_the_three_systems_on_sixty_episodes(monkeypatch: pytest.MonkeyPatch,
                                                                      tmp_path: Path) -> None:
     import importlib.util

@@ -140,6 +140,8 @@ def add_web_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             raise UnknownNameError("score source", scores, SCORE_CHOICES)
         if options.cluster:
             raise UsageError("miniwob plays its episodes in this machine's browser; it takes no --cluster")
+        if scores != "auto" and system != "ctm" and not options.resume:
+            raise UsageError(f"--scores chooses where the ctm's scores come from; --system {system} takes none")
         resume = options.resume
         config = {"benchmark": "miniwob"} if resume else {
             "benchmark": "miniwob", "system": system, **options.config(), "tasks": _task_list(tasks),

@@ -8,6 +8,7 @@ from noosphere.errors import CapabilityError, UnknownNameError, UsageError
 from noosphere.society.decisions import GatherOpinions, LeaderDecides, MembersVote, VoteWeights
 from noosphere.society.economy import Economy
 from noosphere.society.hierarchy import SubSociety
+from noosphere.society.human import HumanMember
 from noosphere.society.market import MarketRounds, PayReward
 from noosphere.society.member import Member
 from noosphere.society.phases import DebateRounds, OrganizerRounds, SolveAlone
@@ -48,6 +49,9 @@ def _weighable(members: list[Member], vote: str) -> None:
 
 def _scorable(members: list[Member], what: str, instead: str) -> None:
     for member in members:
+        if isinstance(member, HumanMember):  # no model to ask for a better one: a person has no probabilities
+            raise UsageError(f"{member.name} is a person, who gives no probability ({what.format(name=member.name)}); "
+                             f"{instead.split(' or ')[0]}, or leave the person out of this society")
         if not isinstance(member, SubSociety) and not member.model.capabilities.logprobs:
             raise CapabilityError(member.model.id, f"logprobs ({what.format(name=member.name)}); {instead}")
 
