@@ -58,6 +58,19 @@ def test_a_folder_without_a_trace_is_a_one_line_usage_error(tmp_path: Path) -> N
         assert code == 2 and "is not a run folder (no trace.jsonl)" in err and "Traceback" not in err
 
 
+def test_runs_of_two_benchmarks_are_not_compared(tmp_path: Path) -> None:
+    """Before, MUStARD's accuracy was subtracted from GSM8K's on the compare tab."""
+    for name, benchmark in (("a", "mustard"), ("b", "gsm8k")):
+        shutil.copytree(RUNS / "bench-base", tmp_path / name)
+        config = json.loads((tmp_path / name / "config.json").read_text())
+        (tmp_path / name / "config.json").write_text(json.dumps({**config, "benchmark": benchmark}))
+    out = tmp_path / "x.html"
+    for command in (["report", str(tmp_path / "a"), "-o", str(out), "--compare", str(tmp_path / "b")],
+                    ["view", str(tmp_path / "a"), "--compare", str(tmp_path / "b")]):
+        code, _, err = invoke(command)
+        assert code == 2 and "a mustard run" in err and "a gsm8k run" in err and not out.exists()
+
+
 def test_torn_lines_and_nan_do_not_break_the_page(tmp_path: Path) -> None:
     shutil.copytree(RUNS / "hostile", tmp_path / "run")
     with (tmp_path / "run" / "trace.jsonl").open("a") as trace:

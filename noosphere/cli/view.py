@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -31,6 +32,7 @@ def add_view(app: typer.Typer) -> None:
     ) -> None:
         """Watch a run in the browser: serve its page until Ctrl-C."""
         console = Console()
+        _check_comparable(run, compare)
         _tell_bad_lines(run, compare)
         try:
             serve(run, host=host, port=port, compare=compare,
@@ -47,6 +49,7 @@ def add_view(app: typer.Typer) -> None:
         compare: CompareOption = None,
     ) -> None:
         """Write a run's page as one self-contained HTML file that opens offline."""
+        _check_comparable(run, compare)
         _tell_bad_lines(run, compare)
         try:
             written = write_page(run, out, compare)
@@ -54,6 +57,25 @@ def add_view(app: typer.Typer) -> None:
             raise UsageError(f"cannot write {out} ({exc.strerror or exc}); give -o a file you can write") from None
         Console().print(f"wrote {escape(str(written))} ({written.stat().st_size / 1024:.0f} KB)", highlight=False,
                         soft_wrap=True)
+
+
+def _benchmark_of(run: Path) -> str | None:
+    try:
+        config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # not a run, or a damaged one: the page says so
+    return config.get("benchmark") if isinstance(config, dict) else None
+
+
+def _check_comparable(run: Path, compare: Path | None) -> None:
+    """Two benchmark runs set side by side measure the same thing, or their differences mean nothing (MUStARD's
+    accuracy less GSM8K's)."""
+    if compare is None:
+        return
+    first, second = _benchmark_of(run), _benchmark_of(compare)
+    if first and second and first != second:
+        raise UsageError(f"{run} is a {first} run and {compare} a {second} run: --compare sets side by side runs of "
+                         "one benchmark")
 
 
 def _tell_bad_lines(*runs: Path | None) -> None:
