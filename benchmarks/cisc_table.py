@@ -134,6 +134,9 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="another weighted run, compared on the problems both scored")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    for folder in (args.run, args.against):
+        if folder is not None and not (folder / "items.jsonl").is_file():
+            raise SystemExit(f"cisc_table: {folder} is not a run folder (no items.jsonl)")
     if args.against is not None:
         compared = side_by_side(args.run, args.against)
         if args.json:
