@@ -206,6 +206,15 @@ def _textworld() -> tuple[Config, ...]:
                                                     *games), n, in_order=True),
             Config("metaagent-none-percept-paired", ("--system", "metaagent", "--memory", "none", "--planner-view",
                                                      "percept", *games), n, in_order=True),
+            # the same pair on the 12 held-out games (stop 56): the learning agent's question was chosen on the wins
+            # of the games above, so memory is measured again where nothing was chosen
+            Config("metaagent-both-percept-stuck-heldout", ("--system", "metaagent", "--memory", "both",
+                                                            "--planner-view", "percept", "--recall-view", "planner",
+                                                            "--recall-at", "stuck", "--seed", str(HELDOUT_SEED),
+                                                            *games), n, in_order=True),
+            Config("metaagent-none-percept-paired-heldout", ("--system", "metaagent", "--memory", "none",
+                                                             "--planner-view", "percept", "--seed",
+                                                             str(HELDOUT_SEED), *games), n, in_order=True),
             # the strike was designed from these 12 games' traces: it is measured against the paper's loop on 12
             # others (the held-out seed ReAct played)
             *(Config(f"metaagent-none-percept{suffix}-heldout",
