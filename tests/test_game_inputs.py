@@ -229,15 +229,21 @@ def test_a_game_that_fails_to_load_mid_run_is_a_data_error_not_an_exit(tmp_path:
      "  motor: [external_perception]\n  external_perception: [conscious]\n",
      ("graph.yaml: field 'edges.conscious': agent 'conscious' has no successor once the memory agents this run "
       "does not keep are left out (--memory none: retrieve_memory, learning, record_memory)",)),
+    ("edges:\n  conscious: [planning, focus]\n  planning: [motor]\n  motor: [external_perception]\n"
+     "  external_perception: [conscious]\n  focus: [internal_perception]\n  internal_perception: [focus]\n",
+     ("graph.yaml: field 'edges': no path from focus, internal_perception reaches 'external_perception'",
+      "could never act again")),
 ], ids=["a successor misspelt", "an agent the engine lacks", "a default misspelt", "no way to act",
-        "a number for successors", "a mapping for successors", "no successor", "no successor without memory"])
+        "a number for successors", "a mapping for successors", "no successor", "no successor without memory",
+        "a loop with no way out to an action"])
 def test_a_graph_file_naming_unknown_agents_is_one_line_where_it_is(graph: str, says: tuple[str, ...],
                                                                     tmp_path: Path) -> None:
     (tmp_path / "graph.yaml").write_text(graph)
     for benchmark in (["textworld", "--games-dir", str(tmp_path / "games")], ["alfworld", "--data", str(tmp_path)]):
-        outcome = cli(["bench", *benchmark, "--system", "metaagent", "--memory", "none", "--graph",
-                       str(tmp_path / "graph.yaml"), "--out", str(tmp_path / "runs")])
-        refused(outcome, *says)
+        for only in ([], ["--create-only"]):
+            outcome = cli(["bench", *benchmark, "--system", "metaagent", "--memory", "none", "--graph",
+                           str(tmp_path / "graph.yaml"), "--out", str(tmp_path / "runs"), *only])
+            refused(outcome, *says)
     assert not (tmp_path / "runs").exists()
 
 

@@ -99,12 +99,20 @@ class TransitionGraph:
                 "defaults": dict(self.defaults)}
 
     def check_agents(self, known: set[str], source: str | None = None) -> None:
-        """Every agent must be one the engine can run, and some path from the start must reach an action."""
+        """Every agent must be one the engine can run, some path from the start must reach an action, and so must
+        some path from every agent the start leads to (a loop that never leaves for an action would spend every
+        transition of a game on no action)."""
         for agent in self.edges:
             if agent not in known:
                 raise UnknownNameError("agent", agent, known)
-        if ACTING_AGENT not in self.edges or not nx.has_path(self.as_networkx(), START, ACTING_AGENT):
+        graph = self.as_networkx()
+        if ACTING_AGENT not in self.edges or not nx.has_path(graph, START, ACTING_AGENT):
             raise ConfigError(f"no path from {START!r} reaches {ACTING_AGENT!r}: the team could never act",
+                              source=source, field="edges")
+        trapped = sorted(nx.descendants(graph, START) - nx.ancestors(graph, ACTING_AGENT) - {ACTING_AGENT})
+        if trapped:
+            raise ConfigError(f"no path from {', '.join(trapped)} reaches {ACTING_AGENT!r}: a team that goes there "
+                              f"could never act again (give each a way back to {START!r} or on to an action)",
                               source=source, field="edges")
 
     def successors(self, agent: str) -> tuple[str, ...]:
