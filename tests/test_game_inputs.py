@@ -273,6 +273,38 @@ def test_a_graph_file_nested_too_deeply_is_a_config_error_naming_it(tmp_path: Pa
         TransitionGraph.from_file(tmp_path / "graph.yaml")
 
 
+AUTOPILOT = ("edges:\n  conscious: [planning, focus]\n  planning: [motor]\n  motor: [external_perception]\n"
+             "  external_perception: [conscious]\n  focus: [internal_perception]\n  internal_perception: [conscious]\n")
+
+
+@pytest.mark.parametrize(("name", "text", "says"), [
+    ("graph.yaml", AUTOPILOT + "  conscious: [planning]\n",
+     "graph.yaml:8: the key 'conscious' is given twice in one mapping"),
+    ("graph.yaml", AUTOPILOT + "defualts:\n  conscious: focus\n",
+     "graph.yaml: field 'defualts': unknown key 'defualts'. Did you mean defaults?"),
+    ("graph.json", '{"edges": {"conscious": ["planning"], "planning": ["motor"], "motor": ["external_perception"], '
+                   '"external_perception": ["conscious"]}, "defaults": {"conscious": "planning"}, '
+                   '"defaults": {}}', "graph.json: the key 'defaults' is given twice in one mapping"),
+    ("graph.json", '{"edges": {"conscious": ["planning"], "planning": ["motor"], "motor": ["external_perception"], '
+                   '"external_perception": ["conscious"]}, "extra": 1}', "graph.json: field 'extra': unknown key"),
+], ids=["a yaml key twice", "a misspelt top-level key", "a json key twice", "an extra json key"])
+def test_a_graph_file_with_a_key_twice_or_an_unknown_key_is_refused_where_it_is(name: str, text: str, says: str,
+                                                                               tmp_path: Path) -> None:
+    """Before, the last of a repeated key won silently (the focus loop dropped) and unknown keys were ignored."""
+    (tmp_path / name).write_text(text)
+    outcome = cli(["bench", "textworld", "--games-dir", str(tmp_path / "games"), "--system", "metaagent", "--memory",
+                   "none", "--graph", str(tmp_path / name), "--out", str(tmp_path / "runs"), "--create-only"])
+    refused(outcome, says)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_json_graph_indented_with_tabs_loads(tmp_path: Path) -> None:
+    from noosphere.metaagent import DEFAULT_GRAPH, TransitionGraph
+
+    (tmp_path / "graph.json").write_text(json.dumps(DEFAULT_GRAPH.to_data(), indent="\t"))
+    assert TransitionGraph.from_file(tmp_path / "graph.json") == DEFAULT_GRAPH
+
+
 def test_a_graph_left_without_successors_before_the_first_recall_says_why(tmp_path: Path) -> None:
     (tmp_path / "graph.yaml").write_text(
         "edges:\n  conscious: [retrieve_memory]\n  retrieve_memory: [planning]\n  planning: [motor]\n"
