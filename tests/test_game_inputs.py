@@ -501,3 +501,43 @@ def test_a_step_before_the_reset_is_a_clear_error(tmp_path: Path) -> None:
     game = TextGame(tmp_path / "never-loaded.z8", name="coin_collector-0", kind="coin_collector")
     with pytest.raises(UsageError, match="coin_collector-0: reset the game before its first step"):
         game.step("go north")
+
+
+def test_a_resume_refuses_a_meta_agent_option_the_run_was_made_without_and_takes_the_same_again(
+        tmp_path: Path) -> None:
+    """Options a run saves only when given (`--focus`, `--graph`, `--judge`...) were skipped on a resume when the run
+    had none, so `--focus mask` was ignored silently; and a run's own `--challenges a,b` or `--graph file` given
+    again was refused (a comma list against the saved list, a file name against the saved graph)."""
+    from noosphere.errors import UsageError
+    from noosphere.llm import Model
+
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    graph = {"edges": {"conscious": ["planning"], "planning": ["motor"], "motor": ["external_perception"],
+                       "external_perception": ["conscious"]}, "defaults": {}}
+    (tmp_path / "graph.json").write_text(json.dumps(graph))
+    (tmp_path / "other.yaml").write_text(AUTOPILOT)
+    made = [cli(["bench", "textworld", "--system", "metaagent", "--memory", "none", "--per-challenge", "1",
+                 "--challenges", "coin_collector,cooking", "--games-dir", str(tmp_path / "games"), "--out",
+                 str(tmp_path / name), "--create-only", *extra]) for name, extra in
+            (("plain", []), ("graphed", ["--graph", str(tmp_path / "graph.json")]))]
+    assert all(outcome.code == 0 for outcome in made), made
+    [plain], [graphed] = (list((tmp_path / name).iterdir()) for name in ("plain", "graphed"))
+    before = snapshot(tmp_path)
+    for changed, says in ((["--focus", "mask"], "--focus mask (the run has replay)"),
+                          (["--planner-view", "percept"], "--planner-view percept (the run has team)"),
+                          (["--graph", str(tmp_path / "graph.json")], "(the run has the default graph)"),
+                          (["--judge"], "--judge True (the run has False)"),
+                          (["--recall-at", "stuck"], "--recall-at stuck (the run has start)"),
+                          (["--margin", "0.1"], "--margin 0.1 (the run has none)"),
+                          (["--challenges", "coin_collector"], "(the run has coin_collector,cooking)")):
+        refused(cli(["bench", "textworld", "--resume", str(plain), *changed]), "keeps the settings", says)
+    refused(cli(["bench", "textworld", "--resume", str(graphed), "--graph", str(tmp_path / "other.yaml")]),
+            "(the run has the graph saved in its config.json)")
+    assert snapshot(tmp_path) == before
+
+    def opened(model_id: str, **kwargs: Any) -> Model:
+        raise UsageError("the model was opened")
+
+    for run_dir, same in ((plain, ["--challenges", "coin_collector,cooking", "--focus", "replay"]),
+                          (graphed, ["--graph", str(tmp_path / "graph.json")])):
+        refused(cli(["bench", "textworld", "--resume", str(run_dir), *same], opened), "the model was opened")
