@@ -541,3 +541,29 @@ def test_a_resume_refuses_a_meta_agent_option_the_run_was_made_without_and_takes
     for run_dir, same in ((plain, ["--challenges", "coin_collector,cooking", "--focus", "replay"]),
                           (graphed, ["--graph", str(tmp_path / "graph.json")])):
         refused(cli(["bench", "textworld", "--resume", str(run_dir), *same], opened), "the model was opened")
+
+
+def test_bench_together_with_a_run_in_use_leaves_the_runs_before_it_as_they_were(tmp_path: Path) -> None:
+    """The runs were reopened one by one, each with its model loaded: a later one in use by another process was
+    refused after the first had gained a `run_started` with no end (and a model loaded for nothing)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    for name in ("a", "b"):
+        made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "none", "--per-challenge", "1",
+                    "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / name), "--create-only"])
+        assert made.code == 0, made
+    [first], [second] = (list((tmp_path / name).iterdir()) for name in ("a", "b"))
+    before = snapshot(tmp_path / "a")
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time\n"
+                               f"handle = open({str(second / '.lock')!r}, 'a')\n"
+                               "fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+                               "print('held', flush=True)\ntime.sleep(120)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        refused(cli(["bench", "together", str(first), str(second)]), f"{second} is in use by another run")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert snapshot(tmp_path / "a") == before

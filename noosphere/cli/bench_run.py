@@ -403,9 +403,14 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
         prepared = []
         opened: list[Run] = []
         try:
-            for (folder, benchmark), count in zip(runs, at_once, strict=True):
-                run = Run.resume(folder)
-                opened.append(run)
+            for folder, _ in runs:  # every run reopened (and so held) before any model loads or any is played
+                try:
+                    opened.append(Run.resume(folder))
+                except BaseException:  # one in use, say: those opened already are left as they were
+                    for run in opened:
+                        run.withdraw()
+                    raise
+            for run, (_, benchmark), count in zip(opened, runs, at_once, strict=True):
                 if otel is not None:
                     otel.attach(run)
                 try:
