@@ -567,3 +567,14 @@ def test_bench_together_with_a_run_in_use_leaves_the_runs_before_it_as_they_were
         holder.kill()
         holder.wait()
     assert snapshot(tmp_path / "a") == before
+
+
+@pytest.mark.parametrize(("model", "says"), [("nosuch", "unknown model id 'nosuch'"),
+                                             ("local:/nonexistent.gguf", "no GGUF file at /nonexistent.gguf")])
+def test_create_only_checks_the_model_id_before_making_the_folder(model: str, says: str, tmp_path: Path) -> None:
+    """`--create-only` never opened the model: a mistyped `--model` (a suite's `--together`) left folders that a
+    later, corrected call resumed with the wrong model."""
+    for benchmark in (["textworld", "--games-dir", str(tmp_path / "games")], ["alfworld", "--data", str(tmp_path)]):
+        refused(cli(["bench", *benchmark, "--system", "react", "--model", model, "--out", str(tmp_path / "runs"),
+                     "--create-only"]), says)
+    assert not (tmp_path / "runs").exists()
