@@ -8,7 +8,10 @@ are ordered decides most of the cost of a game).
 
     python benchmarks/game_step_cost.py [--system metaagent|react] [--env alfworld|textworld]
                                         [--games 1] [--actions 4] [--model ID] [--memory none|...|both]
-                                        [--picks usual|random] [--planner-view team|percept]
+                                        [--picks usual|random] [--planner-view team|percept] [--data PATH]
+
+`--data` is ALFWorld's json_2.1.1 folder (default: `../shared/data/alfworld/json_2.1.1`, as `bench alfworld`).
+The model is opened before the games are made: a wrong `--model` is told first, as one `error:` line (exit 2).
 
 `--model scripted` plays a stand-in for a model instead (no weights, seconds): every call is answered in form,
 the next agent is the usual one (`--picks random`: any offered one, which sends the team round the focus and
@@ -26,6 +29,7 @@ import argparse
 import asyncio
 import json
 import random
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -34,6 +38,7 @@ from typing import Any
 
 from noosphere.bench.games import MEMORY_MODES
 from noosphere.envs import Environment
+from noosphere.errors import UsageError
 from noosphere.llm import Model
 from noosphere.llm.registry import DEFAULT_MODEL, open_model
 from noosphere.llm.types import Request
@@ -45,14 +50,14 @@ from noosphere.metaagent.cost import StepCost
 from noosphere.metaagent.engine import MetaAgent
 
 
-def games(env: str, count: int, folder: Path) -> list[Any]:
+def games(env: str, count: int, folder: Path, data: Path | None = None) -> list[Any]:
     if env == "textworld":
         from noosphere.envs import textworld_games
 
         return textworld_games(folder, tier=1, per_challenge=max(1, -(-count // 4)))[:count]
     from noosphere.envs.alfworld import load_alfworld
 
-    return load_alfworld(per_type=1, demo=True)[:count]
+    return load_alfworld(data, per_type=1, demo=True)[:count]
 
 
 def stand_in(picks: str, seed: int = 0) -> Callable[[Request], dict[str, Any]]:
@@ -111,12 +116,25 @@ async def play(system: str, model: Model, chosen: list[Environment], actions: in
     return cost, figures
 
 
-def main() -> None:
+def at_least_one(text: str) -> int:
+    """An argparse type: a whole number of 1 or more (no game, or no action, has no cost per action)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
+    return value
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--system", choices=("react", "metaagent"), default="metaagent")
     parser.add_argument("--env", choices=("alfworld", "textworld"), default="alfworld")
-    parser.add_argument("--games", type=int, default=1, help="games played at once (the first of each task type)")
-    parser.add_argument("--actions", type=int, default=4, help="actions per game at most")
+    parser.add_argument("--games", type=at_least_one, default=1,
+                        help="games played at once (the first of each task type)")
+    parser.add_argument("--actions", type=at_least_one, default=4, help="actions per game at most")
+    parser.add_argument("--data", type=Path, help="alfworld: the json_2.1.1 folder (default: ../shared/data)")
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--memory", choices=tuple(MEMORY_MODES), default="none",
                         help="metaagent: its memory (the games are then played in order)")
@@ -124,12 +142,22 @@ def main() -> None:
                         help="--model scripted: how the stand-in picks the next agent")
     parser.add_argument("--planner-view", choices=PLANNER_VIEWS, default="team",
                         help="metaagent: what its planner reads (percept: ReAct's step, with the team's notes)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.data is not None and args.env != "alfworld":
+        parser.error("--data is ALFWorld's folder; --env textworld generates its games")
+    try:
+        measure(args)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def measure(args: argparse.Namespace) -> None:
     scripted = args.model == "scripted"
+    model = open_model(args.model, script=stand_in(args.picks) if scripted else None)  # before the games are made
     with tempfile.TemporaryDirectory() as folder:
-        chosen = games(args.env, args.games, Path(folder))
+        chosen = games(args.env, args.games, Path(folder), args.data)
         try:
-            model = open_model(args.model, script=stand_in(args.picks) if scripted else None)
             memory = memory_settings(args.memory, Path(folder), scripted) if args.system == "metaagent" else None
             cost, figures = asyncio.run(play(args.system, model, chosen, args.actions, memory, args.planner_view))
         finally:

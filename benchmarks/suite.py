@@ -382,14 +382,16 @@ def finished(folder: Path) -> bool:
         return False
 
 
-def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> None:
+def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> subprocess.CompletedProcess | None:
+    """Start or resume the configuration's run: the bench process, or None when none was started (the run is
+    finished, or waits for the run it matches)."""
     folder = out / config.name
     parallel = 1 if config.in_order else args.parallel or suite.parallel
     command = [sys.executable, "-m", "noosphere", "bench", suite.benchmark, "--quiet", "--parallel", str(parallel)]
     existing = [] if getattr(args, "new", False) else run_folders(folder, _offset(args, config))
     if existing and finished(existing[-1]):
         print(f"== {config.name}: finished ({existing[-1]})", flush=True)
-        return
+        return None
     if existing:
         command += ["--resume", str(existing[-1])]
     else:
@@ -398,10 +400,10 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> No
             matched = run_folders(out / config.match, _offset(args, config))
             if not matched:
                 print(f"== {config.name}: skipped until {config.match} has run (its calls set N)", flush=True)
-                return
+                return None
             command += ["--match-run", str(matched[-1])]
     print(f"== {config.name}: {' '.join(command[3:])}", flush=True)
-    subprocess.run(command, check=False)
+    return subprocess.run(command, check=False)
 
 
 def _offset(args: argparse.Namespace, config: Config | None = None) -> int:
@@ -419,9 +421,10 @@ def _new_run(config: Config, folder: Path, args: argparse.Namespace) -> list[str
             str(folder)]
 
 
-def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.Namespace) -> None:
-    """Create the runs that do not exist yet, then resume them all in one process, side by side."""
-    folders = []
+def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.Namespace) -> list[str]:
+    """Create the runs that do not exist yet, then resume them all in one process, side by side: what failed (a
+    configuration whose run could not be created, `together` when the process playing them failed)."""
+    folders, failed = [], []
     for config in configs:
         folder = out / config.name
         before = run_folders(folder)
@@ -432,16 +435,18 @@ def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.
         existing = run_folders(folder)
         if not existing or (fresh and existing[-1] in before):
             print(f"== {config.name}: skipped (its run folder could not be created)", flush=True)
+            failed.append(config.name)
         elif finished(existing[-1]):
             print(f"== {config.name}: finished ({existing[-1]})", flush=True)
         else:
             folders.append(str(existing[-1]))
     if not folders:
-        return
+        return failed
     print(f"== together: {', '.join(Path(folder).parent.name for folder in folders)}", flush=True)
     parallel = str(args.parallel or suite.parallel)  # for the runs whose games need not go in order
-    subprocess.run([sys.executable, "-m", "noosphere", "bench", "together", *folders, "--parallel", parallel],
-                   check=False)
+    done = subprocess.run([sys.executable, "-m", "noosphere", "bench", "together", *folders, "--parallel", parallel],
+                          check=False)
+    return [*failed, "together"] if done is not None and done.returncode != 0 else failed
 
 
 def against(items: dict[str, dict], reference: dict[str, dict]) -> str:
@@ -546,13 +551,13 @@ def game_figures(suite: Suite, out: Path, name: str) -> list[Path]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("suite", choices=list(SUITES))
-    parser.add_argument("--only", nargs="*", help="run these configurations only (names as in the summary)")
-    parser.add_argument("--limit", type=int, help="items per run instead of each run's own count")
+    parser.add_argument("--only", nargs="+", help="run these configurations only (names as in the summary)")
+    parser.add_argument("--limit", type=at_least_one, help="items per run instead of each run's own count")
     parser.add_argument("--offset", type=int, default=0,
                         help=f"skip each run's first N items, in new run folders ({', '.join(OFFSET_SUITES)})")
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
-    parser.add_argument("--parallel", type=int, help="items scored at once (default: the suite's own)")
+    parser.add_argument("--parallel", type=at_least_one, help="items scored at once (default: the suite's own)")
     parser.add_argument("--together", action="store_true",
                         help="game suites: play every chosen run side by side in one process")
     parser.add_argument("--new", action="store_true",
@@ -572,17 +577,35 @@ def main() -> None:
     if args.together and suite.benchmark not in GAME_SUITES:
         parser.error(f"--together plays game runs ({', '.join(GAME_SUITES)}), not {suite.benchmark}")
     out = args.out / (suite.folder or args.suite)
+    failed: list[str] = []
     if not args.summary_only:
         chosen = [config for config in suite.configs if not args.only or config.name in args.only]
         if args.together:
-            run_together(suite, chosen, out, args)
+            failed = run_together(suite, chosen, out, args)
         else:
             for config in chosen:
-                run(suite, config, out, args)
+                done = run(suite, config, out, args)
+                if done is not None and done.returncode != 0:
+                    failed.append(config.name)
     summary(suite, out)
     if suite.benchmark in GAME_SUITES:
         for path in game_figures(suite, out, args.suite):
             print(f"wrote: {path}")
+    if failed:  # a suite whose every run failed (an unknown --model, say) must not look done
+        sys.exit(f"error: the bench command failed for {', '.join(failed)} (its error is above); run the suite again "
+                 "once it is fixed")
+
+
+def at_least_one(text: str) -> int:
+    """An argparse type: a whole number of 1 or more (`--limit 0` would mean every item, `--parallel 0` the
+    suite's own count)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
+    return value
 
 
 if __name__ == "__main__":

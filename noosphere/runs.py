@@ -55,7 +55,13 @@ class Run:
         """A resumed run's config.json and trace length as they were before this session opened them."""
         self.earlier: dict[str, Any] = {}
         """What the folder's earlier sessions spent (a resumed run): the result adds this session to it."""
-        self._write("config.json", {"run_id": self.run_id, "command": command, **config})
+        try:
+            self._write("config.json", {"run_id": self.run_id, "command": command, **config})
+        except OSError as exc:  # a folder that can be read but not written (a resumed one made read-only, say)
+            self.trace.close()
+            self._lock.close()
+            raise UsageError(f"cannot write {directory / 'config.json'} ({exc.strerror or exc}); the run folder "
+                             "must be writable") from None
         self.trace.emit(RunStarted(run_id=self.run_id, command=command, config=config))
 
     @classmethod

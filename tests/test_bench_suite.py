@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -312,3 +313,38 @@ def test_bfcl_generalist_configuration_is_a_command_bench_bfcl_runs(suite: Any, 
     assert row["id"] == "simple_python_10" and row["path"] == "generalist" and row["correct"] is True
     config = json.loads((run_dir / "config.json").read_text())
     assert config["processors"] == "functions+generalist" and config["gate"] == 0.8 and config["offset"] == 10
+
+
+@pytest.mark.parametrize("given", [["--limit", "0"], ["--parallel", "0"], ["--limit", "-1"], ["--only"]],
+                         ids=["limit 0", "parallel 0", "limit -1", "only with no name"])
+def test_a_count_below_one_or_only_with_no_name_is_refused(suite: Any, given: list[str], tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`--limit 0` became every item and `--parallel 0` the suite's own count; `--only` alone chose every
+    configuration."""
+    ran: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "run", lambda command, **_: ran.append(command))
+    monkeypatch.setattr(sys, "argv", ["suite.py", "gsm8k", *given, "--out", str(tmp_path)])
+    with pytest.raises(SystemExit) as exited:
+        suite.main()
+    assert exited.value.code == 2 and ran == []
+    assert given[0] in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["one by one", "together"])
+def test_the_suite_exits_non_zero_when_a_bench_command_fails(suite: Any, together: bool, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--only react --model nosuch` printed the bench command's error and exited 0."""
+    ran: list[list[str]] = []
+
+    def refused(command: list[str], **_: Any) -> subprocess.CompletedProcess[bytes]:
+        ran.append(command)
+        return subprocess.CompletedProcess(command, 2)  # nothing created either
+
+    monkeypatch.setattr(subprocess, "run", refused)
+    monkeypatch.setattr(sys, "argv", ["suite.py", "alfworld", "--only", "react", "--model", "nosuch", "--out",
+                                      str(tmp_path), *(["--together"] if together else [])])
+    with pytest.raises(SystemExit) as exited:
+        suite.main()
+    assert exited.value.code not in (0, None) and "react" in str(exited.value.code)
+    assert len(ran) == 1

@@ -266,6 +266,28 @@ def test_the_scripted_stand_in_answers_every_call_in_form() -> None:
     assert picked == {"planning", "focus", "idea"}
 
 
+@pytest.mark.parametrize(("given", "says"), [
+    (["--games", "0"], "argument --games: 0 must be 1 or more"),
+    (["--actions", "0"], "argument --actions: 0 must be 1 or more"),
+    (["--games", "-1"], "argument --games: -1 must be 1 or more"),
+    (["--model", "nosuch"], "error: unknown model id 'nosuch'"),
+    (["--model", "scripted", "--data", "/nonexistent/alfworld"], "error: no data at /nonexistent/alfworld"),
+], ids=["no game", "no action", "games below zero", "unknown model", "alfworld data given"])
+def test_game_step_cost_refuses_bad_input_in_one_line_before_making_games(
+        given: list[str], says: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--games 0` compiled games then crashed on a NaN, `--games -1` played 3, an unknown model was a traceback after
+    the games were made, and ALFWorld's "pass --data PATH" named an option the script did not have."""
+    step_cost = script("game_step_cost")
+    made: list[str] = []
+    if given[-2] != "--data":
+        monkeypatch.setattr(step_cost, "games", lambda env, *_: made.append(env) or [])
+    with pytest.raises(SystemExit) as exited:
+        step_cost.main(given)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and made == [] and "Traceback" not in err
+    assert says in err.strip().splitlines()[-1]
+
+
 # ---------------------------------------------------------------- the viewer, in Chromium
 
 

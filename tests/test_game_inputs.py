@@ -287,15 +287,21 @@ def test_a_game_that_fails_to_load_mid_run_is_a_data_error_not_an_exit(tmp_path:
      "  motor: [external_perception]\n  external_perception: [conscious]\n",
      ("graph.yaml: field 'edges.conscious': agent 'conscious' has no successor once the memory agents this run "
       "does not keep are left out (--memory none: retrieve_memory, learning, record_memory)",)),
+    ("edges:\n  conscious: [planning, focus]\n  planning: [motor]\n  motor: [external_perception]\n"
+     "  external_perception: [conscious]\n  focus: [internal_perception]\n  internal_perception: [focus]\n",
+     ("graph.yaml: field 'edges': no path from focus, internal_perception reaches 'external_perception'",
+      "could never act again")),
 ], ids=["a successor misspelt", "an agent the engine lacks", "a default misspelt", "no way to act",
-        "a number for successors", "a mapping for successors", "no successor", "no successor without memory"])
+        "a number for successors", "a mapping for successors", "no successor", "no successor without memory",
+        "a loop with no way out to an action"])
 def test_a_graph_file_naming_unknown_agents_is_one_line_where_it_is(graph: str, says: tuple[str, ...],
                                                                     tmp_path: Path) -> None:
     (tmp_path / "graph.yaml").write_text(graph)
     for benchmark in (["textworld", "--games-dir", str(tmp_path / "games")], ["alfworld", "--data", str(tmp_path)]):
-        outcome = cli(["bench", *benchmark, "--system", "metaagent", "--memory", "none", "--graph",
-                       str(tmp_path / "graph.yaml"), "--out", str(tmp_path / "runs")])
-        refused(outcome, *says)
+        for only in ([], ["--create-only"]):
+            outcome = cli(["bench", *benchmark, "--system", "metaagent", "--memory", "none", "--graph",
+                           str(tmp_path / "graph.yaml"), "--out", str(tmp_path / "runs"), *only])
+            refused(outcome, *says)
     assert not (tmp_path / "runs").exists()
 
 
@@ -323,6 +329,38 @@ def test_a_graph_file_nested_too_deeply_is_a_config_error_naming_it(tmp_path: Pa
     (tmp_path / "graph.yaml").write_text("[" * 3_000)
     with pytest.raises(ConfigError, match=r"graph\.yaml: cannot read the transition graph: nested too deeply"):
         TransitionGraph.from_file(tmp_path / "graph.yaml")
+
+
+AUTOPILOT = ("edges:\n  conscious: [planning, focus]\n  planning: [motor]\n  motor: [external_perception]\n"
+             "  external_perception: [conscious]\n  focus: [internal_perception]\n  internal_perception: [conscious]\n")
+
+
+@pytest.mark.parametrize(("name", "text", "says"), [
+    ("graph.yaml", AUTOPILOT + "  conscious: [planning]\n",
+     "graph.yaml:8: the key 'conscious' is given twice in one mapping"),
+    ("graph.yaml", AUTOPILOT + "defualts:\n  conscious: focus\n",
+     "graph.yaml: field 'defualts': unknown key 'defualts'. Did you mean defaults?"),
+    ("graph.json", '{"edges": {"conscious": ["planning"], "planning": ["motor"], "motor": ["external_perception"], '
+                   '"external_perception": ["conscious"]}, "defaults": {"conscious": "planning"}, '
+                   '"defaults": {}}', "graph.json: the key 'defaults' is given twice in one mapping"),
+    ("graph.json", '{"edges": {"conscious": ["planning"], "planning": ["motor"], "motor": ["external_perception"], '
+                   '"external_perception": ["conscious"]}, "extra": 1}', "graph.json: field 'extra': unknown key"),
+], ids=["a yaml key twice", "a misspelt top-level key", "a json key twice", "an extra json key"])
+def test_a_graph_file_with_a_key_twice_or_an_unknown_key_is_refused_where_it_is(name: str, text: str, says: str,
+                                                                               tmp_path: Path) -> None:
+    """Before, the last of a repeated key won silently (the focus loop dropped) and unknown keys were ignored."""
+    (tmp_path / name).write_text(text)
+    outcome = cli(["bench", "textworld", "--games-dir", str(tmp_path / "games"), "--system", "metaagent", "--memory",
+                   "none", "--graph", str(tmp_path / name), "--out", str(tmp_path / "runs"), "--create-only"])
+    refused(outcome, says)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_json_graph_indented_with_tabs_loads(tmp_path: Path) -> None:
+    from noosphere.metaagent import DEFAULT_GRAPH, TransitionGraph
+
+    (tmp_path / "graph.json").write_text(json.dumps(DEFAULT_GRAPH.to_data(), indent="\t"))
+    assert TransitionGraph.from_file(tmp_path / "graph.json") == DEFAULT_GRAPH
 
 
 def test_a_graph_left_without_successors_before_the_first_recall_says_why(tmp_path: Path) -> None:
@@ -629,3 +667,80 @@ def test_a_step_before_the_reset_is_a_clear_error(tmp_path: Path) -> None:
     game = TextGame(tmp_path / "never-loaded.z8", name="coin_collector-0", kind="coin_collector")
     with pytest.raises(UsageError, match="coin_collector-0: reset the game before its first step"):
         game.step("go north")
+
+
+def test_a_resume_refuses_a_meta_agent_option_the_run_was_made_without_and_takes_the_same_again(
+        tmp_path: Path) -> None:
+    """Options a run saves only when given (`--focus`, `--graph`, `--judge`...) were skipped on a resume when the run
+    had none, so `--focus mask` was ignored silently; and a run's own `--challenges a,b` or `--graph file` given
+    again was refused (a comma list against the saved list, a file name against the saved graph)."""
+    from noosphere.errors import UsageError
+    from noosphere.llm import Model
+
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    graph = {"edges": {"conscious": ["planning"], "planning": ["motor"], "motor": ["external_perception"],
+                       "external_perception": ["conscious"]}, "defaults": {}}
+    (tmp_path / "graph.json").write_text(json.dumps(graph))
+    (tmp_path / "other.yaml").write_text(AUTOPILOT)
+    made = [cli(["bench", "textworld", "--system", "metaagent", "--memory", "none", "--per-challenge", "1",
+                 "--challenges", "coin_collector,cooking", "--games-dir", str(tmp_path / "games"), "--out",
+                 str(tmp_path / name), "--create-only", *extra]) for name, extra in
+            (("plain", []), ("graphed", ["--graph", str(tmp_path / "graph.json")]))]
+    assert all(outcome.code == 0 for outcome in made), made
+    [plain], [graphed] = (list((tmp_path / name).iterdir()) for name in ("plain", "graphed"))
+    before = snapshot(tmp_path)
+    for changed, says in ((["--focus", "mask"], "--focus mask (the run has replay)"),
+                          (["--planner-view", "percept"], "--planner-view percept (the run has team)"),
+                          (["--graph", str(tmp_path / "graph.json")], "(the run has the default graph)"),
+                          (["--judge"], "--judge True (the run has False)"),
+                          (["--recall-at", "stuck"], "--recall-at stuck (the run has start)"),
+                          (["--margin", "0.1"], "--margin 0.1 (the run has none)"),
+                          (["--challenges", "coin_collector"], "(the run has coin_collector,cooking)")):
+        refused(cli(["bench", "textworld", "--resume", str(plain), *changed]), "keeps the settings", says)
+    refused(cli(["bench", "textworld", "--resume", str(graphed), "--graph", str(tmp_path / "other.yaml")]),
+            "(the run has the graph saved in its config.json)")
+    assert snapshot(tmp_path) == before
+
+    def opened(model_id: str, **kwargs: Any) -> Model:
+        raise UsageError("the model was opened")
+
+    for run_dir, same in ((plain, ["--challenges", "coin_collector,cooking", "--focus", "replay"]),
+                          (graphed, ["--graph", str(tmp_path / "graph.json")])):
+        refused(cli(["bench", "textworld", "--resume", str(run_dir), *same], opened), "the model was opened")
+
+
+def test_bench_together_with_a_run_in_use_leaves_the_runs_before_it_as_they_were(tmp_path: Path) -> None:
+    """The runs were reopened one by one, each with its model loaded: a later one in use by another process was
+    refused after the first had gained a `run_started` with no end (and a model loaded for nothing)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    for name in ("a", "b"):
+        made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "none", "--per-challenge", "1",
+                    "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / name), "--create-only"])
+        assert made.code == 0, made
+    [first], [second] = (list((tmp_path / name).iterdir()) for name in ("a", "b"))
+    before = snapshot(tmp_path / "a")
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time\n"
+                               f"handle = open({str(second / '.lock')!r}, 'a')\n"
+                               "fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+                               "print('held', flush=True)\ntime.sleep(120)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        refused(cli(["bench", "together", str(first), str(second)]), f"{second} is in use by another run")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert snapshot(tmp_path / "a") == before
+
+
+@pytest.mark.parametrize(("model", "says"), [("nosuch", "unknown model id 'nosuch'"),
+                                             ("local:/nonexistent.gguf", "no GGUF file at /nonexistent.gguf")])
+def test_create_only_checks_the_model_id_before_making_the_folder(model: str, says: str, tmp_path: Path) -> None:
+    """`--create-only` never opened the model: a mistyped `--model` (a suite's `--together`) left folders that a
+    later, corrected call resumed with the wrong model."""
+    for benchmark in (["textworld", "--games-dir", str(tmp_path / "games")], ["alfworld", "--data", str(tmp_path)]):
+        refused(cli(["bench", *benchmark, "--system", "react", "--model", model, "--out", str(tmp_path / "runs"),
+                     "--create-only"]), says)
+    assert not (tmp_path / "runs").exists()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from noosphere.bench.runner import Scored, run_items
-from noosphere.errors import BudgetExceededError
+from noosphere.errors import BudgetExceededError, UsageError
 from noosphere.llm import Budget, Model, ScriptedBackend
 from noosphere.runs import Run
 from noosphere.trace import REDACTED, Event, ModelCall, Redactor, Trace, read_trace
@@ -192,3 +192,18 @@ def test_a_resumed_session_withdrawn_before_any_item_leaves_the_folder_as_it_was
     new = Run.create(tmp_path / "new", command="bench", config={})
     new.withdraw()  # a new run's folder goes
     assert not new.directory.exists()
+
+
+def test_a_run_folder_whose_config_cannot_be_written_is_a_usage_error(tmp_path: Path) -> None:
+    """A resumed folder made read-only (`chattr +i`): a PermissionError traceback from writing config.json before.
+    A folder in the way of the temporary file fails the same write, as root too."""
+    with Run.create(tmp_path, command="bench", config={"benchmark": "toy"}) as first:
+        first.finish({"report": {"accuracy": 1.0}})
+    (first.directory / ".config.json.partial").mkdir()
+    before = {p.name: p.read_bytes() for p in first.directory.iterdir() if p.is_file()}
+    with pytest.raises(UsageError, match=r"cannot write .*config\.json \(Is a directory\); the run folder must be "
+                                         "writable"):
+        Run.resume(first.directory)
+    assert {p.name: p.read_bytes() for p in first.directory.iterdir() if p.is_file()} == before
+    (first.directory / ".config.json.partial").rmdir()
+    Run.resume(first.directory).finish({})  # its lock was let go

@@ -29,6 +29,7 @@ from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
 from noosphere.envs.textworld_games import CHALLENGES
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
+from noosphere.llm.registry import check_model
 from noosphere.metaagent.agents import FOCUS_MODES, PLANNER_VIEWS
 from noosphere.metaagent.recollection import RECALL_AT, RECALL_VIEWS
 from noosphere.metaagent.scored import DEFAULT_MARGIN
@@ -249,6 +250,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         if create_only:
             if options.resume is not None:
                 raise UsageError("--create-only makes a new run folder; it cannot go with --resume")
+            check_model(config["model"])  # as opening it would, before the folder that would be played with it
             checked_config(config, None, check)
             with Run.create(options.out, command="bench", config=with_budget(config, options.budget)) as run:
                 run.finish({}, status="created")

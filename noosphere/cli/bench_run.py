@@ -168,7 +168,11 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 RESUME_TAKES = frozenset({"resume", "no_cache", "quiet", "budget", "parallel", "cluster", "workers", "replicas",
                           "otel", "otel_content"})
 """The options that may change how a resumed run goes on; every other keeps the value the run was made with."""
-SAVED_WHEN_SET = {"deterministic": False}
+SAVED_WHEN_SET: dict[str, Any] = {
+    "deterministic": False,
+    # the game benchmarks' meta-agent options, saved when given (or, for the margin, when a judge takes it)
+    "judge": False, "margin": None, "graph": None, "planner_view": "team", "focus": "replay", "recall_view": "team",
+    "recall_at": "start"}
 """Options a run's config holds only when they were given (so older configs read the same): absent, the run has
 this value."""
 
@@ -207,20 +211,36 @@ def _refuse_other_settings(context: typer.Context, resume: Path, given: dict[str
         return source is not None and source.name == "COMMANDLINE"
 
     kept = {**SAVED_WHEN_SET, **saved}
-    differing = [f"--{name.replace('_', '-')} {value} (the run has {kept[name]})" for name, value in given.items()
+    differing = [f"--{name.replace('_', '-')} {value} (the run has {_shown(name, kept[name])})"
+                 for name, value in given.items()
                  if name not in RESUME_TAKES and name in kept and typed(name)
-                 and not _same_setting(value, kept[name])]
+                 and not _same_setting(name, value, kept[name])]
     if differing:
         raise UsageError(f"{resume} keeps the settings it was made with, and {'; '.join(differing)}: resume it "
                          "without them, or start a new run")
 
 
-def _same_setting(given: Any, saved: Any) -> bool:
+def _same_setting(name: str, given: Any, saved: Any) -> bool:
+    if name == "graph" and isinstance(given, Path):  # the run saved the graph the file held, whole
+        from noosphere.metaagent import TransitionGraph
+
+        return isinstance(saved, dict) and TransitionGraph.from_file(given).to_data() == saved
     if isinstance(given, Path):
         return isinstance(saved, str) and given.resolve() == Path(saved).resolve()
+    if isinstance(given, str) and isinstance(saved, list | tuple):  # `--challenges a,b`, saved as a list
+        given = [part.strip() for part in given.split(",") if part.strip()]
     if isinstance(given, list | tuple) and isinstance(saved, list | tuple):
         return [str(v) for v in given] == [str(v) for v in saved]
     return bool(given == saved or str(given) == str(saved))
+
+
+def _shown(name: str, saved: Any) -> str:
+    """A saved setting as the refusal shows it: in one line, as the option would give it."""
+    if name == "graph":
+        return "the graph saved in its config.json" if saved else "the default graph"
+    if isinstance(saved, list | tuple):
+        return ",".join(str(v) for v in saved)
+    return "none" if saved is None else str(saved)
 
 
 def benchmark_command(bench_app: typer.Typer, name: str) -> Callable[[Command], Command]:
@@ -383,9 +403,14 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
         prepared = []
         opened: list[Run] = []
         try:
-            for (folder, benchmark), count in zip(runs, at_once, strict=True):
-                run = Run.resume(folder)
-                opened.append(run)
+            for folder, _ in runs:  # every run reopened (and so held) before any model loads or any is played
+                try:
+                    opened.append(Run.resume(folder))
+                except BaseException:  # one in use, say: those opened already are left as they were
+                    for run in opened:
+                        run.withdraw()
+                    raise
+            for run, (_, benchmark), count in zip(opened, runs, at_once, strict=True):
                 if otel is not None:
                     otel.attach(run)
                 try:

@@ -98,9 +98,7 @@ def _open_local(request: BackendRequest) -> Backend:
         path = ensure_gguf(spec, request.cache_dir or default_cache_dir())
         fingerprint = f"gguf:{spec.sha256}"
     else:
-        path = Path(request.name).expanduser()
-        if not path.is_file():
-            raise UsageError(f"no GGUF file at {path}")
+        path = _gguf_file(request.name)
         stat = path.stat()
         fingerprint = f"gguf:{path.resolve()}:{stat.st_size}:{stat.st_mtime}"
     from noosphere.llm.llama_loader import require_llama_cpp
@@ -108,6 +106,13 @@ def _open_local(request: BackendRequest) -> Backend:
 
     require_llama_cpp()
     return LocalBackend(request.model_id, path, fingerprint=fingerprint, **request.options)
+
+
+def _gguf_file(name: str) -> Path:
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise UsageError(f"no GGUF file at {path}")
+    return path
 
 
 def split_api_base(name: str) -> tuple[str, str | None]:
@@ -193,6 +198,15 @@ def check_model_id(model_id: str) -> None:
     factory = _factory(prefix)
     if factory is None or not factory.accepts(name):
         raise UnknownNameError("model id", model_id, _known_ids())
+
+
+def check_model(model_id: str) -> None:
+    """What can be known of a model id without loading anything (a run folder made now to be played later, say):
+    a backend takes it (`check_model_id`), and a GGUF path names a file."""
+    check_model_id(model_id)
+    prefix, _, name = model_id.partition(":")
+    if prefix == "local" and name not in LOCAL_WEIGHTS:
+        _gguf_file(name)
 
 
 def check_deterministic(model_id: str) -> None:

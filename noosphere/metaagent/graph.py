@@ -9,6 +9,7 @@ Each agent also names a default successor, taken when the orchestrator's pick is
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,13 @@ class TransitionGraph:
         """`{"edges": {agent: [successors]}, "defaults": {agent: successor}}`, as `to_data` writes it. With
         `known`, every agent the data names (as a source, a successor or a default) must be one of them: a typo
         is told where it is, with the names it may have meant, before the graph's shape is checked."""
+        if isinstance(data, dict):
+            for key in data:
+                if key not in GRAPH_KEYS:  # a misspelt `defaults` would be ignored, and its choices with it
+                    hint = closest(str(key), GRAPH_KEYS)
+                    guess = f" Did you mean {', '.join(hint)}?" if hint else ""
+                    raise ConfigError(f"unknown key {str(key)!r}.{guess} A transition graph has "
+                                      f"{' and '.join(GRAPH_KEYS)}.", source=source, field=str(key))
         if not isinstance(data, dict) or not isinstance(data.get("edges"), dict):
             raise ConfigError("a transition graph needs an `edges` mapping of agent to successors", source=source,
                               field="edges")
@@ -82,9 +90,20 @@ class TransitionGraph:
 
     @classmethod
     def from_file(cls, path: Path, known: Collection[str] | None = None) -> TransitionGraph:
-        """A graph written in YAML or JSON (JSON is YAML too); `known` as in `from_data`."""
+        """A graph written in YAML or JSON (a `.json` file); `known` as in `from_data`. A key given twice in one
+        mapping is refused (either parser would keep the last, silently)."""
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            if path.suffix.lower() == ".json":
+                data = json.loads(text, object_pairs_hook=_unique_pairs)
+            else:
+                data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader
+        except _RepeatedKey as exc:
+            raise ConfigError(f"the key {exc.key!r} is given twice in one mapping (the first would be lost)",
+                              source=str(path), line=exc.line) from None
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"cannot read the transition graph: not JSON ({exc.msg}, column {exc.colno})",
+                              source=str(path), line=exc.lineno) from None
         except (OSError, ValueError, yaml.YAMLError) as exc:  # ValueError: bytes that are not UTF-8
             mark = getattr(exc, "problem_mark", None)
             raise ConfigError(f"cannot read the transition graph: {' '.join(str(exc).split())}", source=str(path),
@@ -99,12 +118,20 @@ class TransitionGraph:
                 "defaults": dict(self.defaults)}
 
     def check_agents(self, known: set[str], source: str | None = None) -> None:
-        """Every agent must be one the engine can run, and some path from the start must reach an action."""
+        """Every agent must be one the engine can run, some path from the start must reach an action, and so must
+        some path from every agent the start leads to (a loop that never leaves for an action would spend every
+        transition of a game on no action)."""
         for agent in self.edges:
             if agent not in known:
                 raise UnknownNameError("agent", agent, known)
-        if ACTING_AGENT not in self.edges or not nx.has_path(self.as_networkx(), START, ACTING_AGENT):
+        graph = self.as_networkx()
+        if ACTING_AGENT not in self.edges or not nx.has_path(graph, START, ACTING_AGENT):
             raise ConfigError(f"no path from {START!r} reaches {ACTING_AGENT!r}: the team could never act",
+                              source=source, field="edges")
+        trapped = sorted(nx.descendants(graph, START) - nx.ancestors(graph, ACTING_AGENT) - {ACTING_AGENT})
+        if trapped:
+            raise ConfigError(f"no path from {', '.join(trapped)} reaches {ACTING_AGENT!r}: a team that goes there "
+                              f"could never act again (give each a way back to {START!r} or on to an action)",
                               source=source, field="edges")
 
     def successors(self, agent: str) -> tuple[str, ...]:
@@ -137,6 +164,45 @@ class TransitionGraph:
         """Every simple cycle through the conscious agent, written from it (the paper's named loops among them)."""
         cycles = [c[c.index(START):] + c[:c.index(START)] for c in nx.simple_cycles(self.as_networkx()) if START in c]
         return sorted(cycles, key=lambda cycle: (len(cycle), cycle))
+
+
+GRAPH_KEYS = ("edges", "defaults")
+"""The keys of a graph file."""
+
+
+class _RepeatedKey(ValueError):
+    def __init__(self, key: Any, line: int | None = None) -> None:
+        super().__init__(key)
+        self.key, self.line = key, line
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _RepeatedKey(key)
+        found[key] = value
+    return found
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """`yaml.safe_load`, refusing a key given twice in one mapping (with the line of the second)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                repeated = key in seen
+            except TypeError:  # an unhashable key: the constructor below says so
+                continue
+            if repeated:
+                raise _RepeatedKey(key, key_node.start_mark.line + 1)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _successors(agent: Any, targets: Any, source: str | None) -> tuple[str, ...]:
