@@ -176,7 +176,10 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                "metaagent-both-percept-planner", "metaagent-none-percept-strike",
                                                "metaagent-both-percept-strike", "metaagent-none-percept-mask",
                                                "metaagent-both-percept-mask", "metaagent-both-percept-stuck",
-                                               "metaagent-none-percept-paired", "metaagent-none-percept-heldout",
+                                               "metaagent-none-percept-paired",
+                                               "metaagent-both-percept-stuck-heldout",
+                                               "metaagent-none-percept-paired-heldout",
+                                               "metaagent-none-percept-heldout",
                                                "metaagent-none-percept-strike-heldout",
                                                "metaagent-none-percept-mask-heldout"]
     assert [c.name for c in table.configs if "--judge" in c.args] == ["metaagent-none-judged", "metaagent-both-judged"]
@@ -185,7 +188,8 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
     seeds = {c.name: c.args[c.args.index("--seed") + 1] for c in table.configs if "--seed" in c.args}
     assert seeds == {name: "3" for name in (
         "react-heldout", "react-scored-heldout", "metaagent-none-percept-heldout",
-        "metaagent-none-percept-strike-heldout", "metaagent-none-percept-mask-heldout")}
+        "metaagent-none-percept-strike-heldout", "metaagent-none-percept-mask-heldout",
+        "metaagent-both-percept-stuck-heldout", "metaagent-none-percept-paired-heldout")}
     games = {c.args[c.args.index("--tier"):] for c in table.configs}
     assert games == {("--tier", "1", "--challenges", "coin_collector,treasure_hunter,cooking,custom",
                       "--per-challenge", "3", "--max-actions", "40")}
@@ -198,9 +202,15 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                              "metaagent-both-percept-strike",
                                                              "metaagent-both-percept-mask",
                                                              "metaagent-both-percept-stuck",
-                                                             "metaagent-none-percept-paired"]
+                                                             "metaagent-none-percept-paired",
+                                                             "metaagent-both-percept-stuck-heldout",
+                                                             "metaagent-none-percept-paired-heldout"]
     config = {c.name: c for c in table.configs}  # the pair's other half is the run without memory, game for game
     assert config["metaagent-none-percept-paired"].args == config["metaagent-none-percept"].args
+    assert config["metaagent-none-percept-paired-heldout"].args == config["metaagent-none-percept-heldout"].args
+    heldout = list(config["metaagent-both-percept-stuck-heldout"].args)
+    del heldout[heldout.index("--seed"):heldout.index("--seed") + 2]
+    assert heldout == list(config["metaagent-both-percept-stuck"].args)
     focus = {c.name: c.args[c.args.index("--focus") + 1] for c in table.configs if "--focus" in c.args}
     assert focus == {name: name.split("-")[3] for name in (
         "metaagent-none-percept-strike", "metaagent-both-percept-strike", "metaagent-none-percept-strike-heldout",
@@ -208,9 +218,10 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
     assert all(c.args[c.args.index("--planner-view") + 1] == "percept" for c in table.configs if "percept" in c.name)
     recall_views = {c.name: c.args[c.args.index("--recall-view") + 1]
                     for c in table.configs if "--recall-view" in c.args}
-    assert recall_views == {"metaagent-both-percept-planner": "planner", "metaagent-both-percept-stuck": "planner"}
+    assert recall_views == {"metaagent-both-percept-planner": "planner", "metaagent-both-percept-stuck": "planner",
+                            "metaagent-both-percept-stuck-heldout": "planner"}
     recall_at = {c.name: c.args[c.args.index("--recall-at") + 1] for c in table.configs if "--recall-at" in c.args}
-    assert recall_at == {"metaagent-both-percept-stuck": "stuck"}
+    assert recall_at == {"metaagent-both-percept-stuck": "stuck", "metaagent-both-percept-stuck-heldout": "stuck"}
     assert table.memory_pair == ("metaagent-none-percept", "metaagent-both-percept")  # the view that wins games
     assert [c.name for c in suite.SUITES["textworld-tiers"].configs][:3] == ["tier1-react", "tier1-reflexion",
                                                                              "tier1-metaagent"]
