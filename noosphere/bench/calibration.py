@@ -268,8 +268,8 @@ def recalibrated(confidences: Sequence[float], correct: Sequence[bool]) -> list[
 
 
 def _platt(confidences: Sequence[float], correct: Sequence[bool]) -> tuple[list[float], list[float]] | None:
-    """The `recalibrated` confidences, and the same items mapped by one fit on all of them (which puts items of
-    equal confidence together)."""
+    """The `recalibrated` confidences, and for each item the mean of them over the items of its confidence (which
+    puts items of equal confidence in one bin)."""
     confidence, truth = checked(confidences, correct)
     if min(int(truth.sum()), int((~truth).sum())) < RECALIBRATION_MINIMUM:
         return None
@@ -290,19 +290,22 @@ def _platt(confidences: Sequence[float], correct: Sequence[bool]) -> tuple[list[
             continue
         fit = LogisticRegression(C=1e6).fit(feature[train], truth[train])
         mapped[test] = fit.predict_proba(feature[test])[:, 1]
-    whole = LogisticRegression(C=1e6).fit(feature, truth).predict_proba(feature)[:, 1]
-    return mapped.tolist(), whole.tolist()
+    # where items tie: their mean mapped value, the same for all of them (see `recalibrated_ece`)
+    tied = np.array([mapped[confidence == value].mean() for value in confidence])
+    return mapped.tolist(), tied.tolist()
 
 
 def recalibrated_ece(confidences: Sequence[float], correct: Sequence[bool]) -> float | None:
     """ECE of the `recalibrated` confidences; None where they are.
 
-    Each item is binned by the map fitted on all items, not by its own leave-one-out value, and its bin's mean
-    confidence is taken from the leave-one-out values. A fit without the item moves the item's value against its
-    own answer (a right item's down, a wrong one's up, by about 1/n); binned by those values, items of the same
-    confidence near a bin's edge are sorted into bins by correctness. A constant confidence 0.5 that is right half
-    the time had a recalibrated ECE of 0.51 that way (right items mapped to 0.487, wrong ones to 0.513, two bins);
-    binned by the whole fit it is 0."""
+    Items of equal confidence are binned together, by the mean of their leave-one-out values. A fit without the item
+    moves the item's value against its own answer (a right item's down, a wrong one's up, by about 1/n); binned by
+    those values, tied items near a bin's edge were sorted into bins by their own correctness. A constant
+    confidence 0.5 that is right half the time had a recalibrated ECE of 0.51 that way (right items mapped to 0.487,
+    wrong ones to 0.513, two bins); binned together it is 0. Items that do not tie are binned by their own values,
+    as before: a simulation of 200 sets of 30 items whose confidence is calibrated gave 0.182 this way against 0.189
+    for a map fitted on the 30 and measured on 30 new items; binning every item by a map fitted on all of them
+    (tried first) gave 0.134, too good."""
     platt = _platt(confidences, correct)
     return None if platt is None else expected_calibration_error(platt[0], correct, binned_by=platt[1])
 
