@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from noosphere.bench.games import MEMORY_MODES
+from noosphere.bench.script_args import at_least_one
 from noosphere.envs import Environment
 from noosphere.errors import UsageError
 from noosphere.llm import Model
@@ -114,17 +115,6 @@ async def play(system: str, model: Model, chosen: list[Environment], actions: in
                     "reused_per_call": round(stats.reused_prompt_tokens / cost.calls),
                     "generated_per_call": round(stats.generated_tokens / cost.calls)}
     return cost, figures
-
-
-def at_least_one(text: str) -> int:
-    """An argparse type: a whole number of 1 or more (no game, or no action, has no cost per action)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
-    return value
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -19,6 +19,7 @@ import json
 import statistics
 import time
 
+from noosphere.bench.script_args import at_least_one
 from noosphere.errors import UsageError
 from noosphere.llm import Message, Settings, open_model
 
@@ -80,18 +81,11 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
             "overhead_pct": {n: round(v, 1) for n, v in overhead.items()}, "worst": round(max(overhead.values()), 1)}
 
 
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    parser.add_argument("--trials", type=positive, default=7)
-    parser.add_argument("--tokens", type=positive, default=8, help="the generation's max_tokens (a short label)")
+    parser.add_argument("--trials", type=at_least_one, default=7)
+    parser.add_argument("--tokens", type=at_least_one, default=8, help="the generation's max_tokens (a short label)")
     args = parser.parse_args(argv)
     try:
         result = asyncio.run(run(args))

@@ -63,6 +63,7 @@ from pathlib import Path
 
 from noosphere.bench.answer_spread import answer_spread
 from noosphere.bench.runner import averages, load_done
+from noosphere.bench.script_args import at_least_one
 
 SOCIETIES = Path(__file__).resolve().parent.parent / "examples" / "societies"
 MONARCHY, DEMOCRACY, DEBATE = (str(SOCIETIES / name)
@@ -594,18 +595,6 @@ def main() -> None:
     if failed:  # a suite whose every run failed (an unknown --model, say) must not look done
         sys.exit(f"error: the bench command failed for {', '.join(failed)} (its error is above); run the suite again "
                  "once it is fixed")
-
-
-def at_least_one(text: str) -> int:
-    """An argparse type: a whole number of 1 or more (`--limit 0` would mean every item, `--parallel 0` the
-    suite's own count)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
-    return value
 
 
 if __name__ == "__main__":

@@ -46,24 +46,29 @@ def read_text(path: Path, *, expected: str) -> str:
     return text
 
 
-class _RepeatedKey(ValueError):
-    pass
+class RepeatedKey(ValueError):
+    """A key given twice in one object or mapping; `line` where the parser knows it."""
+
+    def __init__(self, key: Any, line: int | None = None) -> None:
+        super().__init__(key)
+        self.key, self.line = key, line
 
 
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """An object whose keys are all different (`json.loads` would keep the last of a repeated key, silently)."""
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different (`json.loads` would keep the last of a repeated key, silently): the
+    `object_pairs_hook` of every JSON file read at the edge."""
     found: dict[str, Any] = {}
     for key, value in pairs:
         if key in found:
-            raise _RepeatedKey(key)
+            raise RepeatedKey(key)
         found[key] = value
     return found
 
 
 def _loads(text: str, path: Path, line: int | None, expected: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_unique)
-    except _RepeatedKey as exc:
+        return json.loads(text, object_pairs_hook=unique_keys)
+    except RepeatedKey as exc:
         raise DataError(f"the key {exc.args[0]!r} is given twice in one object (the first would be lost); "
                         f"expected {expected}", source=str(path), line=line) from None
     except json.JSONDecodeError as exc:

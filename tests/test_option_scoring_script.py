@@ -31,4 +31,4 @@ def test_counts_below_one_are_refused(flag: str, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(SCRIPT, "open_model", no_model)
     with pytest.raises(SystemExit) as stopped:
         SCRIPT.main([flag, "0"])
-    assert stopped.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+    assert stopped.value.code == 2 and "must be 1 or more" in capsys.readouterr().err

@@ -18,6 +18,7 @@ from typing import Any
 import networkx as nx
 import yaml
 
+from noosphere.datafiles import RepeatedKey, unique_keys
 from noosphere.errors import ConfigError, UnknownNameError, closest
 
 START = "conscious"
@@ -95,10 +96,10 @@ class TransitionGraph:
         try:
             text = path.read_text(encoding="utf-8")
             if path.suffix.lower() == ".json":
-                data = json.loads(text, object_pairs_hook=_unique_pairs)
+                data = json.loads(text, object_pairs_hook=unique_keys)
             else:
                 data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader
-        except _RepeatedKey as exc:
+        except RepeatedKey as exc:
             raise ConfigError(f"the key {exc.key!r} is given twice in one mapping (the first would be lost)",
                               source=str(path), line=exc.line) from None
         except json.JSONDecodeError as exc:
@@ -170,22 +171,6 @@ GRAPH_KEYS = ("edges", "defaults")
 """The keys of a graph file."""
 
 
-class _RepeatedKey(ValueError):
-    def __init__(self, key: Any, line: int | None = None) -> None:
-        super().__init__(key)
-        self.key, self.line = key, line
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are all different."""
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise _RepeatedKey(key)
-        found[key] = value
-    return found
-
-
 class _UniqueKeyLoader(yaml.SafeLoader):
     """`yaml.safe_load`, refusing a key given twice in one mapping (with the line of the second)."""
 
@@ -200,7 +185,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             except TypeError:  # an unhashable key: the constructor below says so
                 continue
             if repeated:
-                raise _RepeatedKey(key, key_node.start_mark.line + 1)
+                raise RepeatedKey(key, key_node.start_mark.line + 1)
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
