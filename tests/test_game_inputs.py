@@ -744,3 +744,62 @@ def test_create_only_checks_the_model_id_before_making_the_folder(model: str, sa
         refused(cli(["bench", *benchmark, "--system", "react", "--model", model, "--out", str(tmp_path / "runs"),
                      "--create-only"]), says)
     assert not (tmp_path / "runs").exists()
+
+
+def test_bench_together_stopped_while_the_first_run_prepares_leaves_the_runs_not_reached_as_they_were(
+        tmp_path: Path) -> None:
+    """All runs are reopened before any is prepared: Ctrl-C while the first one's model loaded marked every run
+    "interrupted", even those never prepared."""
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    for name in ("a", "b"):
+        made = cli(["bench", "textworld", "--system", "react", "--per-challenge", "1", "--games-dir",
+                    str(tmp_path / "games"), "--out", str(tmp_path / name), "--create-only"])
+        assert made.code == 0, made
+    [first], [second] = (list((tmp_path / name).iterdir()) for name in ("a", "b"))
+    before = snapshot(second)
+
+    def stopped(model_id: str, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    outcome = cli(["bench", "together", str(first), str(second)], stopped)
+    assert outcome.code == 130, outcome
+    assert json.loads((first / "result.json").read_text())["status"] == "interrupted"
+    assert snapshot(second) == before
+
+
+def test_a_react_scored_run_made_before_margins_resumes_with_margin_0(tmp_path: Path) -> None:
+    """Such a run plays margin 0 (`config.get("margin", 0.0)`); `--margin 0` given again was refused ("the run has
+    none"), as the suite's `react-scored-nomargin` run shows."""
+    from noosphere.errors import UsageError
+
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    made = cli(["bench", "textworld", "--system", "react-scored", "--margin", "0", "--per-challenge", "1",
+                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    config = json.loads((run_dir / "config.json").read_text())
+    del config["margin"]  # as the runs made before margins were saved
+    (run_dir / "config.json").write_text(json.dumps(config))
+
+    def opened(model_id: str, **kwargs: Any) -> Any:
+        raise UsageError("the model was opened")
+
+    refused(cli(["bench", "textworld", "--resume", str(run_dir), "--margin", "0"], opened), "the model was opened")
+    refused(cli(["bench", "textworld", "--resume", str(run_dir), "--margin", "0.1"], opened),
+            "--margin 0.1 (the run has 0.0)")
+
+
+def test_a_memory_in_use_says_so_rather_than_asking_for_write_permission(tmp_path: Path) -> None:
+    import sqlite3
+
+    from noosphere.errors import UsageError
+
+    path = _memory(tmp_path / "memory", None)
+    holder = sqlite3.connect(path)
+    holder.execute("BEGIN IMMEDIATE")  # what the review held: a writer, readers still let in
+    try:
+        with pytest.raises(UsageError, match="another process"):
+            MemoryStore(path.parent)
+    finally:
+        holder.rollback()
+        holder.close()

@@ -401,10 +401,11 @@ def test_options_are_scored_from_the_token_every_one_of_them_shares() -> None:
         ["Yes"], ["Maybe"]]
 
 
-@pytest.mark.parametrize("logprobs", [(math.nan, -1.2), (0.7, -1.2), (-math.inf, -math.inf)])
+@pytest.mark.parametrize("logprobs", [(math.nan, -1.2), (math.inf, -1.2), (-math.inf, -math.inf)])
 async def test_log_probabilities_no_probability_has_are_a_fault_not_a_uniform_guess(logprobs: tuple) -> None:
-    """NaN, a positive log-probability, or every option at probability 0: before, a uniform 0.5 / 0.5 came back
-    with full entropy, or NaN and +inf took an option's whole mass away. Now the turn's `ModelError`."""
+    """NaN, +inf, or every option at probability 0: before, a uniform 0.5 / 0.5 came back with full entropy, or NaN
+    and +inf took an option's whole mass away. Now the turn's `ModelError`, not retried (the same call would give the
+    same), and not cached."""
     from noosphere.llm.types import ScoreReply, Usage
 
     class Raw(ScriptedBackend):
@@ -420,32 +421,39 @@ async def test_log_probabilities_no_probability_has_are_a_fault_not_a_uniform_gu
     assert len(backend.score_history) == 1 and trace.of_kind("options_scored") == []
 
 
-def test_a_positive_or_nan_log_probability_is_refused_and_minus_infinity_for_one_option_is_not() -> None:
+def test_nan_or_infinite_scores_are_refused_and_minus_infinity_for_one_option_is_not() -> None:
+    from noosphere.llm.litellm_backend import first_token_scores
     from noosphere.llm.scoring import check_logprobs
 
     with pytest.raises(ModelError, match="'Yes'"):
-        check_logprobs("m", ("Yes", "No"), (0.5, -1.0))
+        check_logprobs("m", ("Yes", "No"), (math.inf, -1.0))
     with pytest.raises(ModelError, match="'No'"):
         check_logprobs("m", ("Yes", "No"), (-1.0, math.nan))
     check_logprobs("m", ("Yes", "No"), (-math.inf, -0.1))  # an option the model cannot produce: probability 0
-    check_logprobs("m", ("Yes", "No"), (1e-7, -20.0))  # a float's rounding above 0
+    check_logprobs("m", ("Yes", "No"), (1.1, 0.0))  # log-scores up to a constant (a plugin's, the scripted weights)
     with pytest.raises(ModelError, match="no probability has"):
         first_token_scores(("Yes", "No"), [("Yes", math.nan), ("No", -1.0)])
+    with pytest.raises(ModelError, match="no probability has"):
+        first_token_scores(("Yes", "No"), [("Yes", 0.5), ("No", -1.0)])
+    yes, _ = first_token_scores(("Yes", "No"), [("Yes", 1e-7), ("No", -20.0)])  # a float's rounding above 0
+    assert yes == pytest.approx(1e-7)
+
+
+async def test_a_cached_score_no_probability_has_is_asked_again(tmp_path: Path) -> None:
+    """A cache written before replies were checked: its uniform guess was replayed as a score."""
+    from noosphere.llm.cache import score_key
+
+    cache = CallCache(tmp_path / "calls.sqlite")
+    backend = ScriptedBackend([], scorer=scorer_of({"Yes": 0.9, "No": 0.1}))
+    model = Model(backend, cache=cache)
+    request = ScoreRequest((Message.user("q"),), ("Yes", "No"))
+    cache.put_json(score_key(backend.fingerprint, request), {"logprobs": [-math.inf, -math.inf], "tokens": [1, 1],
+                                                             "usage": {"prompt_tokens": 1, "completion_tokens": 0},
+                                                             "method": "logprob"})
+    scores = await model.score_options("q", ["Yes", "No"])
+    assert scores.probs == pytest.approx((0.9, 0.1)) and len(backend.score_history) == 1
 
 
 async def test_relative_weights_of_a_scripted_scorer_are_their_shares() -> None:
     model, _, _ = scripted([], scorer=lambda request: [3.0, 1.0])
     assert (await model.score_options("q", ["a", "b"])).probs == pytest.approx((0.75, 0.25))
-
-
-async def test_an_stm_whose_labels_cannot_be_scored_is_refused_before_any_processor_calls() -> None:
-    """Labels are known when the STM is made: a first-token provider cannot tell "turn left" from "turn right", and
-    was refused only after every processor had answered and been scored."""
-    calls: list[Any] = []
-    model = Model(ScriptedBackend(lambda request: calls.append(request) or "{}", scorer=scorer_of({}),
-                                  capabilities=Capabilities(json_schema=True, logprobs=True, first_token_scores=True)))
-    observation = Observation.of({"scene": "a fork in the road"})
-    with pytest.raises(UsageError, match="begin alike"):
-        await classify(model, "Which way?", observation, ("turn left", "turn right"),
-                       settings=WorkspaceSettings(scores="logprob"))
-    assert calls == [] and model.backend.score_history == []

@@ -244,7 +244,7 @@ def calibrate(confidences: Iterable[float], correct: Iterable[bool], *, interval
                      f"{RECALIBRATION_MINIMUM} wrong answers")
     return Calibration(
         ece_recalibrated=None if platt is None else expected_calibration_error(platt[0], truths, binned_by=platt[1]),
-        ece_floor=None if mapped is None else ece_noise_floor(mapped, seed=seed),
+        ece_floor=None if platt is None else ece_noise_floor(platt[1], seed=seed),  # binned as the ECE beside it
         n=int(confidence.size), accuracy=float(truth.mean()) if truth.size else None,
         mean_confidence=float(confidence.mean()) if confidence.size else None,
         ece=expected_calibration_error(values, truths), brier=brier_score(values, truths), auroc=area,

@@ -210,7 +210,8 @@ def _refuse_other_settings(context: typer.Context, resume: Path, given: dict[str
         source = context.get_parameter_source(name)
         return source is not None and source.name == "COMMANDLINE"
 
-    kept = {**SAVED_WHEN_SET, **saved}
+    absent = {**SAVED_WHEN_SET, "margin": 0.0} if saved.get("system") == "react-scored" else SAVED_WHEN_SET
+    kept = {**absent, **saved}  # a react-scored run made before margins plays margin 0 (`bench.games.player`)
     differing = [f"--{name.replace('_', '-')} {value} (the run has {_shown(name, kept[name])})"
                  for name, value in given.items()
                  if name not in RESUME_TAKES and name in kept and typed(name)
@@ -402,6 +403,7 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
     with terminate_as_interrupt():
         prepared = []
         opened: list[Run] = []
+        reached = 0  # the runs whose preparing began
         try:
             for folder, _ in runs:  # every run reopened (and so held) before any model loads or any is played
                 try:
@@ -411,6 +413,7 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
                         run.withdraw()
                     raise
             for run, (_, benchmark), count in zip(opened, runs, at_once, strict=True):
+                reached += 1
                 if otel is not None:
                     otel.attach(run)
                 try:
@@ -420,10 +423,13 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
                     errors.append(exc)
                 except Exception as exc:
                     _fail(run, exc, errors)
-        except KeyboardInterrupt:  # stopped while models load: every run opened so far says so
-            for run in opened:
+        except KeyboardInterrupt:  # stopped while models load: the runs reached say so, the others are as they were
+            for index, run in enumerate(opened):
                 if run.result is None:
-                    run.finish({}, status="interrupted")
+                    if index < reached:
+                        run.finish({}, status="interrupted")
+                    else:
+                        run.withdraw()
             raise typer.Exit(130) from None
 
         bars = progress_bars(not quiet)

@@ -23,6 +23,9 @@ from noosphere.llm.scoring import NO_LOGPROBS, PREFIX_REFUSED, check_first_token
 from noosphere.llm.tools import UNPARSED
 from noosphere.llm.types import Capabilities, Reply, Request, ScoreReply, ScoreRequest, Settings, ToolCall, Usage
 
+LOGPROB_SLACK = 1e-4
+"""How far above 0 a provider's log-probability may come back (a float's rounding) before it is no log-probability."""
+
 
 def import_litellm() -> Any:
     """LiteLLM, set to use its bundled price map: fetching one at import would reach the network. The setting is
@@ -211,7 +214,7 @@ def first_token_scores(options: tuple[str, ...], top: list[tuple[str, float]], *
     are a `ModelError` (every option would get the same floor)."""
     keys = [option.strip().lower() for option in options]
     mass: list[list[float]] = [[] for _ in options]
-    if any(math.isnan(logprob) or logprob > 0 for _, logprob in top):
+    if any(math.isnan(logprob) or logprob > LOGPROB_SLACK for _, logprob in top):  # a float's rounding aside
         raise ModelError(model_id, f"the first token's alternatives came back with log-probabilities no probability "
                                    f"has: {[(token, logprob) for token, logprob in top[:5]]}")
     for token, logprob in top:

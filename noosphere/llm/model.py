@@ -206,6 +206,11 @@ class Model:
         self.ledger.start_call()
         key = score_key(self.backend.fingerprint, request) if self.cache is not None else None
         stored = self.cache.get_json(key) if self.cache is not None and key is not None else None
+        if stored is not None:
+            try:  # a cache written before replies were checked may hold what no probability has: asked again
+                check_logprobs(self.id, option_tuple, tuple(stored["logprobs"]))
+            except ModelError:
+                stored = None
         cached = stored is not None
         if stored is not None:
             reply = ScoreReply(tuple(stored["logprobs"]), tuple(stored["tokens"]), Usage(**stored["usage"]),
@@ -250,7 +255,7 @@ class Model:
 
         async def checked() -> ScoreReply:
             reply = await score(request)
-            check_logprobs(self.id, request.options, reply.logprobs)  # a NaN or a positive one is retried, not used
+            check_logprobs(self.id, request.options, reply.logprobs)  # a NaN one is the turn's fault, not a score
             return reply
 
         return await self._with_retries(checked, agent, self.settings.timeout_s,

@@ -95,16 +95,14 @@ def entropy(probs: tuple[float, ...]) -> float:
     return -sum(p * math.log(p) for p in probs if p > 0)
 
 
-LOGPROB_SLACK = 1e-4
-"""How far above 0 a log-probability may come back (a float's rounding) before it is no log-probability."""
-
-
 def check_logprobs(model_id: str, options: tuple[str, ...], logprobs: tuple[float, ...]) -> None:
-    """A backend's log-probabilities are scores only where they can be: each NaN-free and at most 0, and not every
-    one -inf (that would make a uniform guess look like a score). Otherwise a `ModelError` naming the option, so
-    the call is retried and then forfeited like any malformed reply, never turned into probabilities."""
+    """A backend's scores are scores only where they can be: none NaN or +inf, and not every one -inf (that would
+    make a uniform guess look like a score). Otherwise a `ModelError` naming the option: the turn's fault, forfeited
+    like any malformed reply, never turned into probabilities. Finite scores above 0 pass: a backend may give
+    log-scores up to one constant (a plugin's, the scripted model's weights), which the softmax takes out; the
+    local backend's are log-probabilities in float64, and a provider's first-token ones are checked there."""
     for option, logprob in zip(options, logprobs, strict=False):
-        if math.isnan(logprob) or logprob > LOGPROB_SLACK:
+        if math.isnan(logprob) or logprob == math.inf:
             raise ModelError(model_id, f"option {option!r} came back with log-probability {logprob}, which no "
                                        "probability has")
     if logprobs and all(logprob == -math.inf for logprob in logprobs):

@@ -47,10 +47,9 @@ class ScriptedBackend:
     def __init__(self, script: Script, *, latency_s: float = 0.0, capabilities: Capabilities | None = None,
                  max_concurrency: int = 64, model_id: str = "scripted", scorer: Scorer | None = None,
                  deterministic: bool = False) -> None:
-        """`scorer` makes the model able to score options (`capabilities.logprobs`): it gives each option a
-        probability, or relative weights (any above 1: each is taken as its share of their total). A script answers
-        the same whatever runs beside it, so `deterministic` changes nothing here; it is kept, for tests to see that
-        it reached the backend."""
+        """`scorer` makes the model able to score options (`capabilities.logprobs`). A script answers the same
+        whatever runs beside it, so `deterministic` changes nothing here; it is kept, for tests to see that it
+        reached the backend."""
         self.model_id = model_id
         self.deterministic = deterministic
         self.capabilities = capabilities or Capabilities(vision=True, audio=True, tools=True, json_schema=True,
@@ -89,8 +88,6 @@ class ScriptedBackend:
                    else [float(w) for w in given])
         if len(weights) != len(request.options):
             raise ValueError(f"the scorer gave {len(weights)} scores for {len(request.options)} options")
-        if max(weights, default=0.0) > 1:  # relative weights (3 against 1): as probabilities, their shares
-            weights = [w / sum(weights) for w in weights]
         logprobs = tuple(math.log(w) if w > 0 else -math.inf for w in weights)
         prompt_tokens = sum(len(m.content.split()) for m in request.messages)
         return ScoreReply(logprobs, tuple(max(1, len(o.split())) for o in request.options),

@@ -51,9 +51,10 @@ class MemoryStore:
             with self._db() as db:
                 db.executescript(_SCHEMA)
                 db.execute(f"PRAGMA user_version = {FORMAT}")
-        except sqlite3.OperationalError as exc:  # read-only in a way `check_writable` cannot see (a read-only mount)
-            raise UsageError(f"cannot keep a memory in {folder}: {exc}; make {self.path} writable and try "
-                             "again") from None
+        except sqlite3.OperationalError as exc:  # read-only in a way `check_writable` cannot see, or in use
+            advice = ("another process holds it (a run still playing?): wait for it, or stop it" if "locked" in str(exc)
+                      else f"make {self.path} writable and try again")
+            raise UsageError(f"cannot keep a memory in {folder}: {exc}; {advice}") from None
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
