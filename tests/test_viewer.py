@@ -483,7 +483,11 @@ def test_benchmark_tab_and_compare_draw_the_reliability_diagram(view: Any, tmp_p
     compared = view(first, compare=str(second)).tab("compare")
     assert card(compared, "Calibration").locator("svg.reliability").count() == 2
     assert "ece\t0.40\t0.40\t0\n" in card(compared, "Metrics").inner_text()
-    one_sided = view(first, compare="bench-base").tab("compare")
+    base = tmp_path / "base"  # a run of the same benchmark whose items have no confidence
+    shutil.copytree(RUNS / "bench-base", base)
+    config = json.loads((base / "config.json").read_text())
+    (base / "config.json").write_text(json.dumps({**config, "benchmark": "mustard"}))
+    one_sided = view(first, compare=str(base)).tab("compare")
     assert card(one_sided, "Calibration").locator("svg.reliability").count() == 1
     assert "no confidence in this run's items" in card(one_sided, "Calibration").inner_text()
 
