@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from noosphere.envs.base import Reset, Step
 from noosphere.envs.web_actions import Effect, WebAction, WebActionError, parse_action, perform
 from noosphere.envs.web_admissible import admissible
-from noosphere.envs.web_browser import Browser, WebPageError, from_playwright
+from noosphere.envs.web_browser import Browser, WebPageError, WebTimeout, from_playwright
 from noosphere.envs.web_effect import PageEffect, page_effect
 from noosphere.envs.web_guard import Guard, Refusal, open_page
 from noosphere.envs.web_page import PageState, observe
@@ -179,6 +179,8 @@ class MiniWob:
         except Exception as error:
             if not from_playwright(error):
                 raise
+            if type(error).__name__ == "TimeoutError":  # Playwright's own clock (goto's), racing ours: the same limit
+                raise WebTimeout(f"{what} ({self.name})", self.settings.step_timeout_s) from None
             raise WebPageError(f"{what} ({self.name})", error) from None
 
     async def _reset(self) -> None:
