@@ -43,17 +43,20 @@ def _weighable(members: list[Member], vote: str) -> None:
     """A weighted vote asks each member's model for a probability: one that cannot give it is refused now,
     before any call, rather than forfeiting every weight (a sub-society, which has none, forfeits its own)."""
     if vote in WEIGHTS_OF_VOTE:
-        _scorable(members, f"vote={vote!r} weighs {{name}}'s answer by its probability",
-                  "use vote='standing' or a model that gives token log-probabilities")
+        _scorable(members, f"vote={vote!r} weighs {{name}}'s answer by its probability", "use vote='standing'",
+                  "a model that gives token log-probabilities")
 
 
-def _scorable(members: list[Member], what: str, instead: str) -> None:
+def _scorable(members: list[Member], what: str, setting: str, model: str) -> None:
+    """Every member can give the probability `what` needs; else refused, advising the `setting` that needs none or,
+    for a model member, a `model` that gives it (a person has no model to change)."""
     for member in members:
-        if isinstance(member, HumanMember):  # no model to ask for a better one: a person has no probabilities
+        if isinstance(member, HumanMember):
             raise UsageError(f"{member.name} is a person, who gives no probability ({what.format(name=member.name)}); "
-                             f"{instead.split(' or ')[0]}, or leave the person out of this society")
+                             f"{setting}, or leave the person out of this society")
         if not isinstance(member, SubSociety) and not member.model.capabilities.logprobs:
-            raise CapabilityError(member.model.id, f"logprobs ({what.format(name=member.name)}); {instead}")
+            raise CapabilityError(member.model.id, f"logprobs ({what.format(name=member.name)}); {setting} or use "
+                                                   f"{model}")
 
 
 def _leader(decider: Member, members: list[Member], shows_confidence: bool) -> LeaderDecides:
@@ -61,7 +64,7 @@ def _leader(decider: Member, members: list[Member], shows_confidence: bool) -> L
     model must score (refused now, before any call)."""
     if shows_confidence:
         _scorable(members, "the leader is shown {name}'s probability that its answer is right",
-                  "leave leader_confidence off or use a model that scores options")
+                  "leave leader_confidence off", "a model that scores options")
     return LeaderDecides(decider, shows_confidence=shows_confidence)
 
 
