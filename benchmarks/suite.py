@@ -207,6 +207,12 @@ def _textworld() -> tuple[Config, ...]:
                                                     *games), n, in_order=True),
             Config("metaagent-none-percept-paired", ("--system", "metaagent", "--memory", "none", "--planner-view",
                                                      "percept", *games), n, in_order=True),
+            # each memory alone, recalled the same way (stop 57): the none / episodic / conceptual / both rows
+            # as pairs with the twin above, whose calls they share until their first recall
+            *(Config(f"metaagent-{memory}-percept-stuck", ("--system", "metaagent", "--memory", memory,
+                                                            "--planner-view", "percept", "--recall-view", "planner",
+                                                            "--recall-at", "stuck", *games), n, in_order=True)
+              for memory in ("episodic", "conceptual")),
             # the same pair on the 12 held-out games (stop 56): the learning agent's question was chosen on the wins
             # of the games above, so memory is measured again where nothing was chosen
             Config("metaagent-both-percept-stuck-heldout", ("--system", "metaagent", "--memory", "both",
