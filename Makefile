@@ -20,8 +20,8 @@ test:
 	$(MAKE) --no-print-directory docs
 	python -m pytest -n $(TEST_WORKERS)
 
-# The docs site (mkdocs.yml, docs/; needs the docs extra, which `make test` installs): the how-to pages' examples
-# run on the scripted model, then a strict build into build/site (any warning, a broken link included, fails it).
+# The docs site (mkdocs.yml, docs/; needs the docs extra, which `make test` installs): the README's and the pages'
+# examples run on the scripted model, then a strict build into build/site (any warning, a broken link too, fails it).
 docs:
 	python docs/check_examples.py
 	NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict

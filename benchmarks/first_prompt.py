@@ -58,20 +58,28 @@ def same_first_prompt(calls: list[dict[str, Any]], env: Environment, config: dic
         mine.content == theirs for mine, theirs in zip(rebuilt.messages, recorded, strict=False)]
 
 
+def game_of(config: dict[str, Any], name: str) -> Environment:
+    """The run's game called `name`, made again from its config."""
+    from noosphere.cli.bench_games import alfworld_games, textworld_games
+
+    games = textworld_games(config) if config["benchmark"] == "textworld" else alfworld_games(config)
+    env = next((g for g in games if g.name == name), None)
+    if env is None:
+        raise UsageError(f"no game {name!r} in this run")
+    return env
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path)
     parser.add_argument("--game", required=True)
     args = parser.parse_args(argv)
-    from noosphere.cli.bench_games import alfworld_games, textworld_games
-
-    config = json.loads((args.run / "config.json").read_text())
-    games = textworld_games(config) if config["benchmark"] == "textworld" else alfworld_games(config)
-    env = next((g for g in games if g.name == args.game), None)
-    if env is None:
-        raise UsageError(f"no game {args.game!r} in this run")
-    calls = recorded_calls(args.run, args.game)
-    same = same_first_prompt(calls, env, config)
+    try:
+        calls = recorded_calls(args.run, args.game)  # a folder without its trace is refused before any game is made
+        config = json.loads((args.run / "config.json").read_text())
+        same = same_first_prompt(calls, game_of(config, args.game), config)
+    except UsageError as exc:
+        raise SystemExit(f"first_prompt: {exc}") from None
     planner = next(c for c in calls if c["agent"].startswith("planning"))
     print(f"same first planning prompt as without memory: {all(same)} ({sum(same[1:])} of {len(same) - 1} messages)")
     print(f"the run's reply: {planner['response']}")

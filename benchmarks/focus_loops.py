@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from noosphere.bench.game_traces import game_rows, games_in_trace
+from noosphere.errors import UsageError
 
 STRUCK = re.compile(r"Actions that just did nothing \(not to be taken again now\): (.*)\n")
 """How `prompts.focus_messages` names the struck actions: read where an older trace's `ma_focus` lacks them."""
@@ -76,7 +77,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--game", action="append", help="only these games (repeatable)")
     args = parser.parse_args(argv)
     runs = [args.run, *([args.against] if args.against else [])]
-    found = [loops_by_game(run) for run in runs]
+    try:
+        found = [loops_by_game(run) for run in runs]
+    except UsageError as exc:
+        raise SystemExit(f"focus_loops: {exc}") from None
     games = args.game or sorted(set().union(*found), key=lambda g: (g.rsplit("-", 1)[-1], g))
     for game in games:
         print(game)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from noosphere.bench.game_traces import game_rows, games_in_trace
+from noosphere.errors import UsageError
 
 
 @dataclass
@@ -105,7 +106,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("run_a", type=Path)
     parser.add_argument("run_b", type=Path)
     args = parser.parse_args(argv)
-    print("\n".join(table(args.run_a, args.run_b)))
+    try:
+        print("\n".join(table(args.run_a, args.run_b)))
+    except UsageError as exc:
+        raise SystemExit(f"pair_divergence: {exc}") from None
 
 
 if __name__ == "__main__":

@@ -20,8 +20,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from noosphere.bench.game_traces import trace_of
 from noosphere.concurrent import Forfeit, attempt
 from noosphere.datafiles import scan_json_lines
+from noosphere.errors import UsageError
 from noosphere.llm import Message
 from noosphere.llm.cache import CallCache
 from noosphere.llm.registry import DEFAULT_MODEL, open_model
@@ -35,7 +37,7 @@ INSTRUCTION = "\n\nReply with one JSON object only"
 
 def learning_calls(run: Path) -> list[dict[str, Any]]:
     """The first attempt of every learning call the run's trace holds, with its game."""
-    events, _ = scan_json_lines(run / "trace.jsonl")
+    events, _ = scan_json_lines(trace_of(run))
     return [event for _, event in events
             if event.get("kind") == "model_call" and event.get("agent") == "learning" and event.get("attempt") == 1]
 
@@ -80,14 +82,19 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--question", help="ask this instead of the run's question (a prompt to try)")
-    args = parser.parse_args()
-    rows = asyncio.run(main_async(args))
+    args = parser.parse_args(argv)
+    try:
+        for run in args.runs:  # a folder without its trace is refused before the model is opened
+            trace_of(run)
+        rows = asyncio.run(main_async(args))
+    except UsageError as exc:
+        raise SystemExit(f"rule_probe: {exc}") from None
     print("| run | game | the run kept | kept now | attempts |")
     print("|---|---|---|---|---|")
     for row in rows:

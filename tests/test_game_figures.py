@@ -414,7 +414,7 @@ def test_focus_loops_reads_each_games_loops_what_was_struck_and_the_action_after
     assert out[2] == ("    step 2: 2 actions in a row did nothing; struck [wait]; advised `go east`, took `go east` "
                       "(did something, new)")
     assert out[4].startswith("    step 2: 2 actions in a row did nothing; advised `go east`")
-    with pytest.raises(UsageError, match="is not a run folder"):
+    with pytest.raises(UsageError, match=r"no trace\.jsonl in"):
         focus_loops.loops_by_game(tmp_path / "strike")
     shuffle = tmp_path / "shuffle" / "run"  # the cookbook into the fridge and out: something done, nothing new
     shuffle.mkdir(parents=True)
@@ -492,5 +492,42 @@ def test_pair_divergence_finds_where_a_run_recalling_when_stuck_parts_from_the_r
     assert easy[1:3] == ["won 2", "won 2"] and easy[4:] == ["-", "-", "the same game, then the calls that store it |"]
     assert hard[1:3] == ["in play", "in play"] and int(hard[3]) > 0
     assert hard[4] == hard[5] == "2"  # they part where memory was first recalled, and not before
-    with pytest.raises(UsageError, match="is not a run folder"):
+    with pytest.raises(UsageError, match=r"no trace\.jsonl in"):
         pair.games(tmp_path)
+
+
+
+@pytest.mark.parametrize(("name", "argv"), [
+    ("focus_loops", ["{run}"]), ("focus_loops", ["{full}", "--against", "{run}"]),
+    ("pair_divergence", ["{full}", "{run}"]), ("first_prompt", ["{run}", "--game", "two-rooms"]),
+    ("rule_probe", ["{full}", "{run}", "--out", "{full}/out.jsonl"]), ("standing_answers", ["{full}", "{run}"])])
+def test_a_script_given_a_run_without_its_trace_says_so_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str,
+        argv: list[str]) -> None:
+    """A run committed under benchmarks/results keeps no trace.jsonl: the scripts that read one say so in one line,
+    not a traceback, before any work (rule_probe opens no model, standing_answers backfills no other run)."""
+    full, run = tmp_path / "full", tmp_path / "committed"
+    for folder in (full, run):
+        folder.mkdir()
+        (folder / "items.jsonl").write_text("")
+    (full / "trace.jsonl").write_text("")
+    module = script(name)
+
+    def no_model(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("opened a model")
+
+    monkeypatch.setattr(module, "open_model", no_model, raising=False)
+    with pytest.raises(SystemExit) as exited:
+        module.main([arg.format(full=full, run=run) for arg in argv])
+    message = str(exited.value.code)
+    assert message.startswith(f"{name}: no trace.jsonl in {run}: ") and "\n" not in message
+    assert capsys.readouterr().out == ""
+
+
+def test_the_recall_probe_refuses_a_kin_source_without_its_trace(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"benchmark": "textworld", "tier": 1, "per_challenge": 3,
+                                                      "seed": 0, "system": "metaagent", "memory": "none"}))
+    with pytest.raises(SystemExit, match=r"no trace\.jsonl"):
+        script("recall_probe").check_kin_source(tmp_path)
+    (tmp_path / "trace.jsonl").write_text("")
+    script("recall_probe").check_kin_source(tmp_path)

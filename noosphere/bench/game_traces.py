@@ -1,5 +1,6 @@
 """A games run's trace read back game by game, for the scripts that study how games were played
-(`benchmarks/focus_loops.py`, `first_prompt.py`, `pair_divergence.py`)."""
+(`benchmarks/focus_loops.py`, `first_prompt.py`, `pair_divergence.py`), and the trace of a run folder, which the
+scripts that read one ask for first (a run committed under `benchmarks/results` has none)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,21 @@ from noosphere.datafiles import scan_json_lines
 from noosphere.errors import UsageError
 
 
+def trace_of(run: Path) -> Path:
+    """The run folder's `trace.jsonl`; a `UsageError` if it has none."""
+    trace = run / "trace.jsonl"
+    if not trace.is_file():
+        raise UsageError(f"no trace.jsonl in {run}: not a run folder, or a run whose trace stayed on the machine that "
+                         "ran it (the runs under benchmarks/results keep none)")
+    return trace
+
+
 def games_in_trace(run: Path) -> dict[str, list[dict[str, Any]]]:
     """Each game's events in the run's trace, in order, of its last attempt only: a resumed game starts again at its
     `ma_episode` event, and the trace keeps every attempt. Games in the order they were first played; lines that are
     not JSON objects (a line torn by a kill) are skipped, and events of no game left out."""
-    trace = run / "trace.jsonl"
-    if not trace.is_file():
-        raise UsageError(f"{run} is not a run folder (no trace.jsonl)")
     games: dict[str, list[dict[str, Any]]] = {}
-    for _, event in scan_json_lines(trace)[0]:
+    for _, event in scan_json_lines(trace_of(run))[0]:
         game = event.get("item_id")
         if not isinstance(game, str):
             continue
