@@ -177,6 +177,8 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                "metaagent-both-percept-strike", "metaagent-none-percept-mask",
                                                "metaagent-both-percept-mask", "metaagent-both-percept-stuck",
                                                "metaagent-none-percept-paired",
+                                               "metaagent-episodic-percept-stuck",
+                                               "metaagent-conceptual-percept-stuck",
                                                "metaagent-both-percept-stuck-heldout",
                                                "metaagent-none-percept-paired-heldout",
                                                "metaagent-none-percept-heldout",
@@ -203,6 +205,8 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                              "metaagent-both-percept-mask",
                                                              "metaagent-both-percept-stuck",
                                                              "metaagent-none-percept-paired",
+                                                             "metaagent-episodic-percept-stuck",
+                                                             "metaagent-conceptual-percept-stuck",
                                                              "metaagent-both-percept-stuck-heldout",
                                                              "metaagent-none-percept-paired-heldout"]
     config = {c.name: c for c in table.configs}  # the pair's other half is the run without memory, game for game
@@ -211,6 +215,11 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
     heldout = list(config["metaagent-both-percept-stuck-heldout"].args)
     del heldout[heldout.index("--seed"):heldout.index("--seed") + 2]
     assert heldout == list(config["metaagent-both-percept-stuck"].args)
+    for memory in ("episodic", "conceptual"):  # each memory alone: the stuck run's options but its memory mode
+        alone = list(config[f"metaagent-{memory}-percept-stuck"].args)
+        assert alone[alone.index("--memory") + 1] == memory
+        alone[alone.index("--memory") + 1] = "both"
+        assert alone == list(config["metaagent-both-percept-stuck"].args)
     focus = {c.name: c.args[c.args.index("--focus") + 1] for c in table.configs if "--focus" in c.args}
     assert focus == {name: name.split("-")[3] for name in (
         "metaagent-none-percept-strike", "metaagent-both-percept-strike", "metaagent-none-percept-strike-heldout",
