@@ -228,9 +228,12 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
     recall_views = {c.name: c.args[c.args.index("--recall-view") + 1]
                     for c in table.configs if "--recall-view" in c.args}
     assert recall_views == {"metaagent-both-percept-planner": "planner", "metaagent-both-percept-stuck": "planner",
-                            "metaagent-both-percept-stuck-heldout": "planner"}
+                            "metaagent-both-percept-stuck-heldout": "planner",
+                            "metaagent-episodic-percept-stuck": "planner", "metaagent-conceptual-percept-stuck": "planner"}
     recall_at = {c.name: c.args[c.args.index("--recall-at") + 1] for c in table.configs if "--recall-at" in c.args}
-    assert recall_at == {"metaagent-both-percept-stuck": "stuck", "metaagent-both-percept-stuck-heldout": "stuck"}
+    assert recall_at == {name: "stuck" for name in ("metaagent-both-percept-stuck", "metaagent-both-percept-stuck-heldout",
+                                                    "metaagent-episodic-percept-stuck",
+                                                    "metaagent-conceptual-percept-stuck")}
     assert table.memory_pair == ("metaagent-none-percept", "metaagent-both-percept")  # the view that wins games
     assert [c.name for c in suite.SUITES["textworld-tiers"].configs][:3] == ["tier1-react", "tier1-reflexion",
                                                                              "tier1-metaagent"]
