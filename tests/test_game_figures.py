@@ -227,9 +227,9 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
     assert all(c.args[c.args.index("--planner-view") + 1] == "percept" for c in table.configs if "percept" in c.name)
     recall_views = {c.name: c.args[c.args.index("--recall-view") + 1]
                     for c in table.configs if "--recall-view" in c.args}
-    assert recall_views == {"metaagent-both-percept-planner": "planner", "metaagent-both-percept-stuck": "planner",
-                            "metaagent-both-percept-stuck-heldout": "planner",
-                            "metaagent-episodic-percept-stuck": "planner", "metaagent-conceptual-percept-stuck": "planner"}
+    assert recall_views == {name: "planner" for name in (
+        "metaagent-both-percept-planner", "metaagent-both-percept-stuck", "metaagent-both-percept-stuck-heldout",
+        "metaagent-episodic-percept-stuck", "metaagent-conceptual-percept-stuck")}
     recall_at = {c.name: c.args[c.args.index("--recall-at") + 1] for c in table.configs if "--recall-at" in c.args}
     assert recall_at == {name: "stuck" for name in ("metaagent-both-percept-stuck", "metaagent-both-percept-stuck-heldout",
                                                     "metaagent-episodic-percept-stuck",
