@@ -231,9 +231,9 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
         "metaagent-both-percept-planner", "metaagent-both-percept-stuck", "metaagent-both-percept-stuck-heldout",
         "metaagent-episodic-percept-stuck", "metaagent-conceptual-percept-stuck")}
     recall_at = {c.name: c.args[c.args.index("--recall-at") + 1] for c in table.configs if "--recall-at" in c.args}
-    assert recall_at == {name: "stuck" for name in ("metaagent-both-percept-stuck", "metaagent-both-percept-stuck-heldout",
-                                                    "metaagent-episodic-percept-stuck",
-                                                    "metaagent-conceptual-percept-stuck")}
+    assert recall_at == {name: "stuck" for name in (
+        "metaagent-both-percept-stuck", "metaagent-both-percept-stuck-heldout", "metaagent-episodic-percept-stuck",
+        "metaagent-conceptual-percept-stuck")}
     assert table.memory_pair == ("metaagent-none-percept", "metaagent-both-percept")  # the view that wins games
     assert [c.name for c in suite.SUITES["textworld-tiers"].configs][:3] == ["tier1-react", "tier1-reflexion",
                                                                              "tier1-metaagent"]
