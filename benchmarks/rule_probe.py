@@ -20,7 +20,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from noosphere.bench.game_traces import trace_of
 from noosphere.concurrent import Forfeit, attempt
 from noosphere.datafiles import scan_json_lines
 from noosphere.errors import UsageError
@@ -30,14 +29,14 @@ from noosphere.llm.registry import DEFAULT_MODEL, open_model
 from noosphere.llm.weights import default_cache_dir
 from noosphere.metaagent.agents import FORMAT_AT
 from noosphere.metaagent.forms import answer_form
-from noosphere.trace import Trace
+from noosphere.trace import Trace, run_trace
 
 INSTRUCTION = "\n\nReply with one JSON object only"
 
 
 def learning_calls(run: Path) -> list[dict[str, Any]]:
     """The first attempt of every learning call the run's trace holds, with its game."""
-    events, _ = scan_json_lines(trace_of(run))
+    events, _ = scan_json_lines(run_trace(run))
     return [event for _, event in events
             if event.get("kind") == "model_call" and event.get("agent") == "learning" and event.get("attempt") == 1]
 
@@ -91,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         for run in args.runs:  # a folder without its trace is refused before the model is opened
-            trace_of(run)
+            run_trace(run)
         rows = asyncio.run(main_async(args))
     except UsageError as exc:
         raise SystemExit(f"rule_probe: {exc}") from None

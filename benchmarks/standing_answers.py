@@ -19,11 +19,10 @@ import argparse
 import json
 from pathlib import Path
 
-from noosphere.bench.game_traces import trace_of
 from noosphere.bench.gsm8k import normalise_number
 from noosphere.bench.runner import load_done
 from noosphere.errors import UsageError
-from noosphere.trace import read_trace
+from noosphere.trace import read_trace, run_trace
 
 Answers = dict[str, dict[str, str | None]]
 """item id -> member -> a number."""
@@ -55,7 +54,7 @@ def backfill(run: Path) -> int:
     rows gained either."""
     items = run / "items.jsonl"
     rows = list(load_done(items).values())
-    found = dict(zip(("standing", "ballots"), answers_from_trace(trace_of(run)), strict=True))
+    found = dict(zip(("standing", "ballots"), answers_from_trace(run_trace(run)), strict=True))
     added = 0
     for row in rows:
         gained = [field for field, answers in found.items() if field not in row and answers.get(row["id"])]
@@ -75,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     runs = parser.parse_args(argv).runs
     try:
         for run in runs:  # every folder's trace first: none is rewritten if one is missing
-            trace_of(run)
+            run_trace(run)
         for run in runs:
             print(f"{run}: {backfill(run)} rows gained their members' standing answers or ballots")
     except UsageError as exc:

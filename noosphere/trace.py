@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from noosphere.datafiles import BadLine, describe, end_torn_line, scan_json_lines
+from noosphere.errors import UsageError
 from noosphere.redact import REDACTED, Redactor
 from noosphere.scope import current_scope, current_society
 
@@ -205,6 +206,16 @@ class Trace:
         sinks, self._sinks = self._sinks, []
         for sink in sinks:
             sink.close()
+
+
+def run_trace(run: Path | str) -> Path:
+    """A run folder's `trace.jsonl`; a `UsageError` if it has none (not a run folder, or a run committed without
+    its trace, as the runs under `benchmarks/results` are)."""
+    trace = Path(run) / "trace.jsonl"
+    if not trace.is_file():
+        raise UsageError(f"no trace.jsonl in {run}: not a run folder, or a run whose trace stayed on the machine that "
+                         "ran it (the runs under benchmarks/results keep none)")
+    return trace
 
 
 def read_trace(path: Path, *, on_bad_line: Callable[[BadLine], None] | None = None) -> Iterator[Event]:

@@ -340,4 +340,4 @@ def test_the_endpoint_may_come_from_the_environment(tmp_path: Path, monkeypatch:
 
 def test_trace_export_of_a_folder_that_is_no_run(tmp_path: Path) -> None:
     code, _, err = invoke(["trace", "export", str(tmp_path), "--otlp", "http://127.0.0.1:9"])
-    assert code == 2 and "is not a run folder" in err
+    assert code == 2 and "not a run folder" in err

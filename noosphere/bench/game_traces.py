@@ -8,16 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from noosphere.datafiles import scan_json_lines
-from noosphere.errors import UsageError
-
-
-def trace_of(run: Path) -> Path:
-    """The run folder's `trace.jsonl`; a `UsageError` if it has none."""
-    trace = run / "trace.jsonl"
-    if not trace.is_file():
-        raise UsageError(f"no trace.jsonl in {run}: not a run folder, or a run whose trace stayed on the machine that "
-                         "ran it (the runs under benchmarks/results keep none)")
-    return trace
+from noosphere.trace import run_trace
 
 
 def games_in_trace(run: Path) -> dict[str, list[dict[str, Any]]]:
@@ -25,7 +16,7 @@ def games_in_trace(run: Path) -> dict[str, list[dict[str, Any]]]:
     `ma_episode` event, and the trace keeps every attempt. Games in the order they were first played; lines that are
     not JSON objects (a line torn by a kill) are skipped, and events of no game left out."""
     games: dict[str, list[dict[str, Any]]] = {}
-    for _, event in scan_json_lines(trace_of(run))[0]:
+    for _, event in scan_json_lines(run_trace(run))[0]:
         game = event.get("item_id")
         if not isinstance(game, str):
             continue

@@ -14,8 +14,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from noosphere.errors import MissingDependencyError, RuntimeFault, UsageError
+from noosphere.errors import MissingDependencyError, RuntimeFault
 from noosphere.runs import Run
+from noosphere.trace import run_trace
 
 OtelOption = Annotated[str | None, typer.Option(
     "--otel", envvar="NOOSPHERE_OTEL_ENDPOINT", show_envvar=True,
@@ -93,8 +94,7 @@ def add_trace_export(trace_app: typer.Typer) -> None:
         from noosphere.otel.sink import unreachable
 
         url = traces_url(otlp)
-        if not (run / "trace.jsonl").is_file():
-            raise UsageError(f"{run} is not a run folder (no trace.jsonl)")
+        run_trace(run)
         reason = unreachable(url)
         if reason is not None:
             raise RuntimeFault(f"cannot send spans to {url} ({reason})")

@@ -13,8 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from noosphere.cli.otel_cmd import add_trace_export
-from noosphere.errors import UsageError
-from noosphere.trace import Event, ModelCall, read_trace
+from noosphere.trace import Event, ModelCall, read_trace, run_trace
 
 
 def _snippet(text: str, width: int = 70) -> str:
@@ -75,9 +74,7 @@ def add_trace(app: typer.Typer) -> None:
         calls: Annotated[int, typer.Option(help="how many model calls to list")] = 20,
     ) -> None:
         """Print what a run did: config, events, model calls, repairs and the result."""
-        trace_path = run / "trace.jsonl"
-        if not trace_path.is_file():
-            raise UsageError(f"{run} is not a run folder (no trace.jsonl)")
+        trace_path = run_trace(run)
         console = Console()
         config = _read_json(run / "config.json")
         result = _read_json(run / "result.json")

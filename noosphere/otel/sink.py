@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from noosphere.errors import UsageError
 from noosphere.otel.spans import SpanBuilder
-from noosphere.trace import Event, Redactor, read_trace
+from noosphere.trace import Event, Redactor, read_trace, run_trace
 
 TRACES_PATH = "/v1/traces"
 EXPORT_TIMEOUT_S = 5.0
@@ -145,9 +145,7 @@ def export_run(run_dir: Path | str, exporter: SpanExporter, *, content: bool = F
                redactor: Redactor | None = None, warn: Warn = print) -> Exported:
     """Send a run folder's `trace.jsonl` as spans, every session of it; the exporter is shut down at the end.
     Lines that cannot be read are told through `warn` and left out."""
-    trace = Path(run_dir) / "trace.jsonl"
-    if not trace.is_file():
-        raise UsageError(f"{run_dir} is not a run folder (no trace.jsonl)")
+    trace = run_trace(run_dir)
     sink = OtelSink.to(exporter, content=content, redactor=redactor, warn=warn)
     bad: list[str] = []
     count = 0

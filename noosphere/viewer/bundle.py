@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from noosphere.datafiles import BadLine, scan_json_lines
-from noosphere.errors import UsageError
 from noosphere.runs import load_done
+from noosphere.trace import run_trace
 from noosphere.viewer.web_media import web_media
 
 SECTIONS = {"ws_": "workspace", "soc_": "society", "econ_": "society", "ma_": "metaagent", "web_": "web",
@@ -65,9 +65,7 @@ def load_bundle(run_dir: Path | str, on_bad_line: Callable[[BadLine], None] | No
     """Read a run folder; a folder without a trace is not a run and is a usage error. Lines of the trace or
     results that cannot be read go to `on_bad_line` and are left out."""
     run_dir = Path(run_dir)
-    trace = run_dir / "trace.jsonl"
-    if not trace.is_file():
-        raise UsageError(f"{run_dir} is not a run folder (no trace.jsonl)")
+    trace = run_trace(run_dir)
     events = read_events(trace, on_bad_line)
     report = _read_json(run_dir / "report.json") or None
     items = list(load_done(run_dir / "items.jsonl", on_bad_line=on_bad_line).values())
