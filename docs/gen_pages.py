@@ -358,6 +358,8 @@ def results_page() -> str:
         "Numbers depend on the model, its quantisation and the machine: these were measured on the default "
         "model on 2 CPU cores. Differences of one or two items in 50 are within noise.\n")
     parts = [f"# Benchmark results\n\n{GENERATED_NOTE}{intro}"]
+    if (RESULTS / "README.md").is_file():  # the map of the open issues' figures, before the suites it points into
+        parts.append(_demoted(_relinked((RESULTS / "README.md").read_text(), "."), 1))
     suites = sorted(p for p in RESULTS.iterdir() if p.is_dir()) if RESULTS.is_dir() else []
     for suite in suites:
         readme = suite / "README.md"

@@ -26,6 +26,9 @@ def test_relative_links_of_a_suite_readme_become_repository_paths() -> None:
 def test_the_results_page_has_no_relative_file_link() -> None:
     page = GEN.results_page()
     assert "](coverage.png)" not in page and "benchmarks/results/embodied/coverage.png" in page
+    # the map of the issues' figures comes first, its links into the suites as repository paths
+    assert page.index("## Results: where each figure") < page.index("## MUStARD")
+    assert "(`benchmarks/results/signal/README.md`)" in page and "](signal/README.md)" not in page
 
 
 def test_every_event_module_has_a_section_of_its_own() -> None:
