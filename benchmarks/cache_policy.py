@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from noosphere.errors import UsageError
 from noosphere.llm.batching import CACHES_PER_SLOT, MIN_SHARED_PREFIX, common_prefix
 from noosphere.llm.llama_loader import CELLS_PER_SLOT
 from noosphere.llm.local import DEFAULT_SLOTS
+from noosphere.trace import run_trace
 
 
 @dataclass(frozen=True)
@@ -137,22 +139,24 @@ def tokenizer(model_id: str) -> Any:
     return tokenize
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", type=Path, nargs="+", help="run folders with a trace.jsonl (replayed together)")
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
     parser.add_argument("--policies", nargs="+",
                         default=["keep", "idle=2048", "idle=4096", "idle=8192"])
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     budgets = []
     for policy in args.policies:
         name, _, value = policy.partition("=")
         if name not in ("keep", "idle") or (name == "idle") != value.isdigit():
             parser.error(f"unknown policy {policy!r}: keep or idle=N")
         budgets.append(int(value) if value else None)
-    missing = [str(run) for run in args.runs if not (run / "trace.jsonl").is_file()]
-    if missing:
-        parser.error(f"no trace.jsonl in {', '.join(missing)} (traces stay on the machine that ran them)")
+    try:
+        for run in args.runs:
+            run_trace(run)
+    except UsageError as exc:
+        raise SystemExit(f"cache_policy: {exc}") from None
     tokenize = tokenizer(args.model)
     calls = sorted((call for run in args.runs for call in load_calls(run, tokenize)), key=lambda call: call.start)
     for policy, budget in zip(args.policies, budgets, strict=True):

@@ -50,11 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minimum", type=int, default=8, help="rows with a confidence a run needs to be listed")
     args = parser.parse_args(argv)
     if not args.results.is_dir():
-        print(f"no results folder at {args.results}", file=sys.stderr)
+        print(f"calibration_table: no results folder at {args.results}", file=sys.stderr)
         return 2
     lines = rows_of(args.results, args.minimum)
     if not lines:
-        print(f"no run under {args.results} has {args.minimum} rows with a confidence", file=sys.stderr)
+        print(f"calibration_table: no run under {args.results} has {args.minimum} rows with a confidence",
+              file=sys.stderr)
         return 1
     print("| run | items | accuracy | ECE | ECE after Platt (leave-one-out) | ECE after isotonic (cross-fitted) "
           "| floor: mean (95th pct) | within floor | AUROC (95 %) |")

@@ -38,7 +38,7 @@ none more for the sample's own probability)."""
 def weight_field(rows: list[dict[str, Any]]) -> str:
     found = {name for row in rows for s in row["samples"] for name in WEIGHT_FIELDS if name in s}
     if len(found) != 1:
-        raise SystemExit(f"the rows' samples carry {sorted(found) or 'no'} weights; expected one of "
+        raise SystemExit(f"cisc_table: the rows' samples carry {sorted(found) or 'no'} weights; expected one of "
                          f"{sorted(WEIGHT_FIELDS)}")
     return found.pop()
 
@@ -81,7 +81,8 @@ def table(run: Path) -> dict[str, Any]:
     rows = sorted((with_samples(r) for r in load_done(run / "items.jsonl").values()), key=lambda r: r["id"])
     rows = [r for r in rows if r.get("samples")]
     if not rows:
-        raise SystemExit(f"{run} has no weighted best-of-N rows with samples, nor society rows with probabilities")
+        raise SystemExit(f"cisc_table: {run} has no weighted best-of-N rows with samples, "
+                         "nor society rows with probabilities")
     n = max(len(r["samples"]) for r in rows)  # an economy's spawned variants add members
     field = weight_field(rows)
     per_sample = WEIGHT_FIELDS[field][1]
@@ -112,7 +113,7 @@ def side_by_side(first: Path, other: Path) -> dict[str, Any]:
     rows = [weighted_rows(first), weighted_rows(other)]
     common = sorted(set(rows[0]) & set(rows[1]))
     if not common:
-        raise SystemExit(f"{first} and {other} scored no problem in common")
+        raise SystemExit(f"cisc_table: {first} and {other} scored no problem in common")
     runs, verdict = [], []
     for run, by_id in zip((first, other), rows, strict=True):
         chosen = [by_id[i] for i in common]

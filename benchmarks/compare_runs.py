@@ -18,7 +18,7 @@ from typing import Any
 def items(folder: Path) -> dict[str, dict[str, Any]]:
     found = [folder / "items.jsonl"] if (folder / "items.jsonl").is_file() else sorted(folder.glob("*/items.jsonl"))
     if len(found) != 1:
-        raise SystemExit(f"{folder}: expected one run folder with items.jsonl, found {len(found)}")
+        raise SystemExit(f"compare_runs: {folder}: expected one run folder with items.jsonl, found {len(found)}")
     rows: dict[str, dict[str, Any]] = {}
     for number, line in enumerate(found[0].read_text(encoding="utf-8").splitlines(), 1):
         try:

@@ -65,7 +65,7 @@ def main() -> None:
                    key=lambda name: (ORDER.index(name) if name in ORDER else len(ORDER), name))
     runs = {name: rows for name in names if (rows := newest_rows(args.out / name))}
     if not runs:
-        raise SystemExit(f"no embodied runs under {args.out}")
+        raise SystemExit(f"embodied_curves: no embodied runs under {args.out}")
     figure = write_coverage_plot(args.out / "coverage.png", runs, "Coverage after each action (mean, 95 % band)")
     print(f"| system | {' | '.join(COLUMNS)} |\n" + "|---" * (len(COLUMNS) + 1) + "|")
     for name, rows in runs.items():

@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         measure(args)
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"game_step_cost: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
 
 

@@ -119,16 +119,16 @@ def check_kin_source(run: Path) -> None:
     """The run `kin` recalls from must have played this probe's games, without memory."""
     config = json.loads((run / "config.json").read_text()) if (run / "config.json").is_file() else None
     if config is None:
-        raise SystemExit(f"--kin-from {run}: not a run folder (no config.json)")
+        raise SystemExit(f"recall_probe: --kin-from {run}: not a run folder (no config.json)")
     if not (run / "trace.jsonl").is_file():  # the games kin recalls are rebuilt from it: none would be, silently
-        raise SystemExit(f"--kin-from {run}: no trace.jsonl (traces stay on the machine that ran them)")
+        raise SystemExit(f"recall_probe: --kin-from {run}: no trace.jsonl (traces stay on the machine that ran them)")
     wanted = {"benchmark": "textworld", "tier": 1, "per_challenge": 3, "seed": 0}
     wrong = {k: config.get(k) for k, v in wanted.items() if config.get(k) != v}
     if config.get("system") == "metaagent" and config.get("memory", "none") != "none":
         wrong["memory"] = config["memory"]
     if wrong:
-        raise SystemExit(f"--kin-from {run}: a run of other games or with memory ({wrong}); the probe needs "
-                         f"{wanted}, without memory")
+        raise SystemExit(f"recall_probe: --kin-from {run}: a run of other games or with memory ({wrong}); "
+                         f"the probe needs {wanted}, without memory")
 
 
 def memory_before(source: Path, game: str, played: list[str], folder: Path) -> MemoryStore:

@@ -54,7 +54,7 @@ async def ask_again(model: Any, event: dict[str, Any], question: str | None = No
     bare = [*sent[:-1], Message(sent[-1].role, sent[-1].content.split(INSTRUCTION)[0])]
     rebuilt = list(model.instructed(bare, form, format_at=FORMAT_AT))
     if [m.content for m in rebuilt] != [m.content for m in sent]:
-        raise SystemExit(f"{event.get('item_id')}: the form no longer rebuilds the prompt the run sent")
+        raise SystemExit(f"rule_probe: {event.get('item_id')}: the form no longer rebuilds the prompt the run sent")
     if question is not None:
         form = answer_form(question)
         last = bare[-1].content

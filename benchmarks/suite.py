@@ -599,7 +599,7 @@ def main() -> None:
         for path in game_figures(suite, out, args.suite):
             print(f"wrote: {path}")
     if failed:  # a suite whose every run failed (an unknown --model, say) must not look done
-        sys.exit(f"error: the bench command failed for {', '.join(failed)} (its error is above); run the suite again "
+        sys.exit(f"suite: the bench command failed for {', '.join(failed)} (its error is above); run the suite again "
                  "once it is fixed")
 
 

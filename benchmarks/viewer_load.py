@@ -97,7 +97,7 @@ def time_page(browser, page_file: Path) -> tuple[float, float, float]:
     finally:
         page.close()
     if errors:
-        raise SystemExit(f"the page raised: {errors}")
+        raise SystemExit(f"viewer_load: the page raised: {errors}")
     return load_s, ready_ms, timeline_s
 
 
@@ -111,13 +111,13 @@ def main() -> None:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        raise SystemExit("needs playwright: pip install -e '.[test]'") from None
+        raise SystemExit("viewer_load: needs playwright: pip install -e '.[test]'") from None
 
     with tempfile.TemporaryDirectory() as folder:
         big = write_big_run(Path(folder) / "big", args.items, args.iterations, args.calls)
         page_file = Path(folder) / "big.html"
         if run(make_app(), ["report", str(big), "-o", str(page_file)]) != 0:
-            raise SystemExit("noosphere report failed")
+            raise SystemExit("viewer_load: noosphere report failed")
         trace_mb = (big / "trace.jsonl").stat().st_size / 1e6
         print(f"model_calls={args.items * args.iterations * args.calls} trace_mb={trace_mb:.1f} "
               f"page_mb={page_file.stat().st_size / 1e6:.1f}")
@@ -127,8 +127,8 @@ def main() -> None:
             elif Path(playwright.chromium.executable_path).exists():
                 browser = playwright.chromium.launch()
             else:
-                raise SystemExit(f"needs Chromium: no {CHROMIUM} (apt-get install chromium) and no Playwright "
-                                 "download (python -m playwright install chromium)")
+                raise SystemExit(f"viewer_load: needs Chromium: no {CHROMIUM} (apt-get install chromium) and no "
+                                 "Playwright download (python -m playwright install chromium)")
             loads = []
             for trial in range(1, args.trials + 1):
                 load_s, ready_ms, timeline_s = time_page(browser, page_file)

@@ -512,7 +512,8 @@ def test_pair_divergence_finds_where_a_run_recalling_when_stuck_parts_from_the_r
 @pytest.mark.parametrize(("name", "argv"), [
     ("focus_loops", ["{run}"]), ("focus_loops", ["{full}", "--against", "{run}"]),
     ("pair_divergence", ["{full}", "{run}"]), ("first_prompt", ["{run}", "--game", "two-rooms"]),
-    ("rule_probe", ["{full}", "{run}", "--out", "{full}/out.jsonl"]), ("standing_answers", ["{full}", "{run}"])])
+    ("rule_probe", ["{full}", "{run}", "--out", "{full}/out.jsonl"]), ("standing_answers", ["{full}", "{run}"]),
+    ("cache_policy", ["{full}", "{run}"])])
 def test_a_script_given_a_run_without_its_trace_says_so_in_one_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str,
         argv: list[str]) -> None:
@@ -529,6 +530,7 @@ def test_a_script_given_a_run_without_its_trace_says_so_in_one_line(
         raise AssertionError("opened a model")
 
     monkeypatch.setattr(module, "open_model", no_model, raising=False)
+    monkeypatch.setattr(module, "tokenizer", no_model, raising=False)
     with pytest.raises(SystemExit) as exited:
         module.main([arg.format(full=full, run=run) for arg in argv])
     message = str(exited.value.code)
