@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 
@@ -79,6 +80,38 @@ def test_textworld_games_are_generated_deterministically_and_their_policy_wins(t
     again = tmp_path / "again"
     textworld_games(again, tier=1, per_challenge=1)
     assert sorted(p.read_bytes() for p in again.rglob("*.z8")) == first_files
+
+
+def test_a_seed_textworld_cannot_lay_a_quest_on_is_made_from_the_seeds_derived_from_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """6 of the seeds 0-19 give a tier-2 treasure hunter map no quest fits: `--seed 8 --tier 2` was a traceback
+    after the model had loaded, with the run folder left behind."""
+    from textworld.generator.chaining import QuestGenerationError
+
+    from noosphere.errors import DataError
+
+    module = importlib.import_module("noosphere.envs.textworld_games")  # the package's name for it is the function
+
+    tried: list[int] = []
+
+    def compile_from(challenge: str, tier: int, seed: int, path: Path) -> Path:
+        tried.append(seed)
+        if len(tried) < 3:
+            raise QuestGenerationError("no quest of that length fits this map")
+        path.write_bytes(b"story")
+        return path
+
+    monkeypatch.setattr(module, "_compile", compile_from)
+    path = module.generate("treasure_hunter", 2, 8, tmp_path)
+    assert path == tmp_path / "tier2" / "treasure_hunter-8.z8"  # named by the seed asked for
+    derived = list(module.made_from(8))
+    assert tried == derived[:3] and derived[0] == 8 and len(set(derived)) == module.SEED_ATTEMPTS
+    assert derived == list(module.made_from(8))  # the same game on every machine
+    tried.clear()
+    monkeypatch.setattr(module, "SEED_ATTEMPTS", 2)
+    with pytest.raises(DataError, match="cannot make a tier-2 treasure_hunter game from seed 9, nor from the 1 seeds"):
+        module.generate("treasure_hunter", 2, 9, tmp_path)
+    assert len(tried) == 2 and not (tmp_path / "tier2" / "treasure_hunter-9.z8").exists()
 
 
 def test_a_folder_without_games_is_a_clear_error(tmp_path: Path) -> None:

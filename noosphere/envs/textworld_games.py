@@ -9,7 +9,8 @@ generic generator (rooms, objects and a quest of a given length).
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,9 @@ TIERS: dict[int, dict[str, dict[str, Any]]] = {
 CHALLENGES = tuple(TIERS[1])
 MAX_SEED = 2**32 - 1
 """The largest seed TextWorld's generator takes (numpy's `RandomState`)."""
+SEED_ATTEMPTS = 20
+"""How many seeds a game is tried from (its own, then seeds derived from it) before it is refused: TextWorld cannot
+lay out a quest on every map (6 of the seeds 0-19 at tier 2 for the treasure hunter)."""
 
 
 def _challenge_maker(challenge: str) -> Callable[..., Any]:
@@ -40,10 +44,21 @@ def _challenge_maker(challenge: str) -> Callable[..., Any]:
             "cooking": cooking.make}[challenge]
 
 
+def made_from(seed: int) -> Iterator[int]:
+    """The seeds game `seed` is made from, in order, until TextWorld can make one: `seed` itself, then seeds drawn
+    by `random.Random(seed)`, so that the game a seed names is the same on every machine."""
+    yield seed
+    rng = random.Random(seed)
+    for _ in range(SEED_ATTEMPTS - 1):
+        yield rng.randrange(MAX_SEED + 1)
+
+
 def generate(challenge: str, tier: int, seed: int, folder: Path) -> Path:
-    """Compile one game (if not already in `folder`) and return its path."""
-    import textworld
-    from textworld.generator.game import GameOptions
+    """Compile one game (if not already in `folder`) and return its path. The game keeps its seed's name; where
+    TextWorld cannot lay out the challenge's quest from that seed (`QuestGenerationError` and the like), it is made
+    from the next seed of `made_from(seed)` that it can, and a `DataError` says so if none of them can."""
+    from textworld.generator.chaining import QuestGenerationError
+    from textworld.generator.world import NoFreeExitError
 
     if tier not in TIERS:
         raise UnknownNameError("tier", str(tier), [str(t) for t in TIERS])
@@ -54,6 +69,19 @@ def generate(challenge: str, tier: int, seed: int, folder: Path) -> Path:
         check_cached_game(path)
         return path
     make_folder(folder, path.parent)
+    for tried in made_from(seed):
+        try:
+            return _compile(challenge, tier, tried, path)
+        except (QuestGenerationError, NoFreeExitError):
+            continue
+    raise DataError(f"TextWorld cannot make a tier-{tier} {challenge} game from seed {seed}, nor from the "
+                    f"{SEED_ATTEMPTS - 1} seeds derived from it; choose another --seed", source=str(path))
+
+
+def _compile(challenge: str, tier: int, seed: int, path: Path) -> Path:
+    import textworld
+    from textworld.generator.game import GameOptions
+
     options = GameOptions()
     options.seeds = seed
     options.path = str(path)
