@@ -641,23 +641,42 @@ def test_a_split_folder_given_for_another_split_is_refused(tmp_path: Path) -> No
         game_files(tmp_path / "valid_seen", split="valid_unseen")  # not played as if it were valid_unseen
 
 
-@pytest.mark.parametrize("given", ["the valid_unseen folder", "json_2.1.1 holding valid_unseen alone"])
-def test_the_advice_for_data_of_another_split_can_be_followed(given: str, tmp_path: Path) -> None:
-    """The refusal says what to pass: the valid_seen folder, or a json_2.1.1 holding it (the json_2.1.1 it was
-    given, holding valid_unseen alone, would be refused again)."""
+def test_the_split_folder_given_is_the_split_played(tmp_path: Path) -> None:
+    """Games the developers did not play: `--data .../valid_unseen` plays valid_unseen (it was refused, with advice
+    to rename the folder valid_seen), and the run's config says which split it played."""
+    from noosphere.envs.alfworld import data_split
+
     (tmp_path / "json_2.1.1").mkdir()
     unseen = _alfworld_data(tmp_path).parents[2].rename(tmp_path / "json_2.1.1" / "valid_unseen")
-    data = unseen if given == "the valid_unseen folder" else unseen.parent
-    says = ("is the valid_unseen split" if data == unseen else "has no valid_seen folder (it holds valid_unseen)",
-            "the run plays valid_seen (`bench alfworld` plays no other split): give --data the valid_seen folder, "
-            "or a json_2.1.1 folder that holds it")
-    refused(cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--data", str(data), "--out",
+    outcome = cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--data", str(unseen), "--out",
+                   str(tmp_path / "runs")])
+    assert "--split" not in outcome.err and "do not parse" in outcome.err, outcome  # past the split: the stub's fault
+    assert data_split(unseen, None) == "valid_unseen" and data_split(unseen.parent, None) == "valid_seen"
+    assert data_split(None, None) == "valid_seen" and data_split(unseen, "train") == "train"
+
+
+@pytest.mark.parametrize("given", ["json_2.1.1 holding valid_unseen alone", "valid_unseen with --split valid_seen"])
+def test_the_advice_for_data_of_another_split_can_be_followed(given: str, tmp_path: Path) -> None:
+    """Where the data holds no folder of the split asked for, the refusal says what to pass: `--split` the one it
+    holds, or the data of the split asked for."""
+    (tmp_path / "json_2.1.1").mkdir()
+    unseen = _alfworld_data(tmp_path).parents[2].rename(tmp_path / "json_2.1.1" / "valid_unseen")
+    data, split = (unseen.parent, []) if given.startswith("json") else (unseen, ["--split", "valid_seen"])
+    says = ("has no valid_seen folder (it holds valid_unseen)" if data != unseen else "is the valid_unseen split",
+            "the run plays valid_seen: give --split valid_unseen to play it, or --data the valid_seen folder or a "
+            "json_2.1.1 folder that holds it")
+    refused(cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--data", str(data), *split, "--out",
                  str(tmp_path / "runs")]), *says)
     assert not (tmp_path / "runs").exists()
-    unseen.rename(unseen.with_name("valid_seen"))  # the advice followed: past the split, on to the games
-    outcome = cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--data", str(unseen.parent),
-                   "--out", str(tmp_path / "runs")])
-    assert "split" not in outcome.err and "pddl" in outcome.err, outcome  # the stub game's own fault, next
+    outcome = cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--data", str(data),
+                   "--split", "valid_unseen", "--out", str(tmp_path / "runs")])  # the advice followed
+    assert "--split" not in outcome.err and "do not parse" in outcome.err, outcome  # past the split: the stub's fault
+
+
+def test_an_unknown_split_is_named_with_the_known_ones(tmp_path: Path) -> None:
+    refused(cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--split", "valid_unsen", "--out",
+                 str(tmp_path / "runs")]), "valid_unsen", "valid_unseen")
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_step_before_the_reset_is_a_clear_error(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from noosphere.cli.bench_run import (
     with_option_group,
 )
 from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
+from noosphere.envs.alfworld import DEFAULT_SPLIT, data_split
 from noosphere.envs.textworld_games import CHALLENGES
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
@@ -145,7 +146,7 @@ def alfworld_games(saved: dict[str, Any]) -> list[Any]:
     from noosphere.envs import load_alfworld
 
     games = load_alfworld(Path(saved["data"]) if saved.get("data") else None, per_type=saved["per_type"],
-                          max_steps=saved["max_actions"], demo=saved.get("demo", False))
+                          max_steps=saved["max_actions"], demo=saved.get("demo", False), split=_split(saved))
     return games[: saved["limit"]] if saved.get("limit") else games
 
 
@@ -185,7 +186,12 @@ def check_alfworld(saved: dict[str, Any]) -> None:
 
     check_keys(saved, "alfworld")
     check_games(Path(saved["data"]) if saved.get("data") else None, per_type=saved.get("per_type"),
-                demo=saved.get("demo", False))
+                demo=saved.get("demo", False), split=_split(saved))
+
+
+def _split(saved: dict[str, Any]) -> str:
+    """The run's ALFWorld split (valid_seen for runs made before it could be chosen)."""
+    return str(saved.get("split") or DEFAULT_SPLIT)
 
 
 def check_textworld(saved: dict[str, Any]) -> None:
@@ -276,7 +282,11 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     def alfworld(
         per_type: Annotated[int | None, typer.Option(min=1, help="games of each of the six task types")] = 4,
         limit: Annotated[int | None, typer.Option(min=1, help="first N games of that balanced list")] = None,
-        data: Annotated[Path | None, typer.Option(help="ALFWorld json_2.1.1 folder")] = None,
+        data: Annotated[Path | None, typer.Option(
+            help="ALFWorld json_2.1.1 folder, or one of its split folders")] = None,
+        split: Annotated[str | None, typer.Option(
+            help="the split played: valid_seen, valid_unseen, train or valid_train (default: the split folder "
+                 "--data names, else valid_seen)")] = None,
         demo: Annotated[bool, typer.Option(
             help="show every agent one solved game of the same task type (kept back from the games played)")] = True,
         *,
@@ -287,7 +297,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         # a folder is saved absolute: a run resumed from another directory reads the same games
         config = {"benchmark": "alfworld"} if options.resume else {
             "benchmark": "alfworld", "per_type": per_type, "data": str(data.resolve()) if data else None, "demo": demo,
-            **game.config(limit, options)}
+            "split": data_split(data, split), **game.config(limit, options)}
         run_games(config, GAME_BENCHMARKS["alfworld"], options, create_only=game.create_only, check=check_alfworld)
 
     @benchmark_command(bench_app, "textworld")

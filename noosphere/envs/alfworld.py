@@ -20,7 +20,7 @@ from noosphere.datafiles import read_json
 from noosphere.envs.demonstration import demonstration, with_demonstration
 from noosphere.envs.gamefiles import check_pddl_game
 from noosphere.envs.textgame import TextGame
-from noosphere.errors import DataError, MissingDependencyError, UsageError
+from noosphere.errors import DataError, MissingDependencyError, UnknownNameError, UsageError
 
 TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
               "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place")
@@ -67,22 +67,34 @@ def walkthrough(path: Path) -> list[str]:
 
 SPLITS = ("train", "valid_seen", "valid_unseen", "valid_train")
 """ALFWorld's split folders under json_2.1.1."""
+DEFAULT_SPLIT = "valid_seen"
 
 
-def game_files(root: Path | None = None, *, split: str = "valid_seen") -> list[Path]:
+def data_split(root: Path | None, split: str | None) -> str:
+    """The split a run plays: `split` where it is given (`--split`); else the split folder `root` is, where it
+    is one (`--data .../valid_unseen` plays valid_unseen); else valid_seen."""
+    if split is not None:
+        if split not in SPLITS:
+            raise UnknownNameError("ALFWorld split", split, SPLITS)
+        return split
+    return root.name if root is not None and root.name in SPLITS else DEFAULT_SPLIT
+
+
+def game_files(root: Path | None = None, *, split: str = DEFAULT_SPLIT) -> list[Path]:
     """The game files under the data folder, every one validated (a `DataError` names a bad one), sorted by folder.
     Nothing of ALFWorld or TextWorld is needed: a run checks its data with this before its folder is made."""
     base = shared_data("alfworld", "json_2.1.1", root)
     if not base.is_dir():
         raise UsageError(f"{base} is not a folder; give --data the json_2.1.1 folder or its split folder")
     folder = base / split if (base / split).is_dir() else base
-    plays = (f"and the run plays {split} (`bench alfworld` plays no other split): give --data the {split} folder, "
-             f"or a json_2.1.1 folder that holds it")
+    plays = (f"and the run plays {split}: give --split {{other}} to play {{it}}, or --data the {split} folder or a "
+             f"json_2.1.1 folder that holds it")
     if folder == base and base.name in SPLITS and base.name != split:
-        raise UsageError(f"{base} is the {base.name} split, {plays}")
+        raise UsageError(f"{base} is the {base.name} split, " + plays.format(other=base.name, it="it"))
     others = sorted(p.name for p in base.iterdir() if p.name in SPLITS and p.is_dir()) if folder == base else []
     if others:
-        raise UsageError(f"{base} has no {split} folder (it holds {', '.join(others)}), {plays}")
+        raise UsageError(f"{base} has no {split} folder (it holds {', '.join(others)}), "
+                         + plays.format(other=others[0], it="it" if len(others) == 1 else "one of them"))
     files = sorted(folder.glob("*/trial_*/game.tw-pddl"))
     if not files and (folder / "json_2.1.1").is_dir():  # given the data folder rather than json_2.1.1 itself
         return game_files(folder / "json_2.1.1", split=split)
@@ -100,7 +112,7 @@ def require_alfworld() -> None:
         raise MissingDependencyError("alfworld", "envs", "ALFWorld games")
 
 
-def load_alfworld(root: Path | None = None, *, split: str = "valid_seen", per_type: int | None = None,
+def load_alfworld(root: Path | None = None, *, split: str = DEFAULT_SPLIT, per_type: int | None = None,
                   max_steps: int = 50, demo: bool = False) -> list[TextGame]:
     """Games in a fixed order: sorted by folder, then (with `per_type`) the first N of each task type,
     interleaved by type so that any prefix of the list is balanced.
@@ -134,7 +146,7 @@ def chosen_games(files: list[Path], *, per_type: int | None, demo: bool) -> tupl
     return interleaved, kept_back
 
 
-def check_games(root: Path | None = None, *, split: str = "valid_seen", per_type: int | None = None,
+def check_games(root: Path | None = None, *, split: str = DEFAULT_SPLIT, per_type: int | None = None,
                 demo: bool = False) -> None:
     """Before a run: every game file validated, ALFWorld installed, and each game the run will play or replay
     parsed as TextWorld will load it (`noosphere.envs.gamefiles`): a `DataError` names a game that would not."""
