@@ -18,8 +18,8 @@ def shared_data(name: str, filename: str, path: Path | None = None) -> Path:
         if not path.exists():
             raise UsageError(f"no data at {path}")
         return path
-    candidates = [base / "shared" / "data" / name / filename
-                  for base in (Path.cwd().parent, Path.cwd(), _REPO_ROOT.parent)]
+    candidates = list(dict.fromkeys(base / "shared" / "data" / name / filename  # each place once
+                                    for base in (Path.cwd().parent, Path.cwd(), _REPO_ROOT.parent)))
     for candidate in candidates:
         if candidate.exists():
             return candidate

@@ -40,6 +40,9 @@ class Run:
         self.command = command
         self.config = config
         self.redactor = redactor or Redactor.from_environment()
+        self._made = [folder for folder in (directory, *directory.parents) if not folder.exists()]
+        """The folders this run made, the run's own first (`--out` and its parents too where they were new): a
+        discarded run removes those it leaves empty."""
         try:
             directory.mkdir(parents=True, exist_ok=True)
             self._lock = _lock_folder(directory)
@@ -127,6 +130,11 @@ class Run:
         self._lock.close()
         self.result = {}
         shutil.rmtree(self.directory, ignore_errors=True)
+        for folder in self._made[1:]:  # `--out` made for this run alone goes with it; one holding anything stays
+            try:
+                folder.rmdir()
+            except OSError:
+                break
 
     def withdraw(self) -> None:
         """Take back a session refused before any item (a usage error while preparing): a new run's folder is

@@ -208,6 +208,8 @@ def test_loader_offset_skips_the_first_items_of_the_category(longer: Path) -> No
         load_bfcl("parallel_multiple", longer, offset=-1)
     with pytest.raises(UsageError, match="offset 2 leaves none of the 2 items of BFCL category irrelevance"):
         load_bfcl("irrelevance", longer, offset=2)
+    with pytest.raises(UsageError, match="is a file; give BFCL's folder"):  # it read .../x.json/BFCL_v4_..., twice
+        load_bfcl("irrelevance", longer / "BFCL_v4_irrelevance.json")
 
 
 def test_offset_selects_each_categorys_later_items_and_is_kept_on_resume(longer: Path, tmp_path: Path) -> None:
@@ -737,3 +739,19 @@ def test_solve_ctm_refuses_the_generalist_without_probability_scores_and_unknown
     with pytest.raises(UsageError, match="everything"):
         asyncio.run(solve_ctm(model, WorkspaceSettings(), simple, processors="everything"))  # type: ignore[arg-type]
     assert not backend.history
+
+
+def test_a_category_given_twice_is_scored_once_and_the_data_path_is_saved_whole(
+        data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--category irrelevance --category irrelevance` scored each item twice; `--data` saved as typed made a resume
+    from another directory read other data, or none."""
+    opener = opener_for(lambda request: {"tool_calls": []})
+    monkeypatch.chdir(data.parent)
+    code, out, err = invoke(["bench", "bfcl", "--system", "base", "--data", data.name, "--category", "irrelevance",
+                             "--category", "irrelevance", "--out", str(tmp_path / "runs"), "--quiet", "--no-cache"],
+                            opener)
+    assert code == 0, err
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert len((run_dir / "items.jsonl").read_text().splitlines()) == 1 and len(opener.backend.history) == 1
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["categories"] == ["irrelevance"] and config["data"] == str(data.resolve())

@@ -217,3 +217,10 @@ def test_a_task_type_with_a_single_game_is_played_without_a_demonstration(
     played = load_alfworld(tmp_path, demo=True)
     assert [game.kind for game in played] == ["look_at_obj_in_light", "pick_cool_then_place_in_recep"]
     assert played[0].guide.endswith(f"solved {lamp[1].parent.parent.name}") and played[1].guide == alfworld.GUIDE
+
+
+def test_a_limit_compiles_only_the_games_it_keeps(tmp_path: Path) -> None:
+    """`bench textworld --limit 1` compiled all twelve games (5-20 s each at tier 3) and kept the first."""
+    [game] = textworld_games(tmp_path, tier=1, per_challenge=3, limit=1)
+    assert game.name == "tier1/coin_collector-0"
+    assert [p.name for p in tmp_path.rglob("*.z8")] == ["coin_collector-0.z8"]

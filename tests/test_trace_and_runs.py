@@ -207,3 +207,18 @@ def test_a_run_folder_whose_config_cannot_be_written_is_a_usage_error(tmp_path: 
     assert {p.name: p.read_bytes() for p in first.directory.iterdir() if p.is_file()} == before
     (first.directory / ".config.json.partial").rmdir()
     Run.resume(first.directory).finish({})  # its lock was let go
+
+
+def test_a_discarded_run_takes_the_out_folder_it_made_and_leaves_one_that_was_there(tmp_path: Path) -> None:
+    """A run refused as its model opened (`--model nosuch`) left an empty `--out` folder behind (and a suite, one
+    per configuration)."""
+    run = Run.create(tmp_path / "new" / "runs", command="bench", config={})
+    assert run.directory.is_dir()
+    run.discard()
+    assert list(tmp_path.iterdir()) == []
+    kept = tmp_path / "kept"
+    (kept / "runs").mkdir(parents=True)
+    (kept / "notes.txt").write_text("mine")
+    beside = Run.create(kept / "runs" / "deeper", command="bench", config={})
+    beside.discard()
+    assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*")) == ["notes.txt", "runs"]

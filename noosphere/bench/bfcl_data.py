@@ -136,6 +136,9 @@ def load_bfcl(category: str, folder: Path | None = None, *, limit: int | None = 
         raise UnknownNameError("BFCL category", category, CATEGORIES)
     if offset < 0:
         raise UsageError(f"offset must be 0 or more, got {offset}")
+    if folder is not None and folder.is_file():
+        raise UsageError(f"--data {folder} is a file; give BFCL's folder, which holds BFCL_v4_<category>.json and "
+                         "possible_answer/ (choose categories with --category)")
     source = shared_data("bfcl", f"BFCL_v4_{category}.json", folder / f"BFCL_v4_{category}.json" if folder else None)
     answers_path = source.parent / "possible_answer" / source.name
     rows = [(row, raw) for _, row, raw in _read_rows(source, BfclRow, QUESTIONS)]

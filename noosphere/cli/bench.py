@@ -142,7 +142,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         """Sarcasm detection on MUStARD's text: accuracy, weighted precision, recall and F1."""
         config = {"benchmark": "mustard", **workspace.config(calibrate=calibrate, base_scores=True), **options.config(),
                   "ablation": sorted(ablation or ()), "limit": limit, "offset": offset,
-                  "data": str(data) if data else None, "stm_samples": stm_samples, "calibrate": calibrate}
+                  "data": str(data.resolve()) if data else None, "stm_samples": stm_samples, "calibrate": calibrate}
         _workspace_settings(config)  # unknown ablations fail here, before anything runs
         if stm_samples != 1 and (config.get("system") != "ctm" or config.get("scores", "verbal") != "verbal"):
             raise UsageError("--stm-samples is the verbal ctm STM's vote: give --system ctm --scores verbal, or "
@@ -197,8 +197,9 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
                 raise UnknownNameError("BFCL category", name, CATEGORIES)
         _check_motor(workspace, motor, gate)
         _check_processors(workspace, processors)
-        config = {"benchmark": "bfcl", **checked, **options.config(), "categories": category or list(CATEGORIES),
-                  "limit": limit, "offset": offset, "data": str(data) if data else None, "motor": motor,
+        config = {"benchmark": "bfcl", **checked, **options.config(),
+                  "categories": list(dict.fromkeys(category)) if category else list(CATEGORIES),  # each once
+                  "limit": limit, "offset": offset, "data": str(data.resolve()) if data else None, "motor": motor,
                   "gate": gate, "processors": processors}
 
         def load(saved: dict[str, Any]) -> list[BfclItem]:

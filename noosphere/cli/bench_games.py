@@ -153,9 +153,9 @@ def alfworld_games(saved: dict[str, Any]) -> list[Any]:
 def textworld_games(saved: dict[str, Any]) -> list[Any]:
     from noosphere.envs import textworld_games as generate
 
-    games = generate(Path(saved["games_dir"]), tier=saved["tier"], per_challenge=saved["per_challenge"],
-                     seed=saved["seed"], max_steps=saved["max_actions"], challenges=_challenges(saved))
-    return games[: saved["limit"]] if saved.get("limit") else games
+    return generate(Path(saved["games_dir"]), tier=saved["tier"], per_challenge=saved["per_challenge"],
+                    seed=saved["seed"], max_steps=saved["max_actions"], challenges=_challenges(saved),
+                    limit=saved.get("limit") or None)
 
 
 SAVED_KEYS = {"alfworld": ("per_type",), "textworld": ("tier", "per_challenge", "games_dir")}

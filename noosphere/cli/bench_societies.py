@@ -94,7 +94,7 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
             raise UsageError("best-of-n needs --n N, --match-run RUN_DIR (a society run whose mean calls set N), "
                              "or --society FILE (its planned calls)")
     return {"benchmark": "gsm8k", "system": system, **options.config(), "limit": limit, "offset": offset,
-            "data": str(data) if data else None, "n": n,
+            "data": str(data.resolve()) if data else None, "n": n,
             "society": spec.model_dump() if spec is not None else None,
             "society_file": str(society) if society else None,
             "matched_run": str(match_run) if match_run is not None and system == "best-of-n" else None,

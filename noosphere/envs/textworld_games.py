@@ -160,8 +160,11 @@ GUIDE = (
 
 
 def textworld_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: int = 0,
-                    challenges: tuple[str, ...] = CHALLENGES, max_steps: int = 50) -> list[TextGame]:
-    """`per_challenge` games of each challenge, interleaved; the seeds are `seed`, `seed + 1`, ..."""
-    return [TextGame(generate(challenge, tier, seed + i, folder), name=f"tier{tier}/{challenge}-{seed + i}",
+                    challenges: tuple[str, ...] = CHALLENGES, max_steps: int = 50,
+                    limit: int | None = None) -> list[TextGame]:
+    """`per_challenge` games of each challenge, interleaved; the seeds are `seed`, `seed + 1`, ... With `limit`,
+    the first `limit` of them, and only those are compiled."""
+    chosen = [(challenge, seed + i) for i in range(per_challenge) for challenge in challenges][:limit]
+    return [TextGame(generate(challenge, tier, game_seed, folder), name=f"tier{tier}/{challenge}-{game_seed}",
                      kind=challenge, max_steps=max_steps, guide=GUIDE)
-            for i in range(per_challenge) for challenge in challenges]
+            for challenge, game_seed in chosen]
