@@ -255,6 +255,9 @@ EMBODIED_METRICS = ("coverage", "coverage_ci95", "eqa_captain", "eqa_single", "e
                     "eqa_seen-text_not_seen", "invented_actions", "calls_per_action", "tokens_per_action")
 GAME_SUITES = ("alfworld", "textworld")
 OFFSET_SUITES = ("mustard", "gsm8k", "bfcl")
+DATA_SUITES = ("mustard", "gsm8k", "bfcl", "alfworld")
+"""The benchmarks that read data (`--data`, in each one's own sense: a file for MUStARD and GSM8K, a folder for BFCL
+and ALFWorld); without it, each looks in ../shared/data beside the working directory or the clone."""
 """The benchmarks whose commands take `--offset` (an item selection that starts later)."""
 GAME_METRICS = ("success_rate", "success_ci95", "actions_per_success", "calls_per_action", "tokens_per_action",
                 "transitions_per_game", "focus_loops", "focus_recoveries")
@@ -424,8 +427,9 @@ def _offset(args: argparse.Namespace, config: Config | None = None) -> int:
 def _new_run(config: Config, folder: Path, args: argparse.Namespace) -> list[str]:
     own = "--offset" in config.args  # a held-out configuration's items are its own, whatever the suite's offset
     offset = ["--offset", str(_offset(args))] if _offset(args) and not own else []
-    return [*config.args, "--limit", str(args.limit or config.limit), *offset, "--model", args.model, "--out",
-            str(folder)]
+    data = ["--data", str(args.data.resolve())] if getattr(args, "data", None) else []
+    return [*config.args, "--limit", str(args.limit or config.limit), *offset, *data, "--model", args.model,
+            "--out", str(folder)]
 
 
 def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.Namespace) -> list[str]:
@@ -563,6 +567,8 @@ def main() -> None:
     parser.add_argument("--offset", type=int, default=0,
                         help=f"skip each run's first N items, in new run folders ({', '.join(OFFSET_SUITES)})")
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
+    parser.add_argument("--data", type=Path, help=f"the data of new runs, as the bench command takes it "
+                        f"({', '.join(DATA_SUITES)}; default: ../shared/data)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--parallel", type=at_least_one, help="items scored at once (default: the suite's own)")
     parser.add_argument("--together", action="store_true",
@@ -581,6 +587,8 @@ def main() -> None:
         parser.error(f"--offset applies to {', '.join(OFFSET_SUITES)}, not {suite.benchmark}")
     if args.offset < 0:
         parser.error("--offset must be 0 or more")
+    if args.data is not None and suite.benchmark not in DATA_SUITES:
+        parser.error(f"--data applies to {', '.join(DATA_SUITES)}, not {suite.benchmark}")
     if args.together and suite.benchmark not in GAME_SUITES:
         parser.error(f"--together plays game runs ({', '.join(GAME_SUITES)}), not {suite.benchmark}")
     out = args.out / (suite.folder or args.suite)

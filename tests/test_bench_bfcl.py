@@ -747,7 +747,7 @@ def test_a_category_given_twice_is_scored_once_and_the_data_path_is_saved_whole(
     from another directory read other data, or none."""
     opener = opener_for(lambda request: {"tool_calls": []})
     monkeypatch.chdir(data.parent)
-    code, out, err = invoke(["bench", "bfcl", "--system", "base", "--data", data.name, "--category", "irrelevance",
+    code, _, err = invoke(["bench", "bfcl", "--system", "base", "--data", data.name, "--category", "irrelevance",
                              "--category", "irrelevance", "--out", str(tmp_path / "runs"), "--quiet", "--no-cache"],
                             opener)
     assert code == 0, err

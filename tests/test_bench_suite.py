@@ -46,6 +46,27 @@ def test_a_new_run_gets_its_configuration_and_an_existing_one_is_resumed(suite: 
     assert resumed[-2:] == ["--resume", str(folder)] and "--ablation" not in resumed
 
 
+def test_data_given_to_the_suite_reaches_each_new_run_whole_and_no_resumed_one(
+        suite: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clone away from ../shared could not run a suite: it had no way to say where the data is."""
+    monkeypatch.chdir(tmp_path)
+    fresh = commands(suite, monkeypatch, "gsm8k", "base", tmp_path / "out", data=Path("d/test.jsonl"))
+    assert fresh[fresh.index("--data") + 1] == str(tmp_path / "d" / "test.jsonl")
+    folder = tmp_path / "out" / "base" / "20260101-000000-abcdef"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    resumed = commands(suite, monkeypatch, "gsm8k", "base", tmp_path / "out", data=Path("d/test.jsonl"))
+    assert "--data" not in resumed  # a run reads the data it was made with
+
+
+def test_data_is_refused_for_a_suite_that_reads_none(suite: Any, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("sys.argv", ["suite.py", "textworld", "--data", "x", "--summary-only"])
+    with pytest.raises(SystemExit):
+        suite.main()
+    assert "--data applies to mustard, gsm8k, bfcl, alfworld, not textworld" in capsys.readouterr().err
+
+
 def test_a_finished_run_is_not_started_again(suite: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "base" / "20260101-000000-abcdef"
     folder.mkdir(parents=True)
