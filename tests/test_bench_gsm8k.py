@@ -322,6 +322,7 @@ def test_set_overrides_any_society_setting_so_a_debate_can_do_without_its_editor
 def test_best_of_n_can_match_the_calls_a_society_run_measured(data: Path, tmp_path: Path) -> None:
     society_run = tmp_path / "monarchy-run"
     society_run.mkdir()
+    (society_run / "config.json").write_text("{}")
     (society_run / "items.jsonl").write_text('{"id": "a", "calls": 10}\n{"id": "b", "calls": 13}\n')
     opener = opener_for(by_agent({f"sample-{i}": [said("7"), said("600")] for i in range(12)}))
     code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--match-run", str(society_run), "--data",
@@ -331,6 +332,11 @@ def test_best_of_n_can_match_the_calls_a_society_run_measured(data: Path, tmp_pa
     assert all(r["calls"] == 12 for r in rows(run_dir))  # round(11.5)
     config = json.loads((run_dir / "config.json").read_text())
     assert config["n"] == 12 and config["matched_run"] == str(society_run)
+    code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--match-run", str(tmp_path / "nowhere"),
+                           "--data", str(data), "--out", str(tmp_path / "m"), "--quiet"], opener)
+    assert code == 2 and "not a run folder (no config.json)" in err  # it said "holds no scored problems"
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "config.json").write_text("{}")
     code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--match-run", str(tmp_path / "empty"),
                            "--data", str(data), "--out", str(tmp_path / "m"), "--quiet"], opener)
     assert code == 2 and "no scored problems" in err

@@ -29,6 +29,8 @@ from noosphere.society.spec import SocietySpec
 
 def calls_of_run(folder: Path) -> int:
     """Mean model calls per problem of a finished (or partial) society run: the N that matches it."""
+    if not (folder / "config.json").is_file():
+        raise UsageError(f"--match-run {folder}: not a run folder (no config.json)")
     rows = list(load_done(folder / "items.jsonl").values())
     if not rows:
         raise UsageError(f"{folder} holds no scored problems to match the calls of")
