@@ -673,6 +673,22 @@ def test_the_advice_for_data_of_another_split_can_be_followed(given: str, tmp_pa
     assert "--split" not in outcome.err and "do not parse" in outcome.err, outcome  # past the split: the stub's fault
 
 
+def test_a_run_that_gets_fewer_games_than_it_asked_for_is_told_which_and_how_many() -> None:
+    """Five games of two task types with `--per-type 10` played 3 games without a word, and a folder of no task type
+    was played as a seventh kind."""
+    from noosphere.envs.alfworld import TASK_TYPES, shortfall
+
+    def game(kind: str, n: int) -> Path:
+        return Path(f"/d/valid_unseen/{kind}-Apple-None-Table-{n}/trial_1/game.tw-pddl")
+
+    every = [game(kind, n) for kind in TASK_TYPES for n in range(2)]
+    assert shortfall(every, 2) is None and shortfall(every, None) is None
+    said = shortfall([*every[:3], game("weird_type", 0)], 2)
+    assert said is not None and said.startswith("--per-type 2 asks for more games of a task type than the data has")
+    assert f"{TASK_TYPES[1]} 1" in said and f"{TASK_TYPES[2]} 0" in said and f"{TASK_TYPES[0]} " not in said
+    assert "games of no ALFWorld task type (weird_type)" in said and said.endswith("the data gives 4 games")
+
+
 def test_an_unknown_split_is_named_with_the_known_ones(tmp_path: Path) -> None:
     refused(cli(["bench", "alfworld", "--system", "react", "--memory", "none", "--split", "valid_unsen", "--out",
                  str(tmp_path / "runs")]), "valid_unsen", "valid_unseen")

@@ -22,6 +22,7 @@ from noosphere.cli.bench_run import (
     benchmark_command,
     checked_config,
     run_together,
+    warn,
     with_budget,
     with_option_group,
 )
@@ -182,11 +183,13 @@ def check_keys(saved: dict[str, Any], benchmark: str) -> None:
 def check_alfworld(saved: dict[str, Any]) -> None:
     """Every game file validated, ALFWorld installed and the games to be played parsed, before a run folder is
     made."""
-    from noosphere.envs.alfworld import check_games
+    from noosphere.envs.alfworld import check_games, shortfall
 
     check_keys(saved, "alfworld")
-    check_games(Path(saved["data"]) if saved.get("data") else None, per_type=saved.get("per_type"),
-                demo=saved.get("demo", False), split=_split(saved))
+    played = check_games(Path(saved["data"]) if saved.get("data") else None, per_type=saved.get("per_type"),
+                         demo=saved.get("demo", False), split=_split(saved))
+    if (short := shortfall(played, saved.get("per_type"))) is not None:
+        warn(short)
 
 
 def _split(saved: dict[str, Any]) -> str:

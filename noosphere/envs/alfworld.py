@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -147,7 +147,7 @@ def chosen_games(files: list[Path], *, per_type: int | None, demo: bool) -> tupl
 
 
 def check_games(root: Path | None = None, *, split: str = DEFAULT_SPLIT, per_type: int | None = None,
-                demo: bool = False) -> None:
+                demo: bool = False) -> list[Path]:
     """Before a run: every game file validated, ALFWorld installed, and each game the run will play or replay
     parsed as TextWorld will load it (`noosphere.envs.gamefiles`): a `DataError` names a game that would not."""
     files = game_files(root, split=split)
@@ -161,6 +161,23 @@ def check_games(root: Path | None = None, *, split: str = DEFAULT_SPLIT, per_typ
     for path in chosen:
         game = read_json(path, GAME_FILE, expected=EXPECTED)
         check_pddl_game(path, game.pddl_domain, game.pddl_problem, game.grammar)
+    return played
+
+
+def shortfall(played: list[Path], per_type: int | None) -> str | None:
+    """What a run of `played` will not get that it asked for, in words (None if nothing): the task types with
+    fewer games than `per_type` (with no `per_type`, those with none), and the folders of no ALFWorld task type
+    (each played as a kind of its own)."""
+    counts = Counter(_kind(path) for path in played)
+    short = [f"{kind} {counts[kind]}" for kind in TASK_TYPES if counts[kind] < (per_type or 1)]
+    strange = sorted(set(counts) - set(TASK_TYPES))
+    said = []
+    if short:
+        asked = f"--per-type {per_type} asks for" if per_type else "the run plays every game, and"
+        said.append(f"{asked} more games of a task type than the data has ({', '.join(short)})")
+    if strange:
+        said.append(f"games of no ALFWorld task type ({', '.join(strange)}) are played as kinds of their own")
+    return f"{'; '.join(said)}; the data gives {len(played)} games" if said else None
 
 
 @functools.cache
