@@ -577,9 +577,15 @@ def main() -> None:
                         help="start a new run of each chosen configuration (after a change), beside its earlier "
                              "runs; with --together, all of them are created first, then played side by side")
     parser.add_argument("--summary-only", action="store_true")
+    parser.add_argument("--list", action="store_true",
+                        help="print the suite's configurations (the names --only takes) and their options, and stop")
     args = parser.parse_args()
     suite = SUITES[args.suite]
     names = [config.name for config in suite.configs]
+    if args.list:
+        for config in suite.configs:
+            print(f"{config.name}: {suite.benchmark} {' '.join(config.args)} --limit {config.limit}")
+        return
     unknown = sorted(set(args.only or ()) - set(names))
     if unknown:
         parser.error(f"unknown configuration(s) {unknown}; this suite has {names}")

@@ -369,3 +369,14 @@ def test_the_suite_exits_non_zero_when_a_bench_command_fails(suite: Any, togethe
         suite.main()
     assert exited.value.code not in (0, None) and "react" in str(exited.value.code)
     assert len(ran) == 1
+
+
+def test_list_prints_the_names_only_takes_and_runs_nothing(suite: Any, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    ran: list[Any] = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr("sys.argv", ["suite.py", "textworld", "--list"])
+    suite.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == [c.name for c in suite.SUITES["textworld"].configs]
+    assert lines[0].startswith("react: textworld ") and ran == []
