@@ -61,7 +61,7 @@ def test_ask_prints_answer_confidence_and_run_folder(tmp_path: Path) -> None:
 def test_unknown_system_is_one_line_with_suggestion(tmp_path: Path) -> None:
     code, _, err = invoke(["ask", "q", "--system", "bse", "--out", str(tmp_path)])
     assert code == 2
-    assert err.strip().startswith("error: unknown system 'bse'. Did you mean base?")
+    assert err.strip().startswith("error: unknown system 'bse'. Did you mean base")
     assert "Traceback" not in err
 
 
@@ -185,3 +185,33 @@ def test_ask_with_probability_scores_takes_the_confidence_from_p_true(tmp_path: 
     assert code == 2 and "logprobs" in err and not list((tmp_path / "x").glob("*"))  # refused: no run folder left
     code, _, err = invoke(["ask", "q", "--scores", "logprb", "--out", str(tmp_path / "y")])
     assert code == 2 and "logprob" in err and not (tmp_path / "y").exists()
+
+
+def test_ask_ctm_whose_every_processor_forfeits_answers_that_it_has_none(tmp_path: Path) -> None:
+    """Every bid unparsable three times over: the workspace stops with no chunk, and `ask` ended in a pydantic
+    traceback (an empty answer) that a small model can reach."""
+    backend = ScriptedBackend(lambda request: "not a bid")
+    code, out, err = invoke(["ask", "Is it sarcastic?", "--system", "ctm", "--text", "utterance=Oh great.",
+                             "--out", str(tmp_path), "--no-cache"], lambda model_id, **kw: Model(backend, **kw))
+    assert code == 0 and "Traceback" not in err, err
+    assert "(no answer)" in out and "0.00" in out
+    [run_dir] = list(tmp_path.iterdir())
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "ok" and result["answer"] == "(no answer)"
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["", "--system", "base"], "the QUERY is empty"),
+    (["   ", "--system", "ctm"], "the QUERY is empty"),
+    (["q", "--system", "nosuch"], "Known: base, ctm, society"),
+], ids=["empty", "blank", "unknown system"])
+def test_ask_refuses_before_a_folder_or_a_call(args: list[str], says: str, tmp_path: Path) -> None:
+    backend = ScriptedBackend(lambda request: pytest.fail("a model call"))
+    code, _, err = invoke(["ask", *args, "--out", str(tmp_path / "runs")], lambda model_id, **kw: Model(backend, **kw))
+    assert code == 2 and says in err and not (tmp_path / "runs").exists(), err
+
+
+def test_a_path_with_colons_is_printed_as_it_is_not_as_an_emoji(tmp_path: Path) -> None:
+    """rich turned `:smile:` in an error, and `:100:` in a warning's `trace.jsonl:100:`, into emoji."""
+    code, _, err = invoke(["trace", "show", str(tmp_path / ":smile:" / ":100:")])
+    assert code == 2 and ":smile:/:100:" in err, err

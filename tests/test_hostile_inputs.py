@@ -195,6 +195,12 @@ def _report_unwritable(tmp: Path) -> list[str]:
     return ["report", str(folder), "-o", str(blocker / "page.html")]
 
 
+def _report_over_the_trace(tmp: Path) -> list[str]:
+    with Run.create(tmp / "runs", command="ask", config={}) as made:
+        made.finish({})
+    return ["report", str(made.directory), "-o", str(made.directory / "trace.jsonl")]
+
+
 REFUSED = [
     Refused("MUStARD: not JSON", mustard('{"1_60": {"utterance": '), ("mustard.json:1", "not JSON")),
     Refused("MUStARD: a list, not an object", mustard("[1, 2, 3]"), ("mustard.json", "valid dictionary", "expected")),
@@ -278,6 +284,7 @@ REFUSED = [
     Refused("--out under a file (bench)", _unwritable_out, ("cannot write a run folder",)),
     Refused("--out is a file (ask)", _ask_unwritable_out, ("cannot write a run folder",)),
     Refused("report -o under a file", _report_unwritable, ("cannot write", "page.html")),
+    Refused("report -o over the run's trace", _report_over_the_trace, ("is one of the run's own files",)),
     Refused("--resume: config.json is not JSON", _resume_config_not_json,
             ("can be resumed", "config.json is not JSON")),
     Refused("--resume: a run of another benchmark (gsm8k)", _resume_another_benchmark("gsm8k"),

@@ -569,3 +569,21 @@ def test_the_live_view_reads_past_a_line_nested_too_deeply_and_counts_events_as_
     state = live.state()
     assert [q["question"] for q in state["waiting"]] == ["q1"]
     assert state["events"] == len(load_bundle(tmp_path)["events"]) == 2
+
+
+def test_a_run_folder_moved_while_it_is_served_is_answered_410_not_a_dropped_connection(tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "workspace"
+    shutil.copytree(RUNS / "workspace", run)
+    server = make_server(run, port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        run.rename(tmp_path / "moved")
+        with pytest.raises(urllib.error.HTTPError, match="410") as gone:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10)
+        assert "no trace.jsonl" in gone.value.read().decode()
+    finally:
+        server.shutdown()

@@ -40,7 +40,7 @@ def make_app(opener: ModelOpener = open_model) -> typer.Typer:
 
 def run(app: typer.Typer, args: Sequence[str], *, stderr: Console | None = None) -> int:
     """Run the CLI and return its exit code, turning noosphere errors into one clear line."""
-    stderr = stderr or Console(stderr=True)
+    stderr = stderr or Console(stderr=True, emoji=False)
     try:
         returned = app(list(args), standalone_mode=False)
         if isinstance(returned, int):  # typer hands back the code of a `typer.Exit` instead of raising it

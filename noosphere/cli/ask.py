@@ -32,7 +32,7 @@ from noosphere.observation import Observation
 from noosphere.runs import Run
 from noosphere.society.config import load_society_spec
 from noosphere.society.spec import SocietySpec
-from noosphere.systems import get_system
+from noosphere.systems import SYSTEMS, get_system
 from noosphere.systems.ctm import ask_ctm
 from noosphere.systems.society import ask_society
 from noosphere.tools import builtin_tools
@@ -143,14 +143,17 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
             max_tokens, no_cache = saved.get("max_tokens", max_tokens), not saved.get("cache", True)
             text, image, audio, tool = saved.get("text") or [], saved.get("media") or [], [], []
             spec = SocietySpec.model_validate(saved["society"])
-        elif query is None:
-            raise UsageError("ask needs a QUERY (or --resume RUN to go on with a stopped society run)")
+        elif query is None or not query.strip():
+            raise UsageError("ask needs a QUERY (or --resume RUN to go on with a stopped society run)"
+                             if query is None else "the QUERY is empty: ask a question or give a task")
         elif system == "society":
             if society is None:
                 raise UsageError("--system society needs --society FILE (see examples/societies)")
             spec = load_society_spec(society)
         elif society is not None:
             raise UsageError("--society is for --system society")
+        elif system not in SYSTEMS:
+            raise UnknownNameError("system", system, [*SYSTEMS, "society"])
         else:
             answer_with = get_system(system)
         if scores not in SCORE_SOURCES:
@@ -168,7 +171,7 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         if system != "society":
             answer_with = partial(answer_with, scores=scores)
         observation = parse_observation(text or [], [*(image or []), *(audio or [])])
-        console = Console()
+        console = Console(emoji=False)
         config: dict[str, Any] = {"query": query, "system": system, "model": model, "seed": seed,
                                   "society": spec.model_dump() if system == "society" else None,
                                   "max_tokens": max_tokens, "cache": not no_cache, "views": observation.names,

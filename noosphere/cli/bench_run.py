@@ -111,7 +111,7 @@ def checked_config(config: dict[str, Any], resume: Path | None, check: Check | N
 
 def warn(text: str) -> None:
     """A line on stderr that does not stop the command (a line of results skipped, say)."""
-    Console(stderr=True).print(f"warning: {escape(text)}", highlight=False, soft_wrap=True)
+    Console(stderr=True, emoji=False).print(f"warning: {escape(text)}", highlight=False, soft_wrap=True)
 
 
 @dataclass(frozen=True)
@@ -509,10 +509,10 @@ def _report(run: Run, benchmark: Benchmark, items: Items, stopped: str | None) -
     written = [*calibration.written,
                *(benchmark.artefacts(run.directory, rows) if benchmark.artefacts is not None else [])]
     run.finish({"report": report}, status=stopped.split()[0] if stopped else "ok")
-    Console().print(json.dumps({k: v for k, v in metrics.items() if k not in ("confusion", "calibration")}))
-    Console().print(f"report: {run.directory / 'report.md'}", highlight=False)
+    Console(emoji=False).print(json.dumps({k: v for k, v in metrics.items() if k not in ("confusion", "calibration")}))
+    Console(emoji=False).print(f"report: {run.directory / 'report.md'}", highlight=False)
     if calibration.warning:
-        Console().print(f"note: {calibration.warning}", highlight=False, soft_wrap=True)
+        Console(emoji=False).print(f"note: {calibration.warning}", highlight=False, soft_wrap=True)
     for path in written:
-        Console().print(f"wrote: {path}", highlight=False)
+        Console(emoji=False).print(f"wrote: {path}", highlight=False)
 

@@ -33,7 +33,7 @@ def add_memory(app: typer.Typer) -> None:
              episodes: Annotated[int, typer.Option(min=1, help="latest episodes to list")] = 10) -> None:
         """Episodes (task, outcome, actions), learned rules and their clusters."""
         store = MemoryStore(folder, read_only=True)  # checked whole, then read: the file is left byte for byte
-        console = Console()
+        console = Console(emoji=False)
         stored = store.episodes()
         won = sum(e.won for e in stored)
         console.print(f"{len(stored)} episodes ({won} solved), {len(store.concepts())} concepts, "
@@ -56,4 +56,4 @@ def add_memory(app: typer.Typer) -> None:
         if not yes and not typer.confirm(f"Forget everything in {folder}?"):
             raise typer.Exit(1)
         store.reset()
-        Console().print(f"memory at {folder} is empty", highlight=False)
+        Console(emoji=False).print(f"memory at {folder} is empty", highlight=False)

@@ -26,4 +26,4 @@ def add_models(app: typer.Typer) -> None:
             marker = " (default)" if row.model_id == DEFAULT_MODEL else ""
             table.add_row(row.model_id + marker, row.description,
                           _state(row.installed), "" if row.installed else row.install)
-        Console().print(table)
+        Console(emoji=False).print(table)

@@ -28,7 +28,7 @@ OtelContentOption = Annotated[bool, typer.Option(
 
 
 def warn(text: str) -> None:
-    Console(stderr=True).print(f"warning: {escape(text)}", highlight=False, soft_wrap=True)
+    Console(stderr=True, emoji=False).print(f"warning: {escape(text)}", highlight=False, soft_wrap=True)
 
 
 def _needs_otel() -> None:
@@ -107,4 +107,5 @@ def add_trace_export(trace_app: typer.Typer) -> None:
         done = export_run(run, otlp_exporter(url, told), content=content, warn=warn)
         if failures:
             raise RuntimeFault(f"the spans of {run} did not all reach {url}")
-        Console().print(f"sent {done.runs} run session(s), {done.events} events, to {escape(url)}", highlight=False)
+        Console(emoji=False).print(f"sent {done.runs} run session(s), {done.events} events, to {escape(url)}",
+                                   highlight=False)

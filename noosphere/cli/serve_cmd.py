@@ -82,7 +82,7 @@ def add_serve(app: typer.Typer, opener: ModelOpener) -> None:
             total_budget=Budget(**total) if total else None, max_prompt_chars=max_prompt_chars,
             max_body_bytes=max(1_000_000, 8 * max_prompt_chars), on_disconnect=on_disconnect,  # type: ignore[arg-type]
             on_run=exporter.attach if exporter is not None else None))
-        console = Console()
+        console = Console(emoji=False)
         with console.status(f"loading {model}"):
             service.open_models()
         sock = listening_socket(host, port)

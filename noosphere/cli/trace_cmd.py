@@ -71,14 +71,14 @@ def add_trace(app: typer.Typer) -> None:
     @trace_app.command("show")
     def show(
         run: Annotated[Path, typer.Argument(help="a run folder (runs/<time>-<id>)")],
-        calls: Annotated[int, typer.Option(help="how many model calls to list")] = 20,
+        calls: Annotated[int, typer.Option(min=0, help="how many model calls to list")] = 20,
     ) -> None:
         """Print what a run did: config, events, model calls, repairs and the result."""
         trace_path = run_trace(run)
-        console = Console()
+        console = Console(emoji=False)
         config = _read_json(run / "config.json")
         result = _read_json(run / "result.json")
-        warnings = Console(stderr=True)
+        warnings = Console(stderr=True, emoji=False)
         events = list(read_trace(trace_path, on_bad_line=lambda bad: warnings.print(
             f"warning: {escape(str(bad))}", highlight=False, soft_wrap=True)))
         status = result.get("status", "running")
@@ -89,7 +89,8 @@ def add_trace(app: typer.Typer) -> None:
         kinds = Counter(event.kind for event in events)
         console.print("[bold]events[/] " + _e(", ".join(f"{kind}={count}" for kind, count in sorted(kinds.items()))))
         model_calls = [e for e in events if isinstance(e, ModelCall)]
-        table = Table(title=f"model calls ({len(model_calls)})")
+        listed = f", the first {calls} listed" if len(model_calls) > calls else ""
+        table = Table(title=f"model calls ({len(model_calls)}{listed})")
         for column in ("#", "agent", "model", "try", "in", "out", "s", "cached", "response"):
             table.add_column(column, overflow="fold")
         for index, call in enumerate(model_calls[:calls], 1):

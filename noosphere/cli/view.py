@@ -31,7 +31,7 @@ def add_view(app: typer.Typer) -> None:
         compare: CompareOption = None,
     ) -> None:
         """Watch a run in the browser: serve its page until Ctrl-C."""
-        console = Console()
+        console = Console(emoji=False)
         _check_comparable(run, compare)
         _tell_bad_lines(run, compare)
         try:
@@ -49,14 +49,18 @@ def add_view(app: typer.Typer) -> None:
         compare: CompareOption = None,
     ) -> None:
         """Write a run's page as one self-contained HTML file that opens offline."""
+        for folder in (run, compare):  # -o RUN/trace.jsonl replaced the trace with the page of it
+            if (folder is not None and out.resolve().parent == folder.resolve() and out.exists()
+                    and out.suffix != ".html"):
+                raise UsageError(f"-o {out} is one of the run's own files: write the page to a new .html file")
         _check_comparable(run, compare)
         _tell_bad_lines(run, compare)
         try:
             written = write_page(run, out, compare)
         except OSError as exc:
             raise UsageError(f"cannot write {out} ({exc.strerror or exc}); give -o a file you can write") from None
-        Console().print(f"wrote {escape(str(written))} ({written.stat().st_size / 1024:.0f} KB)", highlight=False,
-                        soft_wrap=True)
+        Console(emoji=False).print(f"wrote {escape(str(written))} ({written.stat().st_size / 1024:.0f} KB)",
+                                   highlight=False, soft_wrap=True)
 
 
 def _benchmark_of(run: Path) -> str | None:
@@ -80,7 +84,7 @@ def _check_comparable(run: Path, compare: Path | None) -> None:
 
 def _tell_bad_lines(*runs: Path | None) -> None:
     """Lines of a run's trace or results that cannot be read are left out of the page: say which, on stderr."""
-    stderr = Console(stderr=True)
+    stderr = Console(stderr=True, emoji=False)
     for run in runs:
         if run is not None:
             load_bundle(run, on_bad_line=lambda bad: stderr.print(f"warning: {escape(str(bad))}", highlight=False,

@@ -70,7 +70,7 @@ class TerminalChannel:
 
     def __init__(self, stream: TextIO | None = None, console: Console | None = None) -> None:
         self.reader = LineReader(stream if stream is not None else sys.stdin)
-        self.console = console or Console(highlight=False, soft_wrap=True)
+        self.console = console or Console(highlight=False, soft_wrap=True, emoji=False)
 
     async def ask(self, question: Question) -> dict[str, Any]:
         if self.reader.drop_late():

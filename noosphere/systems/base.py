@@ -17,6 +17,10 @@ BASE_ROLE = (
 )
 
 
+NO_ANSWER = "(no answer)"
+"""What a system answers when it reached none (every processor or member forfeited), with confidence 0."""
+
+
 class Answer(BaseModel):
     """An answer and the model's own estimate that it is right."""
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from noosphere.llm import Model
 from noosphere.observation import Observation
-from noosphere.systems.base import Answer
+from noosphere.systems.base import NO_ANSWER, Answer
 from noosphere.tools import Tool
 from noosphere.workspace import ShortTermMemory, ToolProcessor, Workspace, WorkspaceSettings, cognitive, sensory
 from noosphere.workspace.processor import LLMProcessor
@@ -44,4 +44,6 @@ async def ask_ctm(model: Model, query: str, observation: Observation, *, setting
     if scores is not None:
         settings = replace(settings, scores=scores)  # type: ignore[arg-type]
     result = await workspace_for(model, observation, settings, tools).run(query, observation)
+    if not result.answer:  # every processor forfeited its bid (`stopped_by="no_chunks"` in the trace)
+        return Answer(answer=NO_ANSWER, confidence=0.0)
     return Answer(answer=result.answer[:600], confidence=result.confidence)

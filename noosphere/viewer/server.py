@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from noosphere.errors import NoosphereError
 from noosphere.viewer.bundle import load_bundle
 from noosphere.viewer.live import LiveRun
 from noosphere.viewer.page import render_page
@@ -82,7 +83,12 @@ def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
             if path not in ("/", "/index.html"):
                 self.send_error(HTTPStatus.NOT_FOUND)
                 return
-            page = render_page(run_dir, compare, live={"token": token, "poll_ms": POLL_MS})
+            try:
+                page = render_page(run_dir, compare, live={"token": token, "poll_ms": POLL_MS})
+            except (NoosphereError, OSError) as exc:  # the folder moved or was deleted while it was served
+                self._send(HTTPStatus.GONE, f"the run can no longer be read: {exc}".encode(),
+                           "text/plain; charset=utf-8")
+                return
             self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
 
         def do_POST(self) -> None:
