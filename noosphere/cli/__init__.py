@@ -53,13 +53,13 @@ def run(app: typer.Typer, args: Sequence[str], *, stderr: Console | None = None)
     except typer.TyperException as exc:  # typer's parser: unknown option, missing argument, bad value
         show = getattr(exc, "show", None)
         if show is None:
-            stderr.print(f"[bold red]error:[/] {exc.format_message()}", highlight=False, soft_wrap=True)
+            stderr.print(f"[bold red]error:[/] {exc.format_message()}", highlight=False, soft_wrap=True, emoji=False)
         else:
             show()
         return exc.exit_code
     except NoosphereError as exc:
         # a message may quote data, markup-like brackets included: shown as written
-        stderr.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        stderr.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True, emoji=False)
         return 2 if isinstance(exc, UsageError) else 1
     return 0
 
