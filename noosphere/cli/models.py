@@ -26,4 +26,7 @@ def add_models(app: typer.Typer) -> None:
             marker = " (default)" if row.model_id == DEFAULT_MODEL else ""
             table.add_row(row.model_id + marker, row.description,
                           _state(row.installed), "" if row.installed else row.install)
-        Console(emoji=False).print(table)
+        console = Console(emoji=False)
+        if not console.is_terminal:  # piped: 80 columns cut the descriptions short
+            console = Console(emoji=False, width=200)
+        console.print(table)
