@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 import re
 
+from noosphere.syntax import parse
+
 _CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _RUNS_THINGS = {"input", "print", "open", "exec", "eval", "breakpoint"}
@@ -28,7 +30,7 @@ def code_blocks(texts: list[str]) -> list[ast.Module]:
     for text in texts:
         for block in _CODE.findall(text):
             try:
-                modules.append(ast.parse(block))
+                modules.append(parse(block))
             except SyntaxError:
                 continue
     return modules

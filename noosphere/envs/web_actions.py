@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from noosphere.errors import RuntimeFault
+from noosphere.syntax import parse
 
 Param = tuple[str, type | tuple[type, ...], Any]
 """A parameter: name, accepted types, default (`REQUIRED` when it must be given)."""
@@ -109,7 +110,7 @@ def parse_action(text: str) -> WebAction:
         source = source.split("\n", 1)[1]
     for candidate in _candidates(source):
         try:
-            tree = ast.parse(candidate, mode="eval")
+            tree = parse(candidate, mode="eval")
         except (SyntaxError, ValueError):
             continue
         return _action(text, tree.body)

@@ -16,6 +16,7 @@ import operator
 from collections.abc import Callable
 
 from noosphere.errors import UsageError
+from noosphere.syntax import parse
 
 MAX_LENGTH = 500
 MAX_BITS = 4000
@@ -94,7 +95,7 @@ def calculate(expression: str) -> Number:
     if len(expression) > MAX_LENGTH:
         raise ExpressionError(f"the expression is over {MAX_LENGTH} characters")
     try:
-        tree = ast.parse(expression.replace("^", "**").strip(), mode="eval")
+        tree = parse(expression.replace("^", "**").strip(), mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"not an arithmetic expression: {exc.msg}") from None
     try:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from noosphere.errors import RuntimeFault, UsageError
+from noosphere.syntax import parse
 from noosphere.tools.bwrap import NOBODY, bwrap_command, bwrap_path
 from noosphere.tools.cgroup import Cgroup
 from noosphere.tools.process import Finished, run_in_group
@@ -298,7 +299,7 @@ def _screen(expression: str) -> None:
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise SandboxError(f"refused: an expression of {len(expression)} characters (at most {MAX_EXPRESSION_CHARS})")
     try:
-        tree = ast.parse(expression, mode="eval")
+        tree = parse(expression, mode="eval")
     except SyntaxError as exc:
         raise SandboxError(f"SyntaxError: {exc.msg}") from None
     except (MemoryError, RecursionError, ValueError) as exc:  # nesting too deep for the parser, a NUL byte
