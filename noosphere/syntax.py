@@ -2,8 +2,9 @@
 
 CPython 3.11 keeps one AST-construction depth counter per interpreter; two threads building trees at once can
 leave it off, and `ast.parse` then raises `SystemError: AST constructor recursion depth mismatch` for a source
-that parses (CPython gh-106905, fixed in 3.12). The expression tools parse in worker threads, so one calculator
-call beside another failed that way. The mismatch is transient: the parse is tried again.
+that parses (CPython gh-106905). The tools parse in worker threads (`asyncio.to_thread`; a call that timed out may
+still be running when the next begins), and CI saw the expression tool fail that way once. The mismatch is
+transient: the parse is tried again.
 """
 
 from __future__ import annotations
