@@ -211,7 +211,10 @@ class Trace:
 def run_trace(run: Path | str) -> Path:
     """A run folder's `trace.jsonl`; a `UsageError` if it has none (not a run folder, or a run committed without
     its trace, as the runs under `benchmarks/results` are)."""
-    trace = Path(run) / "trace.jsonl"
+    folder = Path(run)
+    if not folder.is_dir():
+        raise UsageError(f"{run} does not exist" if not folder.exists() else f"{run} is a file, not a run folder")
+    trace = folder / "trace.jsonl"
     if not trace.is_file():
         raise UsageError(f"no trace.jsonl in {run}: not a run folder, or a run whose trace stayed on the machine that "
                          "ran it (the runs under benchmarks/results keep none)")

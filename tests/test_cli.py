@@ -104,6 +104,27 @@ def test_trace_show_on_a_non_run_folder(tmp_path: Path) -> None:
     assert code == 2 and "not a run folder" in err
 
 
+def test_a_missing_folder_or_a_file_is_named_as_such_not_as_a_folder_without_a_trace(tmp_path: Path) -> None:
+    """Before, both were "no trace.jsonl in ...", which sent the user looking for a trace in a folder that is not there."""
+    (tmp_path / "notes.txt").write_text("x")
+    for path, says in ((tmp_path / "gone", "does not exist"), (tmp_path / "notes.txt", "is a file, not a run folder")):
+        for command in (["trace", "show", str(path)], ["report", str(path), "-o", str(tmp_path / "x.html")]):
+            code, _, err = invoke(command)
+            assert code == 2 and says in err and "no trace.jsonl" not in err, (command, err)
+
+
+def test_trace_show_prints_the_result_one_field_a_line(tmp_path: Path) -> None:
+    """Before, result.json was one line however long, cut by the terminal."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "trace.jsonl").write_text("")
+    (run_dir / "config.json").write_text(json.dumps({"command": "ask"}))
+    (run_dir / "result.json").write_text(json.dumps({"status": "ok", "answer": "fine", "confidence": 0.5}))
+    code, shown, _ = invoke(["trace", "show", str(run_dir)])
+    lines = shown.splitlines()
+    assert code == 0 and '  "answer": "fine",' in lines and '  "confidence": 0.5' in lines, shown
+
+
 @pytest.mark.parametrize("args", [["--help"], ["ask", "--help"]])
 def test_help(args: list[str]) -> None:
     code, out, _ = invoke(args)

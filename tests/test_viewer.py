@@ -117,6 +117,12 @@ def test_view_server_binds_loopback_and_serves_the_page() -> None:
         assert 'id="run-data"' in page and '"name":"workspace"' in page and '"name":"hostile"' in page
         with pytest.raises(urllib.error.HTTPError, match="404"):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/trace.jsonl", timeout=10)
+        # HEAD answers as GET would, without the body (it was 501)
+        head = urllib.request.Request(f"http://127.0.0.1:{port}/", method="HEAD")
+        with urllib.request.urlopen(head, timeout=10) as reply:
+            assert reply.status == 200 and reply.read() == b"" and int(reply.headers["Content-Length"]) > 1000
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/x", method="HEAD"), timeout=10)
         # a site whose name was rebound to 127.0.0.1 (DNS rebinding) gets neither the page nor its live token
         for name in ("rebound.attacker.example", "127.0.0.1.attacker.example"):
             rebound = urllib.request.Request(f"http://127.0.0.1:{port}/", headers={"Host": f"{name}:{port}"})
@@ -584,6 +590,6 @@ def test_a_run_folder_moved_while_it_is_served_is_answered_410_not_a_dropped_con
         run.rename(tmp_path / "moved")
         with pytest.raises(urllib.error.HTTPError, match="410") as gone:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10)
-        assert "no trace.jsonl" in gone.value.read().decode()
+        assert "does not exist" in gone.value.read().decode()
     finally:
         server.shutdown()

@@ -106,7 +106,8 @@ def add_trace(app: typer.Typer) -> None:
                               soft_wrap=True)
         shown = {k: v for k, v in result.items() if k not in ("usage",)}
         if shown:
-            console.print("[bold]result[/] " + _e(json.dumps(shown)), highlight=False, soft_wrap=True)
+            console.print("[bold]result[/]", highlight=False)
+            console.print(_e(json.dumps(shown, indent=2, ensure_ascii=False)), highlight=False, soft_wrap=True)
         total = (result.get("usage") or {}).get("total") if isinstance(result.get("usage"), dict) else None
         if isinstance(total, dict):
             console.print("[bold]usage[/] " + _e(

@@ -40,13 +40,16 @@ def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
     loopback = host.strip("[]") in LOOPBACK_NAMES or host.startswith("127.")
 
     class Handler(BaseHTTPRequestHandler):
+        head_only = False  # set by do_HEAD: the headers a GET would send, and no body
+
         def _send(self, status: int, body: bytes, content_type: str) -> None:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
-            self.wfile.write(body)
+            if not self.head_only:
+                self.wfile.write(body)
 
         def _json(self, status: int, data: object) -> None:
             self._send(status, json.dumps(data).encode("utf-8"), "application/json")
@@ -90,6 +93,11 @@ def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
                            "text/plain; charset=utf-8")
                 return
             self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
+
+        def do_HEAD(self) -> None:
+            """What a GET of the same path would answer, headers only (link checkers and `curl -I` ask so)."""
+            self.head_only = True
+            self.do_GET()
 
         def do_POST(self) -> None:
             if not self._named_right():
