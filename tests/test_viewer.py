@@ -474,6 +474,9 @@ def write_calibrated_run(folder: Path) -> Path:
 def test_benchmark_tab_and_compare_draw_the_reliability_diagram(view: Any, tmp_path: Path) -> None:
     first, second = write_calibrated_run(tmp_path / "a"), write_calibrated_run(tmp_path / "b")
     assert (first / "reliability.png").exists()
+    report = json.loads((first / "report.json").read_text())
+    report["metrics"]["tokens_per_action"] = 3076.456  # a decimal past a thousand is grouped as integers are
+    (first / "report.json").write_text(json.dumps(report))
     viewer = view(first)
     panel = viewer.tab("benchmark")
     calibration = card(panel, "Calibration")
@@ -482,13 +485,14 @@ def test_benchmark_tab_and_compare_draw_the_reliability_diagram(view: Any, tmp_p
     assert "ECE 0.400 · Brier 0.220 · AUROC 0.500 · n 3" in calibration.locator("svg text.title").text_content()
     assert "two right and two wrong answers" in calibration.inner_text()
     metrics = card(panel, "Metrics").inner_text()
-    assert "ece\t0.40\n" in metrics and "calibration" not in metrics
+    assert "ece\t0.400\n" in metrics and "calibration" not in metrics  # three digits, as in the card
+    assert "tokens_per_action\t3,076.46\n" in metrics
     assert viewer.page.locator("img").count() == 0  # drawn inline: the report file stays self-contained
     viewer.shot("calibration")
 
     compared = view(first, compare=str(second)).tab("compare")
     assert card(compared, "Calibration").locator("svg.reliability").count() == 2
-    assert "ece\t0.40\t0.40\t0\n" in card(compared, "Metrics").inner_text()
+    assert "ece\t0.400\t0.400\t0.000\n" in card(compared, "Metrics").inner_text()
     base = tmp_path / "base"  # a run of the same benchmark whose items have no confidence
     shutil.copytree(RUNS / "bench-base", base)
     config = json.loads((base / "config.json").read_text())

@@ -8,7 +8,7 @@ function metricsTable(report) {
     if (name === "confusion" && value) rows.push([name, confusion(value)]);
     else if (Array.isArray(value) && value.every((v) => typeof v === "number")) {
       rows.push([name, value.map((v) => v.toFixed(3)).join(" – ")]);
-    } else rows.push([name, typeof value === "object" && value !== null ? nestedTable(value) : num(value)]);
+    } else rows.push([name, typeof value === "object" && value !== null ? nestedTable(value) : metric(name, value)]);
   }
   for (const [name, value] of Object.entries(report.costs || {})) rows.push([name, num(value)]);
   return table(["metric", "value"], rows);
@@ -20,6 +20,9 @@ function confusion(matrix) {
 }
 
 const three = (value) => (typeof value === "number" ? value.toFixed(3) : "n/a");
+// Calibration figures keep three digits wherever they are shown (table, card, compare), as report.md has them.
+const CALIBRATION_FIGURES = new Set(["ece", "ece_recalibrated", "brier", "auroc"]);
+const metric = (name, value) => (CALIBRATION_FIGURES.has(name) && typeof value === "number" ? three(value) : num(value));
 
 // A reliability diagram from a report's calibration (noosphere/bench/calibration.py): per confidence bin, the
 // accuracy (bar), the mean confidence (dot) and the items (number over the bar), against the diagonal of
@@ -121,15 +124,15 @@ function benchView(run) {
     panel);
 }
 
-function delta(a, b) {
-  return typeof a === "number" && typeof b === "number" ? num(b - a) : "";
+function delta(name, a, b) {
+  return typeof a === "number" && typeof b === "number" ? metric(name, b - a) : "";
 }
 
 function sideBySide(label, a, b) {
   const names = [...new Set([...Object.keys(a || {}), ...Object.keys(b || {})])]
     .filter((n) => typeof (a || {})[n] !== "object" && typeof (b || {})[n] !== "object");
-  return table([label, "A", "B", "B − A"], names.map((n) => [n, num((a || {})[n]), num((b || {})[n]),
-    delta((a || {})[n], (b || {})[n])]));
+  return table([label, "A", "B", "B − A"], names.map((n) => [n, metric(n, (a || {})[n]), metric(n, (b || {})[n]),
+    delta(n, (a || {})[n], (b || {})[n])]));
 }
 
 function compareView(a, b) {

@@ -52,7 +52,9 @@ function num(value, digits = 2) {
   if (value === null || value === undefined || value === "") return "–";
   if (typeof value !== "number") return String(value);
   if (Number.isInteger(value)) return value.toLocaleString("en");
-  return Math.abs(value) < 0.1 ? String(Number(value.toPrecision(3))) : value.toFixed(digits);
+  if (Math.abs(value) < 0.1) return String(Number(value.toPrecision(3)));
+  // thousands grouped as for integers, so 3,076.5 and 3,076 read alike in one column
+  return value.toLocaleString("en", {minimumFractionDigits: digits, maximumFractionDigits: digits});
 }
 
 // Scores and weights: always two decimals, so a column of them lines up.
