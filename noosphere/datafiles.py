@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,13 +181,34 @@ def scan_json_lines(path: Path, *, parse_constant: Callable[[str], Any] | None =
         except (ValueError, RecursionError):
             reason = "not JSON (a line torn by a kill?)"
         else:
-            if isinstance(value, dict):
+            if _lone_surrogate(raw, value):
+                reason = "holds a lone surrogate (an escape such as \\ud800 that names no character), not text"
+            elif isinstance(value, dict):
                 rows.append((number, value))
             else:
                 reason = f"{_kind(value)}, not a JSON object"
         if reason is not None:
             bad.append(BadLine(path, number, reason))
     return rows, bad
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON escape of a UTF-16 surrogate: half of a pair, or a lone one."""
+
+
+def _lone_surrogate(raw: bytes, value: Any) -> bool:
+    """Whether the JSON value read from `raw` holds a lone surrogate: `"\\ud800"` is JSON, but the string it reads
+    as cannot be written as UTF-8 again (by a terminal, a page or a trace), so the line is no text. A pair of
+    escapes that makes one character is text."""
+    if not _SURROGATE_ESCAPE.search(raw):
+        return False
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except RecursionError:  # nested as deeply as the reader allows: no string of it is checked
+        return False
+    return False
 
 
 def _numbered(data: bytes) -> Iterator[tuple[int, bytes]]:

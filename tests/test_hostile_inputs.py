@@ -343,6 +343,8 @@ DAMAGED_TRACES = {
     "a model call without its fields": (b'{"kind": "model_call", "ts": 1}\n', "not a model_call event"),
     "a kind that is not a string": (b'{"kind": ["x"]}\n', "its kind is not a string"),
     "a last line torn by a kill": (b'{"kind": "run_finished", "run_i', "not JSON"),
+    # JSON, but no text: a terminal or the page's UTF-8 file could not write it (a traceback before)
+    "a line holding a lone surrogate": (b'{"kind": "note", "text": "\\ud800"}\n', "holds a lone surrogate"),
 }
 
 
@@ -371,6 +373,13 @@ def test_markup_in_a_trace_is_shown_as_text(tmp_path: Path) -> None:
     folder = _run_with_trace(tmp_path, (json.dumps(line) + "\n").encode())
     outcome = cli(["trace", "show", str(folder)])
     assert outcome.code == 0 and "[red]x[/blue]" in outcome.out, outcome
+
+
+def test_a_character_escaped_as_a_surrogate_pair_is_read_as_text(tmp_path: Path) -> None:
+    line = {"kind": "model_call", "model": "m", "agent": "a", "messages": [], "response": "\U0001f600 done"}
+    folder = _run_with_trace(tmp_path, (json.dumps(line) + "\n").encode())  # escaped as "\ud83d\ude00"
+    outcome = cli(["trace", "show", str(folder)])
+    assert outcome.code == 0 and "model_call=1" in outcome.out and "warning" not in outcome.err, outcome
 
 
 def test_memory_show_of_a_whole_memory_still_works(tmp_path: Path) -> None:
