@@ -375,6 +375,15 @@ def test_markup_in_a_trace_is_shown_as_text(tmp_path: Path) -> None:
     assert outcome.code == 0 and "[red]x[/blue]" in outcome.out, outcome
 
 
+def test_a_report_of_a_run_whose_config_holds_a_lone_surrogate_is_written(tmp_path: Path) -> None:
+    folder = _run_with_trace(tmp_path, b"")
+    (folder / "config.json").write_text('{"command": "ask", "query": "\\ud800 <b>"}')  # JSON, but no text
+    outcome = cli(["report", str(folder), "-o", str(tmp_path / "page.html")])
+    assert outcome.code == 0, outcome
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert "\\ud800 \\u003cb\\u003e" in page  # escaped in the page's JSON, as JSON.parse reads it back
+
+
 def test_a_character_escaped_as_a_surrogate_pair_is_read_as_text(tmp_path: Path) -> None:
     line = {"kind": "model_call", "model": "m", "agent": "a", "messages": [], "response": "\U0001f600 done"}
     folder = _run_with_trace(tmp_path, (json.dumps(line) + "\n").encode())  # escaped as "\ud83d\ude00"

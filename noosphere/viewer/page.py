@@ -23,7 +23,8 @@ SCRIPTS = ("dom.js", "model.js", "timeline.js", "workspace.js", "society.js", "m
 """Inlined in this order: helpers first, `app.js` (which boots the page) last."""
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_UNSAFE = re.compile("[<>&\u2028\u2029]")
+_UNSAFE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+"""What is escaped; a lone surrogate too (a run's config.json may hold `"\\ud800"`): UTF-8 cannot write it."""
 
 
 def _static(name: str) -> str:
@@ -33,7 +34,7 @@ def _static(name: str) -> str:
 def embed_json(data: Any) -> str:
     """JSON that is safe inside a <script> element (the escapes keep it valid JSON)."""
     text = json.dumps(finite(data), ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
-    return _UNSAFE.sub(lambda match: _ESCAPES[match.group()], text)
+    return _UNSAFE.sub(lambda match: _ESCAPES.get(match.group(), f"\\u{ord(match.group()):04x}"), text)
 
 
 def render(data: dict[str, Any]) -> str:
