@@ -39,7 +39,7 @@ from typing import Any
 from noosphere.bench.games import MEMORY_MODES
 from noosphere.bench.script_args import at_least_one
 from noosphere.envs import Environment
-from noosphere.errors import UsageError
+from noosphere.errors import NoosphereError, UsageError
 from noosphere.llm import Model
 from noosphere.llm.registry import DEFAULT_MODEL, open_model
 from noosphere.llm.types import Request
@@ -137,9 +137,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--data is ALFWorld's folder; --env textworld generates its games")
     try:
         measure(args)
-    except UsageError as exc:
+    except NoosphereError as exc:  # a usage error (exit 2) or a fault while the games play (exit 1), as the CLI
         print(f"game_step_cost: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(2 if isinstance(exc, UsageError) else 1) from None
 
 
 def measure(args: argparse.Namespace) -> None:

@@ -16,6 +16,7 @@ import pytest
 from noosphere.bench import games as games_bench
 from noosphere.bench.game_figures import outcomes_by_type, success_interval, write_transition_pair
 from noosphere.envs import Reset, Step
+from noosphere.errors import ContextOverflowError
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.llm.types import Request
 from noosphere.runs import Run
@@ -309,6 +310,24 @@ def test_game_step_cost_refuses_bad_input_in_one_line_before_making_games(
     err = capsys.readouterr().err
     assert exited.value.code == 2 and made == [] and "Traceback" not in err
     assert says in err.strip().splitlines()[-1]
+
+
+def test_game_step_cost_tells_a_fault_while_the_games_play_in_one_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A model that fails mid-game (a prompt past its context window, a provider down) was a traceback."""
+    step_cost = script("game_step_cost")
+
+    async def overflowing(*_: Any, **__: Any) -> None:
+        raise ContextOverflowError("scripted", 5000, 400, 4096)
+
+    monkeypatch.setattr(step_cost, "games", lambda *_: [])
+    monkeypatch.setattr(step_cost, "play", overflowing)
+    with pytest.raises(SystemExit) as exited:
+        step_cost.main(["--model", "scripted"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 1 and "Traceback" not in err
+    assert err.strip().splitlines() == ["game_step_cost: error: scripted: prompt of 5000 tokens plus 400 output "
+                                        "tokens exceeds the context window of 4096"]
 
 
 # ---------------------------------------------------------------- the viewer, in Chromium
