@@ -135,11 +135,26 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.data is not None and args.env != "alfworld":
         parser.error("--data is ALFWorld's folder; --env textworld generates its games")
+    if (unused := unused_options(args)) is not None:
+        parser.error(unused)
     try:
         measure(args)
     except NoosphereError as exc:  # a usage error (exit 2) or a fault while the games play (exit 1), as the CLI
         print(f"game_step_cost: error: {exc}", file=sys.stderr)
         raise SystemExit(2 if isinstance(exc, UsageError) else 1) from None
+
+
+def unused_options(args: argparse.Namespace) -> str | None:
+    """An option given that the run would not use (its figures would be measured without it, silently), said as
+    the bench commands say it; None when every option given is used."""
+    if args.system != "metaagent":
+        for option, value, default, lacks in (("--memory", args.memory, "none", "keeps no memory"),
+                                              ("--planner-view", args.planner_view, "team", "has no planner")):
+            if value != default:
+                return f"{option} {value} is the meta-agent's; --system {args.system} {lacks}"
+    if args.picks != "usual" and args.model != "scripted":
+        return f"--picks {args.picks} is how the scripted stand-in picks; --model {args.model} picks for itself"
+    return None
 
 
 def measure(args: argparse.Namespace) -> None:

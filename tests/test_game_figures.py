@@ -296,7 +296,13 @@ def test_the_scripted_stand_in_answers_every_call_in_form() -> None:
     (["--games", "-1"], "argument --games: -1 must be 1 or more"),
     (["--model", "nosuch"], "error: unknown model id 'nosuch'"),
     (["--model", "scripted", "--data", "/nonexistent/alfworld"], "error: no data at /nonexistent/alfworld"),
-], ids=["no game", "no action", "games below zero", "unknown model", "alfworld data given"])
+    (["--system", "react", "--memory", "both"], "--memory both is the meta-agent's; --system react keeps no memory"),
+    (["--system", "react", "--planner-view", "percept"],
+     "--planner-view percept is the meta-agent's; --system react has no planner"),
+    (["--picks", "random", "--model", "litellm:openai/gpt-4o"],
+     "--picks random is how the scripted stand-in picks; --model litellm:openai/gpt-4o picks for itself"),
+], ids=["no game", "no action", "games below zero", "unknown model", "alfworld data given", "react with memory",
+        "react with a planner view", "a real model with picks"])
 def test_game_step_cost_refuses_bad_input_in_one_line_before_making_games(
         given: list[str], says: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """`--games 0` compiled games then crashed on a NaN, `--games -1` played 3, an unknown model was a traceback after
