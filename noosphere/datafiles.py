@@ -197,11 +197,14 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _lone_surrogate(raw: bytes, value: Any) -> bool:
-    """Whether the JSON value read from `raw` holds a lone surrogate: `"\\ud800"` is JSON, but the string it reads
-    as cannot be written as UTF-8 again (by a terminal, a page or a trace), so the line is no text. A pair of
-    escapes that makes one character is text."""
-    if not _SURROGATE_ESCAPE.search(raw):
-        return False
+    """Whether the JSON value read from `raw` holds a lone surrogate (looked for only where `raw` escapes one)."""
+    return bool(_SURROGATE_ESCAPE.search(raw)) and lone_surrogate(value)
+
+
+def lone_surrogate(value: Any) -> bool:
+    """Whether a value read from JSON holds a lone surrogate: `"\\ud800"` is JSON, but the string it reads as
+    cannot be written as UTF-8 again (by a terminal, a page, a prompt's digest or a trace), so it is no text. A pair
+    of escapes that makes one character is text."""
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:

@@ -468,10 +468,18 @@ def _steps_not_json(path: Path) -> None:
         db.commit()
 
 
+def _steps_not_text(path: Path) -> None:
+    """JSON, but with a lone surrogate: the first prompt recalling the episode was a traceback, mid-run."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("UPDATE episodes SET steps = '[[0, \"look\", \"a \\ud800 room\", \"\"]]'")
+        db.commit()
+
+
 @pytest.mark.parametrize(("version", "damage", "says"), [
     (7, None, ("memory.sqlite", "another version of noosphere")),
     (None, _steps_not_json, ("memory.sqlite", "row id=1", "column 'steps' is not JSON")),
-], ids=["format 7", "steps not JSON"])
+    (None, _steps_not_text, ("memory.sqlite", "row id=1", "column 'steps' holds a lone surrogate")),
+], ids=["format 7", "steps not JSON", "steps not text"])
 @pytest.mark.parametrize("command", ["resume", "together"])
 def test_resuming_a_run_whose_memory_is_from_another_version_changes_nothing(
         command: str, version: int | None, damage: Any, says: tuple[str, ...], tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
-from noosphere.datafiles import describe
+from noosphere.datafiles import describe, lone_surrogate
 from noosphere.errors import DataError, UsageError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -141,6 +141,9 @@ def _check_table(db: sqlite3.Connection, path: Path, table: str, columns: tuple[
                 data[name] = json.loads(data[name]) if isinstance(data[name], str | bytes) else data[name]
             except (ValueError, RecursionError):
                 raise DataError(f"{where}: column {name!r} is not JSON", source=str(path)) from None
+            if lone_surrogate(data[name]):  # JSON, but no text: the prompt that recalls it could not be sent
+                raise DataError(f"{where}: column {name!r} holds a lone surrogate (an escape such as \\ud800 that "
+                                "names no character), not text", source=str(path))
         try:
             ROWS[table].model_validate(data)
         except ValidationError as exc:
