@@ -621,6 +621,37 @@ def test_resuming_a_run_whose_config_lacks_a_key_changes_nothing(command: str, s
     assert snapshot(tmp_path) == before  # the model never opened, the result not rewritten as failed
 
 
+@pytest.mark.parametrize("command", ["resume", "together"])
+@pytest.mark.parametrize(("edit", "says"), [
+    ({"per_challenge": "1"}, "key 'per_challenge': Input should be a valid integer (got \"1\")"),
+    ({"per_challenge": 0}, "key 'per_challenge': Input should be greater than or equal to 1 (got 0)"),
+    ({"max_actions": "3"}, "key 'max_actions': Input should be a valid integer"),
+    ({"k": "4"}, "key 'k': Input should be a valid integer"),
+    ({"limit": -1}, "key 'limit': Input should be greater than or equal to 1 (got -1)"),
+    ({"memory": None}, "key 'memory': Input should be a valid string (got null)"),
+    ({"challenges": [1]}, "key 'challenges[0]': Input should be a valid string (got 1)"),
+    ({"games_dir": 5}, "key 'games_dir': Input should be a valid string (got 5)"),
+    ({"judge": True, "margin": "x"}, "key 'margin': Input should be a valid number"),
+], ids=["per_challenge a string", "per_challenge 0", "max_actions a string", "k a string", "limit -1",
+        "memory null", "a challenge a number", "games_dir a number", "margin a string"])
+def test_resuming_a_run_whose_config_holds_a_setting_no_option_gives_changes_nothing(
+        command: str, edit: dict[str, Any], says: str, tmp_path: Path) -> None:
+    """Each was a traceback (some mid-run, after the model opened), or a run no option makes: `per_challenge` 0
+    played no game and ended ok, `limit` -1 every game but the last."""
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    made = cli(["bench", "textworld", "--memory", "episodic", "--per-challenge", "1", "--games-dir",
+                str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    config_file = run_dir / "config.json"
+    config_file.write_text(json.dumps({**json.loads(config_file.read_text()), **edit}))  # edited by hand
+    before = snapshot(tmp_path)
+    args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
+            else ["bench", "together", str(run_dir)])
+    refused(cli(args), f"the run's config.json: {says}", "make a new run with `noosphere bench textworld`")
+    assert snapshot(tmp_path) == before  # the model never opened, the result not rewritten as failed
+
+
 def test_an_alfworld_config_without_its_games_per_type_is_refused_before_its_games_are_read() -> None:
     from noosphere.cli.bench_games import check_alfworld
     from noosphere.errors import UsageError

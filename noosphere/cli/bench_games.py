@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from noosphere.bench import games as games_bench
 from noosphere.bench.game_figures import write_game_figures
@@ -27,6 +28,7 @@ from noosphere.cli.bench_run import (
     with_option_group,
 )
 from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
+from noosphere.datafiles import describe
 from noosphere.envs.alfworld import DEFAULT_SPLIT, data_split
 from noosphere.envs.textworld_games import CHALLENGES
 from noosphere.errors import UnknownNameError, UsageError
@@ -163,9 +165,48 @@ SAVED_KEYS = {"alfworld": ("per_type",), "textworld": ("tier", "per_challenge", 
 """What a game run's config must hold beside `GameOptions`' keys, by benchmark: every one a new run saves."""
 
 
+class SavedGameRun(BaseModel):
+    """The type and bounds of each setting a game run's config may hold, as the options that set it take them (a
+    missing one is `check_keys`' to tell). A hand-edited value of another type was a traceback, some only mid-run;
+    one out of bounds played a run no option makes (`per_challenge` 0: no game, and the run ended ok)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    system: str = "metaagent"
+    memory: str = "none"
+    retrieve: str = "random"
+    k: int = Field(DEFAULT_K, ge=0)
+    max_actions: int = Field(50, ge=1)
+    limit: int | None = Field(None, ge=1)
+    graph: dict[str, Any] | None = None
+    judge: bool = False
+    margin: float | None = Field(None, ge=0.0, lt=1.0)
+    candidates: int = Field(3, ge=1)
+    trials: int = Field(3, ge=1)
+    planner_view: str | None = None
+    focus: str | None = None
+    recall_view: str | None = None
+    recall_at: str | None = None
+    embedder: str | None = None
+    tier: int = Field(1, ge=1, le=3)
+    per_challenge: int = Field(1, ge=1)
+    challenges: list[str] | None = None
+    games_dir: str = ""
+    per_type: int | None = Field(None, ge=1)
+    data: str | None = None
+    demo: bool = False
+    split: str | None = None
+
+
 def check_keys(saved: dict[str, Any], benchmark: str) -> None:
-    """A saved config (hand-edited, or from an older noosphere) that lacks a key the run reads is one line naming
-    them all, before the model opens; a new run's config has them all."""
+    """A saved config (hand-edited, or from an older noosphere) that holds a setting of the wrong type or out of
+    its option's bounds, or lacks a key the run reads, is one line (the missing keys all named), before the model
+    opens; a new run's config has them all, as its options made them."""
+    try:
+        SavedGameRun.model_validate(saved)
+    except ValidationError as exc:
+        raise UsageError(f"the run's config.json: {describe(exc, 'a game run config')} (edited by hand, or written "
+                         f"by another version of noosphere): correct it, or make a new run with `noosphere bench "
+                         f"{benchmark}`") from None
     needed = ["system", "max_actions", *SAVED_KEYS[benchmark]]
     if saved.get("system", "metaagent") == "metaagent":
         needed.append("memory")
