@@ -177,6 +177,10 @@ def test_memory_cli_shows_and_resets_a_folder(tmp_path: Path) -> None:
     assert code == 0 and MemoryStore(tmp_path).episodes() == []
     code, _, err = invoke(["memory", "show", str(tmp_path / "nowhere")])
     assert code == 2 and "no memory at" in err
+    run = tmp_path / "run"  # a run folder named in place of its memory folder is pointed there
+    MemoryStore(run / "memory").add_concept(RULES[0], "g")
+    code, _, err = invoke(["memory", "show", str(run)])
+    assert code == 2 and f"a run keeps its memory in {run / 'memory'}" in err, err
 
 
 def test_recalled_episodes_fit_a_character_budget_keeping_how_they_began_and_ended() -> None:

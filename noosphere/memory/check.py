@@ -62,7 +62,9 @@ def check_memory(folder: Path) -> Path:
     column that is wrong."""
     path = folder / "memory.sqlite"
     if not path.is_file():
-        raise UsageError(f"no memory at {folder} (expected {path})")
+        hint = (f"; a run keeps its memory in {folder / 'memory'}"
+                if (folder / "memory" / "memory.sqlite").is_file() else "")
+        raise UsageError(f"no memory at {folder} (expected {path}){hint}")
     with path.open("rb") as handle:
         header = handle.read(len(SQLITE_HEADER))
     if not header:
