@@ -53,12 +53,37 @@ def test_length_normalisation_is_named_and_changes_the_ranking() -> None:
     (["Yes"], "at least two"),
     ("Yes", "not one string"),
     (["Yes", 3], "must be strings"),
+    (None, "list of strings, not NoneType"),
+    (3, "list of strings, not int"),
+    (b"Yes", "not one string"),
 ])
 async def test_bad_option_sets_are_refused_before_any_call(options: Any, match: str) -> None:
     model, backend, _ = scripted([], scorer=scorer_of({}))
     with pytest.raises(UsageError, match=match):
         await model.score_options("q", options)
     assert backend.score_history == []
+
+
+@pytest.mark.parametrize(("arguments", "match"), [
+    ({"method": "verbal"}, "unknown scoring method 'verbal'"),
+    ({"method": "first_token"}, "unknown scoring method"),
+    ({"fallback": "verbal"}, "unknown fallback 'verbal'"),
+    ({"prefix": None}, "prefix must be a string"),
+    ({"prefix": 3}, "prefix must be a string"),
+    ({"samples": 0}, "at least 1, not 0"),
+    ({"method": "samples", "samples": -2}, "at least 1, not -2"),
+    ({"method": "samples", "samples": 2.5}, "whole number, not float"),
+    ({"method": "samples", "samples": "3"}, "whole number, not str"),
+    ({"method": "samples", "samples": True}, "whole number, not bool"),
+])
+async def test_bad_scoring_arguments_are_refused_before_any_call_never_read_as_another(arguments: dict[str, Any],
+                                                                                       match: str) -> None:
+    model, backend, trace = scripted(lambda request: {"answer": "a"}, scorer=scorer_of({}))
+    with pytest.raises(UsageError, match=match):
+        await model.score_options("q", ["a", "b"], **arguments)
+    with pytest.raises(UsageError, match=match):
+        model.check_scoring(["a", "b"], **{k: v for k, v in arguments.items()})
+    assert backend.score_history == [] and backend.history == [] and not trace.of_kind("options_scored")
 
 
 async def test_unknown_normalisation_is_refused() -> None:

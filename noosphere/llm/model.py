@@ -36,6 +36,7 @@ from noosphere.llm.scoring import (
     check_first_tokens,
     check_logprobs,
     check_options,
+    check_scoring_arguments,
     choice_instruction,
     from_counts,
     from_logprobs,
@@ -153,11 +154,13 @@ class Model:
 
     def check_scoring(self, options: list[str] | tuple[str, ...], *, prefix: str = "", normalise: Normalise = "sum",
                       method: Literal["logprob", "samples"] = "logprob",
-                      fallback: Literal["error", "samples"] = "error") -> tuple[str, ...]:
-        """What `score_options` refuses before any call, whatever the prompt: bad options, a prefix where the
-        scores are sampled or the provider scores only a first token, a model that cannot score without
-        `fallback="samples"`, options a first token cannot tell apart. A run that scores fixed options calls it
-        before it starts, so that it is refused before its folder exists. Returns the options as a tuple."""
+                      fallback: Literal["error", "samples"] = "error", samples: int = 8) -> tuple[str, ...]:
+        """What `score_options` refuses before any call, whatever the prompt: bad options, an unknown method or
+        fallback, a prefix that is no string or is given where the scores are sampled or the provider scores only a
+        first token, fewer than one sample, a model that cannot score without `fallback="samples"`, options a first
+        token cannot tell apart. A run that scores fixed options calls it before it starts, so that it is refused
+        before its folder exists. Returns the options as a tuple."""
+        check_scoring_arguments(prefix, method, fallback, samples)
         option_tuple = check_options(options, normalise)
         sampled = method == "samples" or not self.capabilities.logprobs
         if sampled and prefix:
@@ -187,7 +190,7 @@ class Model:
         `method="samples"` estimates them that way even where the model could score them.
         """
         option_tuple = self.check_scoring(options, prefix=prefix, normalise=normalise, method=method,
-                                          fallback=fallback)
+                                          fallback=fallback, samples=samples)
         request = ScoreRequest(as_messages(messages), option_tuple, prefix, agent)
         missing = self.capabilities.missing(request.needs())
         if missing:

@@ -27,6 +27,9 @@ from noosphere.errors import ModelError, UsageError
 Normalise = Literal["sum", "mean"]
 Method = Literal["logprob", "first_token", "samples"]
 NORMALISATIONS: tuple[str, ...] = ("sum", "mean")
+SCORE_METHODS: tuple[str, ...] = ("logprob", "samples")
+"""What `Model.score_options` takes as `method` (`first_token` is what a provider's scores turn out to be)."""
+FALLBACKS: tuple[str, ...] = ("error", "samples")
 YES, NO = "Yes", "No"
 
 
@@ -63,9 +66,12 @@ def check_options(options: tuple[str, ...] | list[str], normalise: str) -> tuple
     """Refuse, before any call, an option set that cannot be scored."""
     if normalise not in NORMALISATIONS:
         raise UsageError(f"unknown normalisation {normalise!r}; use one of {', '.join(NORMALISATIONS)}")
-    if isinstance(options, str):
+    if isinstance(options, str | bytes):
         raise UsageError("options must be a list of strings, not one string")
-    options = tuple(options)
+    try:
+        options = tuple(options)
+    except TypeError:
+        raise UsageError(f"options must be a list of strings, not {type(options).__name__}") from None
     if len(options) < 2:
         raise UsageError(f"score at least two options (got {len(options)})")
     for option in options:
@@ -79,6 +85,22 @@ def check_options(options: tuple[str, ...] | list[str], normalise: str) -> tuple
             raise UsageError(f"option {option!r} is listed twice; options must be distinct")
         seen.add(option)
     return options
+
+
+def check_scoring_arguments(prefix: object, method: object, fallback: object, samples: object) -> None:
+    """Refuse, before any call, what `score_options` takes besides the options that no call could use: a prefix
+    that is no string, a method or fallback that is none of the known ones (never read as another), a number of
+    samples that is no whole number of at least 1 (checked even where no sample is drawn: it is a mistake)."""
+    if not isinstance(prefix, str):
+        raise UsageError(f"prefix must be a string, not {type(prefix).__name__}: {prefix!r}")
+    if method not in SCORE_METHODS:
+        raise UsageError(f"unknown scoring method {method!r}; use one of {', '.join(SCORE_METHODS)}")
+    if fallback not in FALLBACKS:
+        raise UsageError(f"unknown fallback {fallback!r}; use one of {', '.join(FALLBACKS)}")
+    if isinstance(samples, bool) or not isinstance(samples, int):
+        raise UsageError(f"samples must be a whole number, not {type(samples).__name__}: {samples!r}")
+    if samples < 1:
+        raise UsageError(f"samples must be at least 1, not {samples}")
 
 
 def softmax(scores: list[float]) -> tuple[float, ...]:
