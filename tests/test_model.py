@@ -136,6 +136,23 @@ async def test_capabilities_fail_fast_before_any_call(tmp_path) -> None:
     assert backend.history == []
 
 
+@pytest.mark.parametrize(("messages", "match"), [
+    ([], "no messages"),
+    ((), "no messages"),
+    (None, "not NoneType"),
+    ({"role": "user", "content": "hi"}, "not dict"),
+    (["hi"], "must be Messages, not str"),
+    ([Message.user("hi"), None], "must be Messages, not NoneType"),
+])
+async def test_messages_that_are_no_messages_are_refused_before_any_call(messages: object, match: str) -> None:
+    model, backend, _ = scripted(["ok"], scorer=lambda request: [1.0] * len(request.options))
+    with pytest.raises(UsageError, match=match):
+        await model.complete(messages)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=match):
+        await model.score_options(messages, ["Yes", "No"])  # type: ignore[arg-type]
+    assert backend.history == [] and backend.score_history == []
+
+
 async def test_media_is_hashed_not_copied_into_trace(tmp_path) -> None:
     image = tmp_path / "cat.png"
     image.write_bytes(b"\x89PNG fake image bytes")

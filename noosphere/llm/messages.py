@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from noosphere.errors import UsageError
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -97,9 +99,18 @@ class Message:
 
 
 def as_messages(prompt: str | Message | list[Message] | tuple[Message, ...]) -> tuple[Message, ...]:
-    """Accept a bare string as one user message, for convenience at the top level."""
+    """Accept a bare string as one user message, for convenience at the top level. Anything else that is no
+    non-empty sequence of `Message`s is a `UsageError` before any call (a model asked nothing, or a dict, a None
+    or a bare string among the messages, failed later with a TypeError or an AttributeError, or was asked)."""
     if isinstance(prompt, str):
         return (Message.user(prompt),)
     if isinstance(prompt, Message):
         return (prompt,)
+    if not isinstance(prompt, list | tuple):
+        raise UsageError(f"messages must be a string, a Message or a list of Messages, not {type(prompt).__name__}")
+    if not prompt:
+        raise UsageError("no messages: give the model a prompt")
+    for message in prompt:
+        if not isinstance(message, Message):
+            raise UsageError(f"messages must be Messages, not {type(message).__name__}: {message!r:.80}")
     return tuple(prompt)
