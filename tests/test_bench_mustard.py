@@ -145,3 +145,14 @@ def test_stm_samples_outside_the_verbal_ctm_are_refused_before_a_run_folder(data
     assert code == 2 and "--stm-samples" in err
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     assert opener.backend.history == []
+
+
+@pytest.mark.parametrize("threshold", ["nan", "-1"])
+def test_a_threshold_no_confidence_can_be_compared_with_is_refused_before_a_run_folder(data: Path, tmp_path: Path,
+                                                                                     threshold: str) -> None:
+    opener = opener_for(ctm_script)
+    code, _, err = invoke(["bench", "mustard", "--threshold", threshold, "--data", str(data), "--out",
+                           str(tmp_path / "runs"), "--no-cache", "--quiet"], opener)
+    assert code == 2 and "threshold must be a confidence" in err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    assert opener.backend.history == []

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
+from typing import Any
 
 import pytest
 
-from noosphere.errors import CapabilityError, UnknownNameError
+from noosphere.errors import CapabilityError, UnknownNameError, UsageError
 from noosphere.llm import Capabilities, Model, ScriptedBackend
 from noosphere.trace import Trace
 from noosphere.workspace import (
@@ -194,6 +195,28 @@ def test_ablations(ablation: str, check) -> None:
 def test_unknown_ablation_suggests() -> None:
     with pytest.raises(UnknownNameError, match="no_fusion"):
         WorkspaceSettings(ablations=frozenset({"no_fusoin"}))
+
+
+@pytest.mark.parametrize(("settings", "match"), [
+    ({"max_concurrency": 0}, "max_concurrency must be at least 1"),  # hung: a semaphore of 0 lets no call in
+    ({"max_concurrency": -1}, "max_concurrency must be at least 1"),
+    ({"max_iterations": 2.5}, "max_iterations must be a whole number"),
+    ({"max_iterations": True}, "max_iterations must be a whole number"),
+    ({"threshold": float("nan")}, "threshold must be a confidence"),  # no confidence reached it: ran silently
+    ({"threshold": float("inf")}, "threshold must be a confidence"),
+    ({"threshold": -0.5}, "threshold must be a confidence"),
+    ({"threshold": "0.8"}, "threshold must be a number"),
+    ({"seed": 1.5}, "seed must be a whole number"),
+    ({"competition": "best"}, "unknown competition 'best'"),  # a KeyError after the first bids
+    ({"ablations": "no_fusion"}, "not one string"),
+])
+def test_settings_a_run_would_hang_fail_or_ignore_are_refused_at_once(settings: dict[str, Any], match: str) -> None:
+    with pytest.raises(UsageError, match=match):
+        WorkspaceSettings(**settings)
+
+
+def test_a_threshold_above_one_is_allowed_and_never_stops_the_loop_early() -> None:
+    assert WorkspaceSettings(threshold=1.01).threshold == 1.01
 
 
 def test_failing_processor_forfeits_and_the_run_goes_on() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from noosphere.errors import UnknownNameError, UsageError
 from noosphere.observation import Observation
 from noosphere.trace import Trace
 from noosphere.workspace.chunk import Chunk
-from noosphere.workspace.competition import CompetitionMethod, compete
+from noosphere.workspace.competition import COMPETITIONS, CompetitionMethod, compete
 from noosphere.workspace.events import (
     ChunkProduced,
     CompetitionHeld,
@@ -78,13 +79,33 @@ class WorkspaceSettings:
     examples) is its own and stays either way."""
 
     def __post_init__(self) -> None:
+        """Refuse at once what a run would otherwise fail on after its first calls (an unknown competition, a
+        threshold or a count of the wrong type), hang on (no concurrency at all) or take silently (a NaN
+        threshold, which no confidence reaches). A threshold above 1 is allowed: the loop then never stops early."""
+        if isinstance(self.ablations, str):
+            raise UsageError(f"ablations must be a set of names, not one string {self.ablations!r}")
         for name in self.ablations:
             if name not in ABLATIONS:
                 raise UnknownNameError("ablation", name, ABLATIONS)
-        if self.max_iterations < 1:
-            raise UsageError("max_iterations must be at least 1")
+        _check_count("max_iterations", self.max_iterations)
+        _check_count("max_concurrency", self.max_concurrency)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise UsageError(f"seed must be a whole number, not {self.seed!r}")
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, int | float):
+            raise UsageError(f"threshold must be a number, not {self.threshold!r}")
+        if not math.isfinite(self.threshold) or self.threshold < 0:
+            raise UsageError(f"threshold must be a confidence of 0 or more, not {self.threshold}")
+        if self.competition not in COMPETITIONS:
+            raise UnknownNameError("competition", str(self.competition), COMPETITIONS)
         if self.scores not in SCORE_SOURCES:
             raise UnknownNameError("score source", self.scores, SCORE_SOURCES)
+
+
+def _check_count(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{name} must be a whole number, not {value!r}")
+    if value < 1:
+        raise UsageError(f"{name} must be at least 1, not {value}")
 
 
 @dataclass(frozen=True)
