@@ -325,6 +325,11 @@ def test_an_unreachable_endpoint_is_a_warning_and_the_run_goes_on(tmp_path: Path
 @pytest.mark.parametrize(("args", "said"), [
     (["--otel", "localhost:4318"], "an OTLP endpoint is an http(s) URL"),
     (["--otel", "ftp://example.org"], "an OTLP endpoint is an http(s) URL"),
+    (["--otel", "http://[::1"], "an OTLP endpoint is an http(s) URL"),  # a ValueError's traceback before
+    (["--otel", "http://localhost:99999"], "an OTLP endpoint is an http(s) URL"),  # a warning, and the run went on
+    (["--otel", "http://localhost:port"], "an OTLP endpoint is an http(s) URL"),
+    (["--otel", "http://:4318"], "an OTLP endpoint is an http(s) URL"),
+    (["--otel", "http://a host:4318"], "an OTLP endpoint is an http(s) URL"),
 ])
 def test_a_malformed_endpoint_is_a_usage_error_before_any_run(tmp_path: Path, args: list[str], said: str) -> None:
     code, _, err = invoke([*CTM_ARGS, "--out", str(tmp_path), *args], opener_of(ctm_script))

@@ -32,12 +32,22 @@ Warn = Callable[[str], None]
 
 
 def traces_url(endpoint: str) -> str:
-    """The OTLP/HTTP traces URL of an endpoint given as its base (`http://127.0.0.1:4318`) or in full."""
-    parsed = urlparse(endpoint.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+    """The OTLP/HTTP traces URL of an endpoint given as its base (`http://127.0.0.1:4318`) or in full. One that no
+    request could reach (no host, a port that is no port, a space, an unclosed IPv6 bracket) is a usage error
+    before any run, not a warning once the run has started (nor, for the bracket, a ValueError)."""
+    if not _well_formed(endpoint.strip()):
         raise UsageError(f"an OTLP endpoint is an http(s) URL such as http://127.0.0.1:4318, not {endpoint!r}")
     base = endpoint.strip().rstrip("/")
     return base if base.endswith(TRACES_PATH) else base + TRACES_PATH
+
+
+def _well_formed(url: str) -> bool:
+    try:
+        parsed = urlparse(url)
+        parsed.port  # noqa: B018 -- a ValueError for a port that is not a number from 0 to 65535
+    except ValueError:
+        return False
+    return parsed.scheme in ("http", "https") and bool(parsed.hostname) and not any(c.isspace() for c in url)
 
 
 def unreachable(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
