@@ -486,12 +486,33 @@ def test_serve_without_its_extra_says_how_to_install_it(tmp_path: Path, monkeypa
     assert code == 2 and 'need uvicorn; install it with: pip install -e ".[serve]"' in err
 
 
-def test_serve_says_when_the_port_is_taken(tmp_path: Path) -> None:
+def counting_opener() -> Any:
+    """A scripted opener that keeps the ids it was asked to open (a local model's weights load there)."""
+    inner = scripted_opener([])
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        opener.opened.append(model_id)  # type: ignore[attr-defined]
+        return inner(model_id, **kwargs)
+
+    opener.opened = []  # type: ignore[attr-defined]
+    return opener
+
+
+def test_serve_says_when_the_port_is_taken_before_any_model_loads(tmp_path: Path) -> None:
+    opener = counting_opener()
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
-        code, _, err = invoke(["serve", "--port", str(port), "--no-cache", "--out", str(tmp_path)],
-                              scripted_opener([]))
+        code, _, err = invoke(["serve", "--port", str(port), "--no-cache", "--out", str(tmp_path)], opener)
     assert code == 2 and f"cannot listen on 127.0.0.1:{port}" in err
+    assert opener.opened == []  # the model loaded first, minutes for a local one, before the port was tried
+
+
+def test_serve_says_when_the_host_is_no_address_before_any_model_loads(tmp_path: Path) -> None:
+    opener = counting_opener()
+    code, _, err = invoke(["serve", "--host", "999.1.1.1", "--api-key", KEY, "--no-cache", "--out", str(tmp_path)],
+                          opener)
+    assert code == 2 and "cannot listen on 999.1.1.1:8000" in err and "Traceback" not in err
+    assert opener.opened == []
 
 
 def test_the_command_serves_until_ctrl_c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

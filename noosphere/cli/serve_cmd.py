@@ -83,9 +83,13 @@ def add_serve(app: typer.Typer, opener: ModelOpener) -> None:
             max_body_bytes=max(1_000_000, 8 * max_prompt_chars), on_disconnect=on_disconnect,  # type: ignore[arg-type]
             on_run=exporter.attach if exporter is not None else None))
         console = Console(emoji=False)
-        with console.status(f"loading {model}"):
-            service.open_models()
-        sock = listening_socket(host, port)
+        sock = listening_socket(host, port)  # before the models load: a taken port or bad host is said at once
+        try:
+            with console.status(f"loading {model}"):
+                service.open_models()
+        except BaseException:
+            sock.close()
+            raise
         names = ", ".join(service.systems)
 
         def announce(url: str) -> None:
