@@ -225,7 +225,10 @@ def test_ask_ctm_whose_every_processor_forfeits_answers_that_it_has_none(tmp_pat
     (["", "--system", "base"], "the QUERY is empty"),
     (["   ", "--system", "ctm"], "the QUERY is empty"),
     (["q", "--system", "nosuch"], "Known: base, ctm, society"),
-], ids=["empty", "blank", "unknown system"])
+    # a byte that is no UTF-8, as a shell passes it: a traceback writing the trace, the run folder left behind
+    ([b"hi \xff there".decode("utf-8", "surrogateescape"), "--system", "base"],
+     "the argument 'hi \\xff there' is not UTF-8 text"),
+], ids=["empty", "blank", "unknown system", "not utf-8"])
 def test_ask_refuses_before_a_folder_or_a_call(args: list[str], says: str, tmp_path: Path) -> None:
     backend = ScriptedBackend(lambda request: pytest.fail("a model call"))
     code, _, err = invoke(["ask", *args, "--out", str(tmp_path / "runs")], lambda model_id, **kw: Model(backend, **kw))

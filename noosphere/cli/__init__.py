@@ -38,10 +38,30 @@ def make_app(opener: ModelOpener = open_model) -> typer.Typer:
     return app
 
 
+def check_arguments(args: Sequence[str]) -> None:
+    """Arguments that are no UTF-8 text (bytes the shell passed through, which Python keeps as lone surrogates) are
+    refused before anything runs: a run keeps its arguments in its UTF-8 trace, which could not be written (a
+    traceback, with the run folder left behind)."""
+    for arg in args:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f"the argument '{_shown(arg)}' is not UTF-8 text; give it in UTF-8") from None
+
+
+def _shown(arg: str) -> str:
+    """The argument as typed, its stray bytes as \\xNN."""
+    try:
+        return arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no byte became (a Python caller's string)
+        return arg.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def run(app: typer.Typer, args: Sequence[str], *, stderr: Console | None = None) -> int:
     """Run the CLI and return its exit code, turning noosphere errors into one clear line."""
     stderr = stderr or Console(stderr=True, emoji=False)
     try:
+        check_arguments(args)
         returned = app(list(args), standalone_mode=False)
         if isinstance(returned, int):  # typer hands back the code of a `typer.Exit` instead of raising it
             return returned
