@@ -262,6 +262,11 @@ def assert_error(response: httpx.Response, status: int, *, code: str | None = No
 @pytest.mark.parametrize(("body", "param", "says"), [
     (b"{not json", None, "not JSON"),
     (b"[1, 2]", None, "JSON object"),
+    # a lone surrogate escape: a 500 (the trace could not be written) with a run folder left behind
+    (b'{"model": "noosphere-base", "messages": [{"role": "user", "content": "hi \\ud800"}]}', None,
+     "half of a UTF-16 surrogate pair"),
+    (b'{"model": "noosphere-base", "messages": [{"role": "user", "content": "hi"}], "user": "\\udfff"}', None,
+     "half of a UTF-16 surrogate pair"),
     ({"model": "noosphere-base"}, "messages", "Field required"),
     ({"model": "noosphere-base", "messages": "hello"}, "messages", "list"),
     ({"model": "noosphere-base", "messages": []}, "messages", "at least 1"),

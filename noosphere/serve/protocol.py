@@ -121,6 +121,7 @@ class ChatRequest(BaseModel):
             raise Refused(400, f"the request body is not JSON ({exc})") from None
         if not isinstance(data, dict):
             raise Refused(400, "the request body must be a JSON object")
+        _check_text(data)
         try:
             request = cls.model_validate(data)
         except ValidationError as exc:
@@ -154,6 +155,16 @@ class ChatRequest(BaseModel):
                 raise Refused(400, f"not a JSON schema ({type(exc).__name__}: {exc})", param=where) from None
             if schema.get("type") != "object":
                 raise Refused(400, 'the schema of a reply describes an object ("type": "object")', param=where)
+
+
+def _check_text(data: dict[str, Any]) -> None:
+    """A string escape that is half of a UTF-16 pair (`"\\ud800"`): JSON parsers take it, but it is no character, and
+    the run's UTF-8 trace could not hold it (a 500, with the run folder left behind)."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise Refused(400, f"the request body holds {exc.object[exc.start:exc.end]!r}, half of a UTF-16 surrogate "
+                           "pair, which is no character; send text as UTF-8") from None
 
 
 MAX_SCHEMA_DEPTH = 32
