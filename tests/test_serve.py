@@ -290,6 +290,14 @@ def assert_error(response: httpx.Response, status: int, *, code: str | None = No
      "not a JSON schema"),
     ({"model": "noosphere-base", "messages": QUESTION, "response_format": {"type": "json_schema", "json_schema": {
         "name": "x", "schema": nested(150)}}}, "response_format.json_schema.schema", "deeper than 32"),
+    # a $ref to nothing in the schema, or to a schema elsewhere: a 500 once the system had run (jsonschema's
+    # referencing error checking the reply)
+    ({"model": "noosphere-base", "messages": QUESTION, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}}}}},
+     "response_format.json_schema.schema", "$ref '#/$defs/nope' points at nothing"),
+    ({"model": "noosphere-base", "messages": QUESTION, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "object", "properties": {"a": {"$ref": "https://example.org/a.json"}}}}}},
+     "response_format.json_schema.schema", "nothing is fetched"),
 ])
 def test_malformed_bodies_are_400_and_start_no_run(served: tuple[str, Service], body: Any, param: str | None,
                                                    says: str) -> None:

@@ -13,6 +13,7 @@ import json
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import unquote
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -155,6 +156,10 @@ class ChatRequest(BaseModel):
                 raise Refused(400, f"not a JSON schema ({type(exc).__name__}: {exc})", param=where) from None
             if schema.get("type") != "object":
                 raise Refused(400, 'the schema of a reply describes an object ("type": "object")', param=where)
+            ref = _unresolved_ref(schema, schema)
+            if ref is not None:
+                raise Refused(400, f"the schema's $ref {ref!r} points at nothing in it; only references within the "
+                                   "schema (#/$defs/NAME) are followed, nothing is fetched", param=where)
 
 
 def _check_text(data: dict[str, Any]) -> None:
@@ -169,6 +174,41 @@ def _check_text(data: dict[str, Any]) -> None:
 
 MAX_SCHEMA_DEPTH = 32
 """How deeply a reply's schema may nest (objects and lists inside one another); far beyond any reply's shape."""
+
+
+_VALUES = frozenset({"const", "enum", "default", "examples"})
+"""Keywords whose value is data, not a schema: a "$ref" key in it is no reference."""
+
+
+def _unresolved_ref(node: Any, root: dict[str, Any]) -> str | None:
+    """The first `$ref` under `node` that is no JSON pointer into `root` (a remote schema, a name that is not there):
+    the run's check of the reply, and a local model's grammar, would fail on it after the system had run."""
+    if isinstance(node, list):
+        return next((ref for item in node if (ref := _unresolved_ref(item, root)) is not None), None)
+    if not isinstance(node, dict):
+        return None
+    ref = node.get("$ref")
+    if isinstance(ref, str) and not _points_into(root, ref):
+        return ref
+    return next((found for key, value in node.items()
+                 if key not in _VALUES and (found := _unresolved_ref(value, root)) is not None), None)
+
+
+def _points_into(root: dict[str, Any], ref: str) -> bool:
+    if ref == "#":
+        return True
+    if not ref.startswith("#/"):
+        return False
+    target: Any = root
+    for step in ref[2:].split("/"):
+        step = unquote(step).replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and step in target:
+            target = target[step]
+        elif isinstance(target, list) and step.isdigit() and int(step) < len(target):
+            target = target[int(step)]
+        else:
+            return False
+    return True
 
 
 def _depth(value: Any, limit: int = MAX_SCHEMA_DEPTH + 1) -> int:
