@@ -183,6 +183,37 @@ async def test_emulated_tool_calls_are_validated() -> None:
         "const": "get_weather"}
 
 
+class Address(BaseModel):
+    city: str
+    within: Address | None = None
+
+
+async def test_emulated_tool_calls_keep_the_references_of_a_tools_own_definitions() -> None:
+    """A pydantic model's schema refers to its own `$defs`: nested in the reply's schema, those references pointed
+    into the reply's root, where a local model's grammar found nothing (an AssertionError before any token)."""
+    import jsonschema
+
+    from noosphere.llm.gbnf import schema_grammar
+
+    class Letter(BaseModel):
+        to: Address
+
+    send = ToolSpec("send", "send a letter", Letter.model_json_schema())
+    plain = ToolSpec("get_weather", "weather for a city",
+                     {"type": "object", "properties": {"city": {"type": "string"}}})
+    model, backend, _ = scripted(['{"tool_calls": [{"name": "send", "arguments": {"to": {"city": "Oslo", "within": '
+                                  '{"city": "Norway"}}}}]}'])
+    completion = await model.complete("write to Oslo", tools=[send, plain])
+    assert completion.tool_calls[0].arguments == {"to": {"city": "Oslo", "within": {"city": "Norway"}}}
+    schema = backend.history[0].json_schema
+    assert schema is not None and schema_grammar(schema)
+    call = {"name": "send", "arguments": {"to": {"city": "Oslo", "within": {"city": "Norway"}}}}
+    jsonschema.validate({"tool_calls": [call]}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"tool_calls": [{"name": "send", "arguments": {"to": {"city": 3}}}]}, schema)
+    assert schema["properties"]["tool_calls"]["items"]["anyOf"][1]["properties"]["arguments"] == plain.parameters
+
+
 async def test_a_call_without_its_wrapper_is_that_call_and_anything_else_is_asked_again() -> None:
     """`{"name": ..., "arguments": ...}` (or a list of them) is read as the call it is; an object with neither the
     wrapper nor a name is not a decision to call nothing: the model is told and asked again."""

@@ -41,15 +41,47 @@ class ToolCallsOutput(BaseModel):
 
 
 def tool_calls_schema(tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
-    variants = [
-        {"type": "object",
-         "properties": {"name": {"const": tool.name}, "arguments": tool.parameters},
-         "required": ["name", "arguments"]}
-        for tool in tools
-    ]
-    return {"type": "object",
-            "properties": {"tool_calls": {"type": "array", "items": {"anyOf": variants}}},
-            "required": ["tool_calls"]}
+    """The schema of a reply that calls `tools`. A tool whose parameters refer within themselves (`#/$defs/...`, as
+    a pydantic model's schema does) has them kept under the reply's `$defs` and its references moved there with
+    them: nested in the reply's schema as they are, they would point into the reply's root, where a local model's
+    grammar found nothing (an AssertionError) and a schema-checking provider nothing either."""
+    defs: dict[str, Any] = {}
+    variants = []
+    for index, tool in enumerate(tools):
+        arguments = tool.parameters
+        if _has_local_ref(arguments):
+            defs[f"tool{index}"] = _moved_refs(arguments, f"#/$defs/tool{index}")
+            arguments = {"$ref": f"#/$defs/tool{index}"}
+        variants.append({"type": "object", "properties": {"name": {"const": tool.name}, "arguments": arguments},
+                         "required": ["name", "arguments"]})
+    schema: dict[str, Any] = {"type": "object",
+                              "properties": {"tool_calls": {"type": "array", "items": {"anyOf": variants}}},
+                              "required": ["tool_calls"]}
+    return {**schema, "$defs": defs} if defs else schema
+
+
+def _has_local_ref(node: Any) -> bool:
+    if isinstance(node, list):
+        return any(_has_local_ref(item) for item in node)
+    if not isinstance(node, dict):
+        return False
+    ref = node.get("$ref")
+    return (isinstance(ref, str) and ref.startswith("#")) or any(
+        _has_local_ref(value) for key, value in node.items() if key not in ("const", "enum", "default", "examples"))
+
+
+def _moved_refs(node: Any, root: str) -> Any:
+    """`node` with each reference to its own root (`#`, `#/...`) made one to `root` (`#/$defs/tool0`, `...`)."""
+    if isinstance(node, list):
+        return [_moved_refs(item, root) for item in node]
+    if not isinstance(node, dict):
+        return node
+    moved = {key: value if key in ("const", "enum", "default", "examples") else _moved_refs(value, root)
+             for key, value in node.items()}
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#"):
+        moved["$ref"] = root + ref[1:]
+    return moved
 
 
 def tool_instruction(tools: tuple[ToolSpec, ...]) -> str:
