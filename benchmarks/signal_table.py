@@ -37,6 +37,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ from noosphere.bench import gsm8k as gsm_bench
 from noosphere.bench import mustard as mustard_bench
 from noosphere.bench.bfcl_data import CATEGORIES, load_bfcl
 from noosphere.bench.calibration import auroc, auroc_interval
+from noosphere.bench.script_args import at_least_one
 from noosphere.errors import UsageError
 from noosphere.llm import Message, Model, open_model
 from noosphere.llm.scoring import NO, YES
@@ -353,6 +355,8 @@ async def main_async(args: argparse.Namespace) -> None:
     unknown = [task for task in tasks if task not in TASKS]
     if unknown:
         raise UsageError(f"unknown task {unknown[0]!r}: {', '.join(TASKS)}")
+    if not tasks:
+        raise UsageError(f"--tasks names no task: give some of {', '.join(TASKS)}")
     episodes: list[MiniwobEpisode] = []
     if "miniwob" in tasks:  # read and checked before any model call
         if not getattr(args, "miniwob_run", None):
@@ -372,37 +376,42 @@ async def main_async(args: argparse.Namespace) -> None:
     model = open_model(args.model)
     for task in tasks:  # what each task scores, refused before any call or file (mustard its labels, others P(True))
         model.check_scoring(mustard_bench.LABELS if task == "mustard" else (YES, NO))
+    items = {task: task_items(task, args, episodes, game_steps) for task in tasks}  # every task's data, before a call
     out.mkdir(parents=True, exist_ok=True)
+    rowers: dict[str, Callable[[Any], Awaitable[dict[str, Any]]]] = {
+        "mustard": partial(mustard_row, model), "gsm8k": partial(gsm8k_row, model), "bfcl": partial(bfcl_row, model),
+        "miniwob": partial(miniwob_row, model), "textworld": partial(textworld_row, model)}
     table: list[dict[str, Any]] = []
     for task in tasks:
-        if task == "mustard":
-            items: list[Any] = mustard_bench.load_mustard(limit=args.limit_mustard)
-            rows = await run_task(task, items, lambda item: mustard_row(model, item), out, args.parallel)
-        elif task == "gsm8k":
-            items = gsm_bench.load_gsm8k(limit=args.limit_gsm8k)
-            rows = await run_task(task, items, lambda item: gsm8k_row(model, item), out, args.parallel)
-        elif task == "bfcl":
-            items = [item for category in CATEGORIES for item in load_bfcl(category, limit=args.bfcl_per_category)]
-            rows = await run_task(task, items, lambda item: bfcl_row(model, item), out, args.parallel)
-        elif task == "miniwob":
-            rows = await run_task(task, list(episodes), lambda item: miniwob_row(model, item), out, args.parallel)
-        else:
-            rows = await run_task(task, list(game_steps), lambda item: textworld_row(model, item), out, args.parallel)
+        rows = await run_task(task, items[task], rowers[task], out, args.parallel)
         table += signal_rows(task, rows)
         write_table(table, out, model.id)
+
+
+def task_items(task: str, args: argparse.Namespace, episodes: list[MiniwobEpisode],
+               game_steps: list[GameStep]) -> list[Any]:
+    """The items a task scores, loaded (and so checked) before any call: a data file missing for the last task was
+    found only after the first tasks had been scored."""
+    if task == "mustard":
+        return list(mustard_bench.load_mustard(limit=args.limit_mustard))
+    if task == "gsm8k":
+        return list(gsm_bench.load_gsm8k(limit=args.limit_gsm8k))
+    if task == "bfcl":
+        return [item for category in CATEGORIES for item in load_bfcl(category, limit=args.bfcl_per_category)]
+    return list(episodes) if task == "miniwob" else list(game_steps)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", default="gsm8k,bfcl,mustard")
-    parser.add_argument("--limit-mustard", type=int, default=200)
-    parser.add_argument("--limit-gsm8k", type=int, default=50)
-    parser.add_argument("--bfcl-per-category", type=int, default=10)
+    parser.add_argument("--limit-mustard", type=at_least_one, default=200)
+    parser.add_argument("--limit-gsm8k", type=at_least_one, default=50)
+    parser.add_argument("--bfcl-per-category", type=at_least_one, default=10)
     parser.add_argument("--miniwob-run", default=None, help="a finished `bench miniwob` run folder (task miniwob)")
     parser.add_argument("--textworld-run", default=None,
                         help="a finished `bench textworld --system react` run folder (task textworld)")
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--parallel", type=at_least_one, default=4)
     parser.add_argument("--out", default=str(OUT))
     try:
         asyncio.run(main_async(parser.parse_args()))

@@ -294,3 +294,50 @@ def test_a_model_that_cannot_score_is_refused_before_any_call_or_file(
     with pytest.raises(UsageError, match="logprobs"):
         asyncio.run(signal.main_async(namespace))
     assert backend.history == [] and not out.exists()
+
+
+@pytest.mark.parametrize(("flags", "says"), [
+    (["--parallel", "0"], "0 must be 1 or more"),  # a semaphore of 0: the script hung once the model was open
+    (["--parallel", "-1"], "-1 must be 1 or more"),  # a ValueError's traceback
+    (["--limit-mustard", "0"], "0 must be 1 or more"),  # 0 scored every item, -5 all but the last five
+    (["--limit-gsm8k", "-5"], "-5 must be 1 or more"),
+    (["--bfcl-per-category", "0"], "0 must be 1 or more"),
+])
+def test_counts_below_one_are_refused_by_the_parser(
+        signal: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        flags: list[str], says: str) -> None:
+    monkeypatch.setattr(signal, "open_model", lambda model_id, **kwargs: pytest.fail("a model was opened"))
+    monkeypatch.setattr(sys, "argv", ["signal_table.py", *flags, "--out", str(tmp_path / "signal")])
+    with pytest.raises(SystemExit) as stopped:
+        signal.main()
+    assert stopped.value.code == 2 and says in capsys.readouterr().err
+    assert not (tmp_path / "signal").exists()
+
+
+def test_no_task_is_refused(signal: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(signal, "open_model", lambda model_id, **kwargs: pytest.fail("a model was opened"))
+    monkeypatch.setattr(sys, "argv", ["signal_table.py", "--tasks", " , ", "--out", str(tmp_path / "signal")])
+    with pytest.raises(SystemExit, match="--tasks names no task"):
+        signal.main()
+    assert not (tmp_path / "signal").exists()
+
+
+def test_a_later_tasks_missing_data_is_refused_before_the_first_task_is_scored(
+        signal: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tasks ran one after another, each loading its data when its turn came: the last one's missing file was
+    found after the first had spent its calls."""
+    run = tmp_path / "runs" / "20261127-000000-abcdef"
+    fake_run(run, CallCache(tmp_path / "calls.sqlite"))
+    opener = scoring_opener()
+    monkeypatch.setattr(signal, "open_model", opener)
+
+    def no_data(**kwargs: Any) -> list[Any]:
+        raise UsageError("gsm8k data not found")
+
+    monkeypatch.setattr(signal.gsm_bench, "load_gsm8k", no_data)
+    namespace = args(run, tmp_path / "signal")
+    namespace.tasks = "miniwob,gsm8k"
+    with pytest.raises(UsageError, match="gsm8k data not found"):
+        asyncio.run(signal.main_async(namespace))
+    assert opener.backend.score_history == [] and opener.backend.history == []
+    assert not (tmp_path / "signal").exists()
