@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 from noosphere.bench.calibration import calibrate, isotonic_ece, row_confidences
+from noosphere.bench.script_args import at_least_one
+from noosphere.errors import UsageError
 from noosphere.runs import load_done
 
 
@@ -30,7 +32,10 @@ def rows_of(results: Path, minimum: int) -> list[str]:
         confidences, correct, _ = row_confidences(list(load_done(items).values()))
         if len(confidences) < minimum:
             continue
-        result = calibrate(confidences, correct)
+        try:
+            result = calibrate(confidences, correct)
+        except UsageError as exc:  # a row whose confidence is no probability ("high", 1.7, NaN)
+            raise UsageError(f"{items}: {exc}") from None
         floor = result.ece_floor
         band = result.auroc_ci95
         run = items.parent.relative_to(results)
@@ -47,12 +52,17 @@ def rows_of(results: Path, minimum: int) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, default=Path(__file__).resolve().parent / "results")
-    parser.add_argument("--minimum", type=int, default=8, help="rows with a confidence a run needs to be listed")
+    parser.add_argument("--minimum", type=at_least_one, default=8,
+                        help="rows with a confidence a run needs to be listed")
     args = parser.parse_args(argv)
     if not args.results.is_dir():
         print(f"calibration_table: no results folder at {args.results}", file=sys.stderr)
         return 2
-    lines = rows_of(args.results, args.minimum)
+    try:
+        lines = rows_of(args.results, args.minimum)
+    except UsageError as exc:
+        print(f"calibration_table: {exc}", file=sys.stderr)
+        return 2
     if not lines:
         print(f"calibration_table: no run under {args.results} has {args.minimum} rows with a confidence",
               file=sys.stderr)

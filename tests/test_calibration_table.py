@@ -46,3 +46,23 @@ def test_runs_at_any_depth_are_listed_and_none_at_all_is_said(tmp_path: Path,
     assert [line.split("`")[1] for line in listed] == ["mustard/parallel/p1/run-a", "run-b"]
     assert TABLE.main(["--results", str(tmp_path), "--minimum", "50"]) == 1
     assert "no run under" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("minimum", ["0", "-3"])
+def test_a_minimum_below_one_is_refused(tmp_path: Path, minimum: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """It listed every run folder, those without a single confidence too, as rows of dashes."""
+    _run(tmp_path / "run-a", [{"id": "i0", "correct": True}])
+    with pytest.raises(SystemExit) as stopped:
+        TABLE.main(["--results", str(tmp_path), "--minimum", minimum])
+    assert stopped.value.code == 2 and "must be 1 or more" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("confidence", ["high", 1.7, float("nan")])
+def test_a_confidence_that_is_no_probability_is_one_line_naming_the_file(
+        tmp_path: Path, confidence: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """It was a UsageError's traceback, without the file."""
+    _run(tmp_path / "run-a", [{"id": f"i{n}", "correct": n % 2 == 0, "confidence": 0.5} for n in range(3)]
+         + [{"id": "i9", "correct": True, "confidence": confidence}])
+    assert TABLE.main(["--results", str(tmp_path), "--minimum", "1"]) == 2
+    err = capsys.readouterr().err
+    assert f"calibration_table: {tmp_path / 'run-a' / 'items.jsonl'}: confidence 3 is" in err
