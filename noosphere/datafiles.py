@@ -68,7 +68,11 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _loads(text: str, path: Path, line: int | None, expected: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=unique_keys)
+        value = json.loads(text, object_pairs_hook=unique_keys)
+        if _SURROGATE_ESCAPE_TEXT.search(text) and lone_surrogate(value):
+            raise DataError("holds a lone surrogate (an escape such as \\ud800 that names no character), which no "
+                            f"prompt or trace can carry; expected {expected}", source=str(path), line=line)
+        return value
     except RepeatedKey as exc:
         raise DataError(f"the key {exc.args[0]!r} is given twice in one object (the first would be lost); "
                         f"expected {expected}", source=str(path), line=line) from None
@@ -194,6 +198,7 @@ def scan_json_lines(path: Path, *, parse_constant: Callable[[str], Any] | None =
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 """A JSON escape of a UTF-16 surrogate: half of a pair, or a lone one."""
+_SURROGATE_ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _lone_surrogate(raw: bytes, value: Any) -> bool:

@@ -70,8 +70,9 @@ async def test_bad_option_sets_are_refused_before_any_call(options: Any, match: 
     ({"fallback": "verbal"}, "unknown fallback 'verbal'"),
     ({"prefix": None}, "prefix must be a string"),
     ({"prefix": 3}, "prefix must be a string"),
-    ({"samples": 0}, "at least 1, not 0"),
-    ({"method": "samples", "samples": -2}, "at least 1, not -2"),
+    ({"samples": 0}, "at least 1 and at most 1024 .each is a model call., not 0"),
+    ({"method": "samples", "samples": -2}, "not -2"),
+    ({"method": "samples", "samples": 10**9}, "at most 1024 .*not 1000000000"),  # a billion calls were started
     ({"method": "samples", "samples": 2.5}, "whole number, not float"),
     ({"method": "samples", "samples": "3"}, "whole number, not str"),
     ({"method": "samples", "samples": True}, "whole number, not bool"),

@@ -30,6 +30,8 @@ NORMALISATIONS: tuple[str, ...] = ("sum", "mean")
 SCORE_METHODS: tuple[str, ...] = ("logprob", "samples")
 """What `Model.score_options` takes as `method` (`first_token` is what a provider's scores turn out to be)."""
 FALLBACKS: tuple[str, ...] = ("error", "samples")
+MAX_SAMPLES = 1024
+"""Samples are model calls, all asked at once: past this many it is a typo, not a frequency estimate."""
 YES, NO = "Yes", "No"
 
 
@@ -90,7 +92,7 @@ def check_options(options: tuple[str, ...] | list[str], normalise: str) -> tuple
 def check_scoring_arguments(prefix: object, method: object, fallback: object, samples: object) -> None:
     """Refuse, before any call, what `score_options` takes besides the options that no call could use: a prefix
     that is no string, a method or fallback that is none of the known ones (never read as another), a number of
-    samples that is no whole number of at least 1 (checked even where no sample is drawn: it is a mistake)."""
+    samples that is no whole number from 1 to `MAX_SAMPLES` (checked even where no sample is drawn: it is a mistake)."""
     if not isinstance(prefix, str):
         raise UsageError(f"prefix must be a string, not {type(prefix).__name__}: {prefix!r}")
     if method not in SCORE_METHODS:
@@ -99,8 +101,8 @@ def check_scoring_arguments(prefix: object, method: object, fallback: object, sa
         raise UsageError(f"unknown fallback {fallback!r}; use one of {', '.join(FALLBACKS)}")
     if isinstance(samples, bool) or not isinstance(samples, int):
         raise UsageError(f"samples must be a whole number, not {type(samples).__name__}: {samples!r}")
-    if samples < 1:
-        raise UsageError(f"samples must be at least 1, not {samples}")
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise UsageError(f"samples must be at least 1 and at most {MAX_SAMPLES} (each is a model call), not {samples}")
 
 
 def softmax(scores: list[float]) -> tuple[float, ...]:
