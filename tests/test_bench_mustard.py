@@ -147,12 +147,15 @@ def test_stm_samples_outside_the_verbal_ctm_are_refused_before_a_run_folder(data
     assert opener.backend.history == []
 
 
-@pytest.mark.parametrize("threshold", ["nan", "-1"])
-def test_a_threshold_no_confidence_can_be_compared_with_is_refused_before_a_run_folder(data: Path, tmp_path: Path,
-                                                                                     threshold: str) -> None:
+@pytest.mark.parametrize(("flag", "says"), [
+    (["--threshold", "nan"], "Invalid value for '--threshold'"),  # named by its flag, not the Python field it sets
+    (["--threshold", "-1"], "Invalid value for '--threshold'"),
+    (["--iterations", "0"], "Invalid value for '--iterations'")])
+def test_a_threshold_no_confidence_can_be_compared_with_is_refused_before_a_run_folder(
+        data: Path, tmp_path: Path, flag: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
     opener = opener_for(ctm_script)
-    code, _, err = invoke(["bench", "mustard", "--threshold", threshold, "--data", str(data), "--out",
+    code, _, err = invoke(["bench", "mustard", *flag, "--data", str(data), "--out",
                            str(tmp_path / "runs"), "--no-cache", "--quiet"], opener)
-    assert code == 2 and "threshold must be a confidence" in err
+    assert code == 2 and says in err + capsys.readouterr().err  # typer's own check writes to the process's stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     assert opener.backend.history == []

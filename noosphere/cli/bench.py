@@ -30,8 +30,9 @@ from noosphere.workspace import ABLATIONS, WorkspaceSettings
 from noosphere.workspace.scores import SCORE_SOURCES
 
 SystemOption = Annotated[str, typer.Option(help="base or ctm")]
-IterationsOption = Annotated[int, typer.Option(help="ctm: maximum iterations T")]
-ThresholdOption = Annotated[float, typer.Option(help="ctm: STM confidence that stops the loop")]
+IterationsOption = Annotated[int, typer.Option(min=1, help="ctm: maximum iterations T")]
+ThresholdOption = Annotated[float, typer.Option(
+    min=0.0, help="ctm: STM confidence that stops the loop (above 1: never stops early)")]
 ScoresOption = Annotated[str, typer.Option(
     help="where scores come from: verbal (the model's words), logprob (its token probabilities) or samples")]
 CalibrateOption = Annotated[bool, typer.Option(
