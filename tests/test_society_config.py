@@ -326,3 +326,14 @@ def test_leader_confidence_in_a_file_reaches_the_leader_and_is_refused_where_mem
                     "arbiter: {name: x, role: r}\n")
     with pytest.raises(UsageError, match="leader_confidence is for a monarchy"):
         build_society(load_society_spec(path), lambda model_id: scoring, "scripted")
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("deep.yaml", "organisation: debate\nmembers: " + "[" * 3000 + "]" * 3000 + "\n"),
+    ("deep.toml", 'organisation = "debate"\nmembers = ' + "[" * 3000 + "]" * 3000 + "\n"),
+], ids=["yaml", "toml"])
+def test_values_nested_thousands_deep_are_a_config_error(tmp_path: Path, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    error = refused(path, "nested too deeply")
+    assert error.source == str(path)

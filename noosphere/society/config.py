@@ -90,6 +90,9 @@ def load_society_spec(path: Path, *, depth: int = 0) -> SocietySpec:
         mark = getattr(exc, "problem_mark", None)
         raise ConfigError(f"not valid {'TOML' if is_toml else 'YAML'}: {' '.join(str(exc).split())}", source=str(path),
                           line=mark.line + 1 if mark is not None else None) from exc
+    except RecursionError:  # lists or tables nested thousands deep: the parsers recurse once a level
+        raise ConfigError("values are nested too deeply to read (a society file nests a few levels)",
+                          source=str(path)) from None
     if not isinstance(data, dict):
         raise ConfigError("a society file is a mapping of settings", source=str(path))
 
