@@ -337,3 +337,29 @@ def test_values_nested_thousands_deep_are_a_config_error(tmp_path: Path, name: s
     path.write_text(text)
     error = refused(path, "nested too deeply")
     assert error.source == str(path)
+
+
+@pytest.mark.parametrize(("setting", "field", "line"), [
+    ("start_balance: .inf", "start_balance", 3), ("rent: .inf", "rent", 3), ("spawn_above: .inf", "spawn_above", 3),
+    ("budget: {max_cost_usd: .inf}", "budget.max_cost_usd", 3), ("brigade_share: .nan", "brigade_share", 3),
+])
+def test_a_number_that_is_not_finite_is_refused_where_the_file_says_it(tmp_path: Path, setting: str, field: str,
+                                                                        line: int) -> None:
+    """An economy begun with .inf money ran until a member endowed a child with nan: a usage error mid-run, after
+    the models had loaded, with a failed run folder left behind."""
+    path = tmp_path / "economy.yaml"
+    path.write_text(f"organisation: economy\nrounds: 1\n{setting}\nmembers: [{{name: a, role: r}}]\n"
+                    "arbiter: {name: x, role: r}\n")
+    error = refused(path, "finite number")
+    assert (error.field, error.line) == (field, line)
+    code, _, err = invoke(["ask", "q", "--system", "society", "--society", str(path), "--out", str(tmp_path / "runs"),
+                           "--no-cache"])
+    assert code == 2 and "finite number" in err and not (tmp_path / "runs").exists()
+
+
+def test_a_persons_time_to_answer_is_finite(tmp_path: Path) -> None:
+    path = tmp_path / "person.yaml"
+    path.write_text("organisation: debate\nmembers:\n  - {name: a, role: r}\n  - {name: you, human: true, "
+                    "timeout: .inf}\n")
+    error = refused(path, "finite number")
+    assert (error.field, error.line) == ("members.1.timeout", 4)

@@ -30,7 +30,7 @@ ModelId = Annotated[str, AfterValidator(_known_model_id)]
 
 
 class MemberSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: str = Field(min_length=1)
     role: str = ""
     model: ModelId | None = None
@@ -64,7 +64,7 @@ class MemberSpec(BaseModel):
 class BudgetSpec(BaseModel):
     """What one run of the society (one task) may spend; spent, it decides with what it has."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     max_calls: int | None = Field(default=None, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)
     max_cost_usd: float | None = Field(default=None, gt=0)
@@ -92,7 +92,7 @@ that a saved run's settings say what ran (`--rights know` on a monarchy changes 
 class InstructionsSpec(BaseModel):
     """An interview's wording of each turn (`noosphere.society.interview`); what is left out keeps its default."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     opening: str | None = Field(default=None, min_length=1)
     """Mission: what each member is asked to report of what it perceives."""
     question: str | None = Field(default=None, min_length=1)
@@ -104,7 +104,8 @@ class InstructionsSpec(BaseModel):
 
 
 class SocietySpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # .inf and .nan are refused in every setting: an economy begun with .inf money endowed its children with nan
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     organisation: Organisation
     model: ModelId | None = None
     """Model id of every member that names none (the command's --model otherwise)."""
