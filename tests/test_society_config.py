@@ -363,3 +363,19 @@ def test_a_persons_time_to_answer_is_finite(tmp_path: Path) -> None:
                     "timeout: .inf}\n")
     error = refused(path, "finite number")
     assert (error.field, error.line) == ("members.1.timeout", 4)
+
+
+@pytest.mark.parametrize(("member", "field"), [
+    (r'{name: b, role: "\udc80 solves"}', "members.1.role"),
+    (r'{name: b, role: r, sees: ["\ud800"]}', "members.1.sees.0"),
+], ids=["role", "sees"])
+def test_a_lone_surrogate_escape_is_refused_where_the_file_says_it(tmp_path: Path, member: str, field: str) -> None:
+    """Before, the society loaded and ran until its trace could not write the role: a serialization traceback, and a
+    run folder without a result."""
+    path = tmp_path / "debate.yaml"
+    path.write_text(f"organisation: debate\nmembers:\n  - {{name: a, role: r}}\n  - {member}\n")
+    error = refused(path, "lone surrogate")
+    assert (error.field, error.line) == (field, 4)
+    code, _, err = invoke(["ask", "q", "--system", "society", "--society", str(path), "--out", str(tmp_path / "runs"),
+                           "--no-cache"])
+    assert code == 2 and "lone surrogate" in err and not (tmp_path / "runs").exists()

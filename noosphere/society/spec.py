@@ -29,12 +29,26 @@ def _known_model_id(model_id: str) -> str:
 ModelId = Annotated[str, AfterValidator(_known_model_id)]
 
 
+def _text(value: str) -> str:
+    """A YAML or JSON escape such as \\ud800 reads as a lone surrogate, which no prompt, trace or terminal can carry
+    (the run's trace broke on it, mid-run): refused where the file says it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("holds a lone surrogate (an escape such as \\ud800 that names no character), not text"
+                         ) from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_text)]
+
+
 class MemberSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    name: str = Field(min_length=1)
-    role: str = ""
+    name: Text = Field(min_length=1)
+    role: Text = ""
     model: ModelId | None = None
-    sees: list[str] | None = None
+    sees: list[Text] | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     """Sampling temperature of this member's calls (the model's own otherwise). Members of one model at
     temperature 0 give near-identical answers; sampling, each member with its own seed, is what makes
@@ -93,13 +107,13 @@ class InstructionsSpec(BaseModel):
     """An interview's wording of each turn (`noosphere.society.interview`); what is left out keeps its default."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    opening: str | None = Field(default=None, min_length=1)
+    opening: Text | None = Field(default=None, min_length=1)
     """Mission: what each member is asked to report of what it perceives."""
-    question: str | None = Field(default=None, min_length=1)
+    question: Text | None = Field(default=None, min_length=1)
     """Mindstorm: what the interviewer is asked each round."""
-    summary: str | None = Field(default=None, min_length=1)
+    summary: Text | None = Field(default=None, min_length=1)
     """Opinion gathering: what the interviewer's summary for the decider is to hold."""
-    decision: str | None = Field(default=None, min_length=1)
+    decision: Text | None = Field(default=None, min_length=1)
     """Execution: what the decider is asked to decide."""
 
 
@@ -143,11 +157,11 @@ class SocietySpec(BaseModel):
     rent: float = Field(default=1.0, ge=0)
     spawn_above: float = Field(default=30.0, gt=0)
     brigade_share: float = Field(default=0.5, ge=0, le=1)
-    styles: list[str] = Field(default_factory=list)
+    styles: list[Text] = Field(default_factory=list)
     """Artist-critic: one artist society per style."""
-    professions: list[str] = Field(default_factory=list)
+    professions: list[Text] = Field(default_factory=list)
     """Artist-critic: one critic per profession."""
-    painter: str | None = None
+    painter: Text | None = None
     """Artist-critic: an image model LiteLLM reaches (e.g. openai/dall-e-3) that draws the winner; optional."""
     max_concurrency: int = Field(default=8, ge=1, le=256)
     """Members answering at once (the rest wait their turn)."""
