@@ -379,3 +379,21 @@ def test_a_lone_surrogate_escape_is_refused_where_the_file_says_it(tmp_path: Pat
     code, _, err = invoke(["ask", "q", "--system", "society", "--society", str(path), "--out", str(tmp_path / "runs"),
                            "--no-cache"])
     assert code == 2 and "lone surrogate" in err and not (tmp_path / "runs").exists()
+
+
+def test_a_key_given_twice_in_a_yaml_file_is_refused_at_its_second_line(tmp_path: Path) -> None:
+    """YAML kept the last of a repeated key, silently: this debate ran 3 rounds, and its file read as 1 at the top."""
+    path = tmp_path / "twice.yaml"
+    path.write_text("organisation: debate\nrounds: 1\nmembers: [{name: a, role: r}]\nrounds: 3\n")
+    error = refused(path, "'rounds' is given twice")
+    assert error.line == 4
+    path.write_text("organisation: debate\nmembers:\n  - {name: a, role: r, role: s}\n")
+    assert refused(path, "'role' is given twice").line == 3
+    path.write_text("organisation: debate\nx: &x {name: a, role: r}\nmembers:\n  - <<: *x\n    role: s\n")
+    assert refused(path, "Extra inputs").field == "x"  # a merge key is no repeated key
+
+
+def test_a_key_given_twice_in_a_set_value_is_refused(tmp_path: Path) -> None:
+    code, _, err = invoke(["bench", "gsm8k", "--society", str(EXAMPLES / "debate.toml"), "--set",
+                           "members=[{name: a, role: r, role: s}]", "--out", str(tmp_path)])
+    assert code == 2 and "'role' is given twice" in err and not list(tmp_path.iterdir())

@@ -22,7 +22,7 @@ from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.runs import Run
 from noosphere.society import Society
-from noosphere.society.config import build_society, load_society_spec
+from noosphere.society.config import build_society, load_society_spec, load_yaml
 from noosphere.society.market import restore_market
 from noosphere.society.spec import SocietySpec
 
@@ -48,7 +48,7 @@ def _settings(pairs: list[str]) -> dict[str, Any]:
         if key not in SocietySpec.model_fields:
             raise UnknownNameError("society setting", key, list(SocietySpec.model_fields))
         try:
-            settings[key] = yaml.safe_load(value)
+            settings[key] = load_yaml(value)
         except yaml.YAMLError as exc:
             raise UsageError(f"--set {key}: the value is not YAML ({exc})") from exc
     return settings

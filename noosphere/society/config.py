@@ -71,6 +71,26 @@ def _toml_line(text: str, path: tuple[Any, ...]) -> int | None:
     return found
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML whose mappings give each key once: PyYAML keeps the last of a repeated key, silently, so a file that
+    says `rounds: 1` and later `rounds: 3` would run with 3 (TOML and the JSON read at the edge refuse it)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[tuple[str, str]] = set()
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                if (key.tag, key.value) in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {key.value!r} is given twice (the first would be lost)", key.start_mark)
+                seen.add((key.tag, key.value))
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> Any:
+    """`yaml.safe_load`, refusing a key repeated in one mapping (a `yaml.YAMLError` locating the second)."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: no tags that build Python objects
+
+
 MAX_NESTING = 5
 """Societies within societies, at most this deep (a file that names itself would never end)."""
 
@@ -85,7 +105,7 @@ def load_society_spec(path: Path, *, depth: int = 0) -> SocietySpec:
                           line=exc.object[: exc.start].count(b"\n") + 1) from None
     is_toml = path.suffix == ".toml"
     try:
-        data = tomllib.loads(text) if is_toml else yaml.safe_load(text)
+        data = tomllib.loads(text) if is_toml else load_yaml(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ConfigError(f"not valid {'TOML' if is_toml else 'YAML'}: {' '.join(str(exc).split())}", source=str(path),
