@@ -167,6 +167,28 @@ def test_only_a_society_run_that_stopped_can_be_resumed(tmp_path: Path) -> None:
     assert code == 2 and "ask needs a QUERY (or --resume RUN" in err
 
 
+@pytest.mark.parametrize(("edit", "said"), [
+    ({"query": None}, "key 'query': Input should be a valid string"),
+    ({"seed": "7"}, "key 'seed': Input should be a valid integer"),
+    ({"society": {"organisation": "senate", "members": [{"name": "a", "role": "r"}]}},
+     "field 'society.organisation': Input should be"),
+    ({"society": {"organisation": "monarchy", "members": [{"name": "a", "role": "r"}]}},
+     "field 'society.organizer': a monarchy needs: organizer, leader"),
+], ids=["query", "seed", "organisation", "staff"])
+def test_a_society_run_whose_config_was_edited_into_nonsense_is_refused_before_it_is_reopened(
+        tmp_path: Path, edit: dict[str, Any], said: str) -> None:
+    """A ValidationError or a KeyError traceback before (the society, the query, the seed were read unchecked)."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    config = {"run_id": "run", "command": "ask", "system": "society", "query": "What is 6 times 7?",
+              "model": "scripted", "seed": 0, "society": {"organisation": "debate",
+                                                          "members": [{"name": "a", "role": "r"}]}, **edit}
+    (folder / "config.json").write_text(json.dumps(config))
+    code, _, err = invoke(["ask", "--resume", str(folder)])
+    assert code == 2 and said in err and str(folder) in err
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json"]  # not reopened
+
+
 # a timeout ---------------------------------------------------------------------------------------------------
 class Silent:
     """A person who never answers."""

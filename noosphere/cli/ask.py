@@ -31,7 +31,6 @@ from noosphere.llm.weights import default_cache_dir
 from noosphere.observation import Observation
 from noosphere.runs import Run
 from noosphere.society.config import load_society_spec
-from noosphere.society.spec import SocietySpec
 from noosphere.systems import SYSTEMS, get_system
 from noosphere.systems.ctm import ask_ctm
 from noosphere.systems.society import ask_society
@@ -138,11 +137,10 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         if resume is not None:  # the run goes on with the settings it began with
             if query is not None or society is not None:
                 raise UsageError("--resume goes on with the run's own query and society: give neither")
-            saved = saved_society_run(resume)
+            saved, spec = saved_society_run(resume)
             query, system, model, seed, scores = saved["query"], "society", saved["model"], saved["seed"], "verbal"
             max_tokens, no_cache = saved.get("max_tokens", max_tokens), not saved.get("cache", True)
             text, image, audio, tool = saved.get("text") or [], saved.get("media") or [], [], []
-            spec = SocietySpec.model_validate(saved["society"])
         elif query is None or not query.strip():
             raise UsageError("ask needs a QUERY (or --resume RUN to go on with a stopped society run)"
                              if query is None else "the QUERY is empty: ask a question or give a task")

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from noosphere.datafiles import describe
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.human import AnswerBook, Channel, TerminalChannel, ViewerChannel
 from noosphere.human.backend import QUESTION_ID_CHARS
@@ -27,7 +29,7 @@ from noosphere.llm import CallCache, Model
 from noosphere.replay import Replay
 from noosphere.runs import Run
 from noosphere.society import People, Society
-from noosphere.society.config import build_society, has_people
+from noosphere.society.config import build_society, has_people, saved_society_spec
 from noosphere.society.spec import SocietySpec
 from noosphere.trace import Trace
 
@@ -47,8 +49,22 @@ def check_channel(human: str) -> None:
         raise UnknownNameError("place for people to answer (--human)", human, CHANNELS)
 
 
-def saved_society_run(folder: Path) -> dict[str, Any]:
-    """A society run's saved `ask` settings, checked: only an unfinished society run can be resumed."""
+class SavedAsk(BaseModel):
+    """What going on with a society run needs of its `config.json` besides the society (edited by hand, say)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    query: str = Field(min_length=1)
+    model: str
+    seed: int
+    max_tokens: int = Field(default=512, ge=1)
+    cache: bool = True
+    text: list[str] | None = None
+    media: list[str] | None = None
+
+
+def saved_society_run(folder: Path) -> tuple[dict[str, Any], SocietySpec]:
+    """A society run's saved `ask` settings and society, checked: only an unfinished society run can be resumed,
+    and one whose config.json no longer reads as one is refused before it is reopened."""
     saved = Run.saved_config(folder)
     if saved.get("command") != "ask" or saved.get("system") != "society" or not isinstance(saved.get("society"), dict):
         raise UsageError(f"{folder} is not a society run of `noosphere ask`: --resume goes on with those")
@@ -58,7 +74,12 @@ def saved_society_run(folder: Path) -> dict[str, Any]:
         status = "running"  # killed before it wrote any result
     if status == "ok":
         raise UsageError(f"{folder} finished already (status ok): there is nothing to resume")
-    return saved
+    try:
+        SavedAsk.model_validate(saved)
+    except ValidationError as exc:
+        raise UsageError(f"{folder} is not a society run that can be resumed (config.json: "
+                         f"{describe(exc, 'the settings of a society run')})") from None
+    return saved, saved_society_spec(saved["society"], str(folder / "config.json"))
 
 
 @dataclass

@@ -141,6 +141,21 @@ def load_society_spec(path: Path, *, depth: int = 0) -> SocietySpec:
     return spec.check_staff(str(path), line_of)
 
 
+def saved_society_spec(settings: Any, source: str) -> SocietySpec:
+    """The society a run saved in its config (`source`), checked as its file was: one edited by hand since is a
+    `ConfigError` naming the field, before the run is reopened."""
+    try:
+        spec = SocietySpec.model_validate(settings)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise ConfigError(error["msg"], source=source,
+                          field=".".join(str(part) for part in ("society", *error["loc"]))) from None
+    wrong = spec.problem()
+    if wrong is not None:
+        raise ConfigError(wrong[1], source=source, field=".".join(str(part) for part in ("society", *wrong[0])))
+    return spec
+
+
 def build_society(spec: SocietySpec, open_model: Callable[[str], Model], default_model: str, *,
                   paintings: Path = Path("paintings"), people: People | None = None) -> Society:
     """Members that name the same model share one loaded `Model`; a painter saves its images in `paintings`
