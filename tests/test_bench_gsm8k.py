@@ -201,6 +201,25 @@ def test_society_system_runs_the_declared_society_and_resumes(data: Path, tmp_pa
     assert len(rows(run_dir)) == 1
 
 
+@pytest.mark.parametrize(("society", "said"), [
+    ({"organisation": "senate"}, "field 'society.organisation': Input should be"),
+    ("debate.toml", "field 'society': Input should be a valid dictionary"),
+    ({"organisation": "debate", "members": []}, "field 'society.members': a debate needs at least one member"),
+], ids=["organisation", "not a society", "no members"])
+def test_a_run_whose_saved_society_was_edited_into_nonsense_is_refused_and_left_as_it_was(
+        data: Path, tmp_path: Path, society: Any, said: str) -> None:
+    """Its society was read when the problems were prepared, after the run was reopened: a ValidationError traceback,
+    and the run's result rewritten as failed."""
+    run_dir, _ = one_problem("debate.toml", ["--rounds", "1"], [], data, tmp_path / "runs")
+    config = json.loads((run_dir / "config.json").read_text())
+    (run_dir / "config.json").write_text(json.dumps({**config, "society": society}))
+    (run_dir / "items.jsonl").write_text("")  # the problem is left to score
+    before = {path.name: path.read_bytes() for path in run_dir.iterdir()}
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--quiet", "--no-cache"], opener_for([]))
+    assert code == 2 and said in err and f"{run_dir / 'config.json'}:" in err
+    assert {path.name: path.read_bytes() for path in run_dir.iterdir()} == before
+
+
 def test_rights_override_takes_the_vote_away_and_the_leader_decides(data: Path, tmp_path: Path) -> None:
     script = by_agent({"planner": [said("7")], "calculator": [said("7")], "checker": [said("8")],
                        "organizer": [json.dumps({"summary": "mostly 7", "answer": "7"})], "leader": [said("8")]})

@@ -19,7 +19,7 @@ from noosphere.envs.gridworld import MOVES, check_world, require_minigrid
 from noosphere.errors import CapabilityError, UsageError
 from noosphere.llm import Model
 from noosphere.society import Member, Society
-from noosphere.society.config import build_society, load_society_spec
+from noosphere.society.config import build_society, load_society_spec, saved_society_spec
 from noosphere.society.spec import SocietySpec
 
 WORLDS = ("MiniGrid-MultiRoom-N4-S5-v1", "BabyAI-GoToSeqS5R2-v0")
@@ -60,7 +60,7 @@ def embodied_config(system: str, worlds: list[str] | None, episodes: int, first_
 
 
 def _society_builder(saved: dict[str, Any], llm: Model, opener: ModelOpener) -> embodied_bench.BuildSociety:
-    spec = SocietySpec.model_validate(saved["society"])
+    spec = saved_society_spec(saved["society"], "config.json")
 
     def build() -> tuple[Society, Member]:
         society = build_society(spec, member_models(opener, saved, llm), saved["model"])
@@ -97,6 +97,8 @@ def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
             system, env, episodes, first_seed, max_steps, rounds, society, eqa, limit, options.config())
 
         def load(saved: dict[str, Any]) -> list[embodied_bench.Episode]:
+            if saved.get("system") in embodied_bench.SOCIETIES and options.resume is not None:  # before it reopens
+                saved_society_spec(saved.get("society"), str(options.resume / "config.json"))
             require_minigrid()
             for world in saved["worlds"]:
                 check_world(world)

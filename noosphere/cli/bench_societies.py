@@ -22,7 +22,7 @@ from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.runs import Run
 from noosphere.society import Society
-from noosphere.society.config import build_society, load_society_spec, load_yaml
+from noosphere.society.config import build_society, load_society_spec, load_yaml, saved_society_spec
 from noosphere.society.market import restore_market
 from noosphere.society.spec import SocietySpec
 
@@ -170,6 +170,8 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         _one_economy_at_a_time(Run.saved_config(resume) if resume is not None else config, options.items_at_once)
 
         def load(saved: dict[str, Any]) -> list[gsm8k_bench.GsmItem]:
+            if saved.get("system") == "society" and resume is not None:  # its society, before the run is reopened
+                saved_society_spec(saved.get("society"), str(resume / "config.json"))
             return select_items(gsm8k_bench.load_gsm8k(Path(saved["data"]) if saved.get("data") else None), saved)
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
@@ -181,7 +183,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                 gsm8k_bench.check_weights(llm, weights)
                 solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"], weights=weights)
             else:
-                spec = SocietySpec.model_validate(saved["society"])
+                spec = saved_society_spec(saved["society"], "config.json")
 
                 def build() -> Society:
                     return build_society(spec, member_models(opener, saved, llm), saved["model"])
