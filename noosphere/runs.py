@@ -28,6 +28,15 @@ from noosphere.llm.usage import Budget, UsageLedger
 from noosphere.trace import Redactor, RunFinished, RunStarted, Trace
 
 
+class SavedBudget(BaseModel):
+    """A run's `budget` as its config.json saves it (what `--budget` gave, the fields of `Budget`)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    max_calls: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+
+
 def _new_run_id() -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
 
@@ -98,6 +107,12 @@ class Run:
             raise UsageError(f"{directory} is not a run folder that can be resumed ({reason})") from None
         if not isinstance(config, dict):
             raise UsageError(f"{directory} is not a run folder that can be resumed (config.json is not an object)")
+        if config.get("budget") is not None:  # the limits its ledger keeps to (`Budget`), edited by hand, say
+            try:
+                SavedBudget.model_validate(config["budget"])
+            except ValidationError as exc:
+                raise UsageError(f"{directory} is not a run folder that can be resumed (config.json: budget "
+                                 f"{describe(exc, 'limits: max_calls, max_tokens, max_cost_usd')})") from None
         return config
 
     @classmethod

@@ -194,6 +194,25 @@ def test_a_resumed_session_withdrawn_before_any_item_leaves_the_folder_as_it_was
     assert not new.directory.exists()
 
 
+@pytest.mark.parametrize(("budget", "said"), [
+    ({"max_call": 5}, "budget key 'max_call': Extra inputs are not permitted"),
+    ({"max_calls": "5"}, "budget key 'max_calls': Input should be a valid integer"),
+    ({"max_cost_usd": 0}, "budget key 'max_cost_usd': Input should be greater than 0"),
+    ([500], "budget Input should be a valid dictionary"),
+], ids=["unknown limit", "text", "zero", "a list"])
+def test_a_saved_budget_edited_by_hand_is_refused_before_the_run_is_reopened(tmp_path: Path, budget: object,
+                                                                            said: str) -> None:
+    """Budget(**saved) was a TypeError traceback from every --resume (ask, bench, together); "5" calls a TypeError at
+    the first call, mid-run."""
+    with Run.create(tmp_path, command="bench", config={"benchmark": "toy"}) as first:
+        pass
+    config = json.loads((first.directory / "config.json").read_text())
+    (first.directory / "config.json").write_text(json.dumps({**config, "budget": budget}))
+    with pytest.raises(UsageError, match=f"{first.directory} is not a run folder that can be resumed") as refused:
+        Run.resume(first.directory)
+    assert said in str(refused.value)
+
+
 def test_a_run_folder_whose_config_cannot_be_written_is_a_usage_error(tmp_path: Path) -> None:
     """A resumed folder made read-only (`chattr +i`): a PermissionError traceback from writing config.json before.
     A folder in the way of the temporary file fails the same write, as root too."""
