@@ -21,9 +21,21 @@ from typing import Any
 import pytest
 
 from noosphere.errors import ConfigError, UsageError
-from noosphere.human import AnswerBook, Field, FormError, HumanAsked, Question, fields_of
+from noosphere.human import (
+    AnswerBook,
+    Field,
+    FormError,
+    HumanAsked,
+    HumanBackend,
+    ListChannel,
+    NoAnswer,
+    Question,
+    fields_of,
+)
 from noosphere.human.forms import read_value
 from noosphere.llm import Model, ScriptedBackend
+from noosphere.llm.messages import Message
+from noosphere.llm.types import Request
 from noosphere.runs import Run
 from noosphere.society import Member, democracy, human_member
 from noosphere.society.ballots import choice_model, ranking_model
@@ -70,10 +82,25 @@ def test_what_a_person_types_becomes_the_field_value(field: Field, typed: str, v
     (Field("answer", "text", min_length=1), "  ", "answer is needed (text)"),
     (Field("rounds", "integer", minimum=1, maximum=5), "9", "at least 1 and at most 5"),
     (Field("hire", "yes/no"), "perhaps", "yes or no"),
+    (Field("answer", "text", min_length=1), ["4", "2"], 'answer: text, not ["4", "2"]'),  # was "['4', '2']"
+    (Field("answer", "text", min_length=1), {"n": 42}, 'answer: text, not {"n": 42}'),
+    (Field("price", "number", minimum=0), True, "price: at least 0"),  # was 1.0
 ])
 def test_what_does_not_fit_is_explained(field: Field, typed: str, said: str) -> None:
     with pytest.raises(FormError, match=re.escape(said)):
         read_value(field, typed)
+
+
+@pytest.mark.parametrize("saved", [5, [1, 2], ["reasoning"], "42"], ids=["number", "numbers", "names", "text"])
+def test_a_saved_answer_that_is_no_form_forfeits_the_turn(tmp_path: Path, saved: Any) -> None:
+    """An answer in human/answers.jsonl that is no object of field values (the file edited by hand, or written by
+    another program): a TypeError or AttributeError from the person's turn before, which no forfeit caught."""
+    request = Request((Message("user", "What is 6 times 7?"),), json_schema=Statement.model_json_schema())
+    book = AnswerBook(tmp_path / "human")
+    backend = HumanBackend("you", ListChannel([]), book=book)
+    book._append({"question": backend.question_id(request), "member": "you", "answer": saved, "by": "viewer"})
+    with pytest.raises(NoAnswer, match="the saved answer does not fit the form"):
+        asyncio.run(backend.generate(request))
 
 
 # the society file ---------------------------------------------------------------------------------------------

@@ -112,6 +112,8 @@ def read_value(field: Field, raw: Any) -> Any:
             raise FormError(f"{field.name} is needed ({field.hint()})")
         return field.default if field.default is not None else ("" if field.kind == "text" else None)
     if field.kind == "text":
+        if isinstance(text, list | dict | bool):  # a number is read as its digits; these would be Python's repr
+            raise FormError(f"{field.name}: text, not {json.dumps(text, default=str)[:40]}")
         text = str(text)
         if len(text) < field.min_length:
             raise FormError(f"{field.name}: at least {field.min_length} characters")
@@ -139,6 +141,8 @@ def read_value(field: Field, raw: Any) -> Any:
         if said in ("n", "no", "false", "0"):
             return False
         raise FormError(f"{field.name}: yes or no")
+    if isinstance(text, bool):  # float(True) is 1.0
+        raise FormError(f"{field.name}: {field.hint()}")
     try:
         number = float(text)
     except (TypeError, ValueError):
@@ -151,7 +155,10 @@ def read_value(field: Field, raw: Any) -> Any:
 
 
 def read_answer(fields: tuple[Field, ...], given: Mapping[str, Any]) -> dict[str, Any]:
-    """Every field's value, checked; the first that does not fit raises `FormError`."""
+    """Every field's value, checked; the first that does not fit raises `FormError` (as does an answer that is no
+    mapping of field values: a saved one edited by hand, say)."""
+    if not isinstance(given, Mapping):
+        raise FormError("an answer is an object of field values")
     unknown = sorted(set(given) - {f.name for f in fields})
     if unknown:
         raise FormError(f"no field named {', '.join(unknown)} in this form")
