@@ -8,6 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from noosphere.errors import ModelError
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.society import Member
@@ -130,6 +132,15 @@ def test_a_run_budget_stops_the_roleplay_bench_before_it_scores_a_cut_conversati
     assert code == 1 and "calls budget of 1 exceeded" in err
     [run_dir] = list(tmp_path.iterdir())
     assert (run_dir / "items.jsonl").read_text() == ""  # left for a resume with more, not scored as a fail
+
+
+@pytest.mark.parametrize("cap", ["501", "1000000000"])
+def test_the_roleplay_bench_caps_messages_as_a_society_file_does(tmp_path: Path, cap: str) -> None:
+    """A society file's role-play takes at most 500 messages; the bench took a billion (a pair that loops would hold
+    the CPU for days)."""
+    code, _, _ = invoke(["bench", "roleplay", "--max-messages", cap, "--out", str(tmp_path / "runs"), "--quiet",
+                           "--no-cache"])
+    assert code == 2 and not (tmp_path / "runs").exists()  # typer tells: less than or equal to 500
 
 
 def test_roleplay_bench_specifies_each_task_before_the_user_instructs(tmp_path: Path) -> None:

@@ -209,8 +209,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     @benchmark_command(bench_app, "roleplay")
     def roleplay(
         max_messages: Annotated[int, typer.Option(
-            min=2, help="message cap of each conversation (a role-play society's own default is 50; these tasks "
-                        "take a few exchanges, and a pair that loops should not hold a CPU for minutes)")] = 12,
+            min=2, max=500, help="message cap of each conversation, at most 500 as in a society file (a role-play "
+                                 "society's own default is 50; these tasks take a few exchanges, and a pair that loops "
+                                 "should not hold a CPU for minutes)")] = 12,
         specify: Annotated[bool, typer.Option(help="a task specifier first makes each task concrete (CAMEL)")] = True,
         limit: Annotated[int | None, typer.Option(min=1, help=f"first N of the {len(CODING_TASKS)} tasks")] = None,
         *,
