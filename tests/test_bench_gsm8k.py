@@ -205,7 +205,8 @@ def test_society_system_runs_the_declared_society_and_resumes(data: Path, tmp_pa
     ({"organisation": "senate"}, "field 'society.organisation': Input should be"),
     ("debate.toml", "field 'society': Input should be a valid dictionary"),
     ({"organisation": "debate", "members": []}, "field 'society.members': a debate needs at least one member"),
-], ids=["organisation", "not a society", "no members"])
+    ({"organisation": "economy", "members": [{"name": "a", "role": "r"}]}, "field 'society.arbiter': an economy needs"),
+], ids=["organisation", "not a society", "no members", "no staff"])
 def test_a_run_whose_saved_society_was_edited_into_nonsense_is_refused_and_left_as_it_was(
         data: Path, tmp_path: Path, society: Any, said: str) -> None:
     """Its society was read when the problems were prepared, after the run was reopened: a ValidationError traceback,

@@ -186,7 +186,7 @@ class SocietySpec(BaseModel):
         if self.organisation == "democracy" and "execute" not in self.rights and self.leader is None:
             missing.append("leader")
         if missing:
-            return (missing[0],), f"a {self.organisation} needs: {', '.join(missing)}"
+            return (missing[0],), f"{_article(self.organisation)} {self.organisation} needs: {', '.join(missing)}"
         if self.vote != "ballot" and not self._members_vote():
             return ("vote",), (f"vote: {self.vote} counts the members' answers where they vote: a democracy with the "
                                "right to execute, a debate without an editor, or an economy")
@@ -200,7 +200,7 @@ class SocietySpec(BaseModel):
                 if empty else None
         if self.organisation == "roleplay" and len(self.members) != 2:
             return ("members",), "a role-play has two members: the user who instructs, then the assistant who solves"
-        return None if self.members else (("members",), f"a {self.organisation} needs at least one member")
+        return None if self.members else (("members",), f"{_article(self.organisation)} {self.organisation} needs at least one member")
 
     def _unused_setting(self) -> tuple[tuple[str | int, ...], str] | None:
         for name, organisations in USED_BY.items():
@@ -253,3 +253,8 @@ class SocietySpec(BaseModel):
 
 
 MemberSpec.model_rebuild()
+
+
+def _article(word: str) -> str:
+    """"an economy", "a monarchy"."""
+    return "an" if word[:1].lower() in "aeiou" else "a"
