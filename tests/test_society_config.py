@@ -192,6 +192,18 @@ def test_a_repeated_member_name_is_located_at_its_second_use(tmp_path: Path, tex
     assert (error.field, error.line) == (field, line)
 
 
+@pytest.mark.parametrize(("name", "says"), [
+    ("'  '", "cannot be blank"), ('"b\\nc"', "control character"), ('"b\\u0000"', "control character"),
+    ("' b'", "begin or end with spaces")])
+def test_a_member_name_that_is_blank_or_breaks_a_line_is_refused(tmp_path: Path, name: str, says: str) -> None:
+    """A name heads its member's lines in prompts and ballots; a newline in it started a line that read as another
+    member's (accepted before)."""
+    path = tmp_path / "names.yaml"
+    path.write_text(f"organisation: debate\nmembers:\n  - {{name: a, role: r}}\n  - {{name: {name}, role: r}}\n")
+    error = refused(path, says)
+    assert (error.field, error.line) == ("members.1.name", 4)
+
+
 def test_members_that_are_not_a_list_get_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "five.yaml"
     path.write_text("organisation: debate\nmembers: 5\n")

@@ -43,9 +43,24 @@ def _text(value: str) -> str:
 Text = Annotated[str, AfterValidator(_text)]
 
 
+def _name(value: str) -> str:
+    """A member's name heads its lines in every prompt, ballot and trace: blank, or broken by a control
+    character (a newline starts a line that reads as another member's), it is no name."""
+    if not value.strip():
+        raise ValueError("a member's name cannot be blank")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError(f"a member's name cannot hold a control character (newline, tab, NUL): {value!r}")
+    if value != value.strip():
+        raise ValueError(f"a member's name cannot begin or end with spaces: {value!r}")
+    return value
+
+
+Name = Annotated[str, AfterValidator(_text), AfterValidator(_name)]
+
+
 class MemberSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    name: Text = Field(min_length=1)
+    name: Name = Field(min_length=1)
     role: Text = ""
     model: ModelId | None = None
     sees: list[Text] | None = None
