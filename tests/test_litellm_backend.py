@@ -125,3 +125,26 @@ async def test_a_providers_5xx_through_litellms_catch_all_is_retried(monkeypatch
     with pytest.raises(ModelError) as caught:
         await model.complete("hi again")
     assert not caught.value.retryable
+
+
+async def test_a_providers_4xx_is_one_model_error_not_litellms_own_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wrong key, a model the provider does not have, a request it refuses: LiteLLM raises errors that derive from
+    openai's, not from its own OpenAIError; each is a ModelError, not retried (a traceback before)."""
+    litellm = import_litellm()
+    monkeypatch.setattr(model_module, "BACKOFF_BASE_S", 0.001)
+    model = open_model("litellm:openai/gpt-4o", extra={"mock_response": "fine"})
+    calls = 0
+    for error in (litellm.AuthenticationError(message="invalid key", llm_provider="openai", model="gpt-4o"),
+                  litellm.NotFoundError(message="no such model", llm_provider="openai", model="gpt-4o"),
+                  litellm.BadRequestError(message="LLM Provider NOT provided", llm_provider="", model="foo")):
+        async def refuse(error: Exception = error, **kwargs: object) -> object:
+            nonlocal calls
+            calls += 1
+            raise error
+
+        monkeypatch.setattr(litellm, "acompletion", refuse)
+        calls = 0
+        with pytest.raises(ModelError) as caught:
+            await model.complete("hi")
+        assert not caught.value.retryable and calls == 1
+        assert type(error).__name__ in str(caught.value) and str(caught.value).startswith("litellm:openai/gpt-4o: ")

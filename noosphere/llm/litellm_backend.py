@@ -163,6 +163,8 @@ class LiteLLMBackend:
 
     async def _acompletion(self, args: dict[str, Any], messages: tuple[Message, ...], settings: Settings) -> Any:
         litellm = import_litellm()
+        from openai import OpenAIError  # LiteLLM's own dependency: the base of every error it raises
+
         retryable = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
                      litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError)
         try:
@@ -179,7 +181,9 @@ class LiteLLMBackend:
             status = getattr(exc, "status_code", None)
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}",
                              retryable=isinstance(status, int) and status >= 500) from exc
-        except litellm.OpenAIError as exc:
+        except OpenAIError as exc:  # the rest, a provider's 4xx among them: a wrong key, an unknown model, a request
+            # refused (LiteLLM's BadRequestError, AuthenticationError, NotFoundError... derive from openai's errors,
+            # not from its own OpenAIError)
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}") from exc
 
 
