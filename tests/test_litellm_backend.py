@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from noosphere.errors import CapabilityError, ModelError, OutputParseError
+from noosphere.errors import CapabilityError, ModelError, OutputParseError, UsageError
 from noosphere.llm import Message, Settings, ToolSpec, open_model
 from noosphere.llm import model as model_module
 from noosphere.llm.litellm_backend import _reply, import_litellm
@@ -76,7 +76,7 @@ async def test_rate_limits_are_retried_with_backoff_then_reported(monkeypatch: p
 async def test_unknown_model_declares_no_media_and_fails_fast(tmp_path: Path) -> None:
     image = tmp_path / "x.png"
     image.write_bytes(b"\x89PNG")
-    model = open_model("litellm:someone/unknown-model", api_base="http://127.0.0.1:9")
+    model = open_model("litellm:openai/someone-unknown-model", api_base="http://127.0.0.1:9")
     with pytest.raises(CapabilityError, match="vision"):
         await model.complete([Message.user("what is it?", images=(image,))])
 
@@ -95,7 +95,7 @@ def test_the_context_window_is_the_models_input_size_and_the_options_are_part_of
     backends that differ in provider options do not share cached replies."""
     plain = open_model("litellm:openai/gpt-4o").backend
     assert plain.context_window == 128_000
-    assert open_model("litellm:someone/unknown-model").backend.context_window is None
+    assert open_model("litellm:openai/someone-unknown-model").backend.context_window is None
     a, b = (open_model("litellm:openai/gpt-4o", extra={"reasoning_effort": effort}).backend
             for effort in ("low", "high"))
     assert len({plain.fingerprint, a.fingerprint, b.fingerprint}) == 3
@@ -148,3 +148,12 @@ async def test_a_providers_4xx_is_one_model_error_not_litellms_own_exception(mon
             await model.complete("hi")
         assert not caught.value.retryable and calls == 1
         assert type(error).__name__ in str(caught.value) and str(caught.value).startswith("litellm:openai/gpt-4o: ")
+
+
+@pytest.mark.parametrize("model_id", ["litellm:foo", "litellm: ", "litellm:open ai/gpt-4o", "litellm:@http://127.0.0.1:9",
+                                      "litellm:nosuchprovider/model@http://127.0.0.1:9/v1"])
+def test_a_model_whose_provider_litellm_cannot_tell_is_refused_on_opening(tmp_path: Path, model_id: str) -> None:
+    """Every call would fail (LiteLLM's "LLM Provider NOT provided"): one usage error before any run or call."""
+    with pytest.raises(UsageError, match="cannot tell which provider"):
+        open_model(model_id)
+    assert open_model("litellm:someone/model", extra={"custom_llm_provider": "openai"}).id == "litellm:someone/model"

@@ -69,6 +69,13 @@ class LiteLLMBackend:
         self.max_concurrency = max_concurrency
         self.extra = extra or {}
         litellm = import_litellm()
+        try:  # a provider LiteLLM cannot tell would fail every call: refused before any (`litellm:gpt4o`, `: `)
+            litellm.get_llm_provider(model, custom_llm_provider=self.extra.get("custom_llm_provider"),
+                                     api_base=api_base)
+        except Exception:
+            raise UsageError(f"LiteLLM cannot tell which provider serves the model {model!r} (of litellm:{model}); "
+                             "give it as litellm:<provider>/<model>, e.g. litellm:openai/gpt-4o or "
+                             "litellm:ollama/llama3") from None
         self.capabilities = replace(capabilities or Capabilities(
             vision=_probe(litellm, "supports_vision", model),
             audio=_probe(litellm, "supports_audio_input", model),
