@@ -498,6 +498,18 @@ def test_scores_for_a_system_without_scores_are_refused(system: str, tmp_path: P
     assert code == 2 and f"--system {system} takes none" in err and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(("given", "says"), [
+    (["--step-timeout", "inf"], "--step-timeout"), (["--step-timeout", "1e306"], "--step-timeout"),
+    (["--settle", "30"], "must be shorter than --step-timeout 30"),
+    (["--settle", "5", "--step-timeout", "2"], "must be shorter than --step-timeout 2")])
+def test_timeouts_no_browser_can_keep_are_refused_before_the_run(given: list[str], says: str, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, `--step-timeout inf` made a run whose every episode failed ("Out of range float values are not JSON
+    compliant": the browser's timeout in ms), and a settle as long as the step timed every step out."""
+    code, _, err = invoke(["bench", "miniwob", "--tasks", "click-button", *given, "--out", str(tmp_path)])
+    assert code == 2 and says in err + capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
 def test_the_miniwob_suite_runs_the_three_systems_on_sixty_episodes(monkeypatch: pytest.MonkeyPatch,
                                                                      tmp_path: Path) -> None:
     import importlib.util

@@ -26,6 +26,8 @@ from noosphere.workspace import WorkspaceSettings
 from noosphere.workspace.scores import SCORE_SOURCES
 
 SCORE_CHOICES = ("auto", *SCORE_SOURCES)
+MAX_STEP_TIMEOUT_S = 86_400.0
+"""A day: past it (`inf`, `1e306`) the browser's millisecond timeouts are no JSON number, and every episode failed."""
 
 
 def check(saved: dict[str, Any]) -> None:
@@ -122,8 +124,10 @@ def add_web_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         scores: Annotated[str, typer.Option(
             help="ctm: where scores come from: auto (token probabilities where the model gives them), verbal, "
                  "logprob or samples")] = "auto",
-        step_timeout: Annotated[float, typer.Option(min=1, help="seconds a page load or step may take")] = 30.0,
-        settle: Annotated[float, typer.Option(min=0, help="seconds to wait after an action before looking")] = 0.5,
+        step_timeout: Annotated[float, typer.Option(
+            min=1, max=MAX_STEP_TIMEOUT_S, help="seconds a page load or step may take")] = 30.0,
+        settle: Annotated[float, typer.Option(
+            min=0, help="seconds to wait after an action before looking (less than --step-timeout)")] = 0.5,
         pages: Annotated[Path | None, typer.Option(
             help="a folder laid out as MiniWoB++'s html/ (default: the installed miniwob package's)")] = None,
         chromium: Annotated[Path | None, typer.Option(
@@ -140,6 +144,9 @@ def add_web_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             raise UnknownNameError("score source", scores, SCORE_CHOICES)
         if options.cluster:
             raise UsageError("miniwob plays its episodes in this machine's browser; it takes no --cluster")
+        if settle >= step_timeout and not options.resume:  # the wait is part of the step: every step would time out
+            raise UsageError(f"--settle {settle:g} must be shorter than --step-timeout {step_timeout:g}: the wait "
+                             "after an action is part of its step")
         if scores != "auto" and system != "ctm" and not options.resume:
             raise UsageError(f"--scores chooses where the ctm's scores come from; --system {system} takes none")
         resume = options.resume
