@@ -490,6 +490,20 @@ def test_unknown_tasks_and_a_missing_chromium_are_one_line(tmp_path: Path) -> No
     assert len(err.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("where", ["missing", "a-file", "empty"])
+def test_pages_that_are_no_miniwob_folder_are_said_to_be_so(where: str, tmp_path: Path) -> None:
+    """Before: "unknown MiniWoB++ task 'click-button'. Known: ." for a --pages folder that is missing or holds none."""
+    pages = tmp_path / where
+    if where == "a-file":
+        pages.write_text("not a folder")
+    elif where == "empty":
+        pages.mkdir()
+    out = tmp_path / "runs"
+    code, _, err = invoke(["bench", "miniwob", "--tasks", "click-button", "--pages", str(pages), "--out", str(out)])
+    assert code == 2 and f"no MiniWoB++ task pages in {pages}" in err and "Known: ." not in err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("system", ["base", "react"])
 def test_scores_for_a_system_without_scores_are_refused(system: str, tmp_path: Path) -> None:
     """Before, `--system base --scores logprob` was saved in config.json for a run that used no scores."""

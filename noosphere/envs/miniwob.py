@@ -30,7 +30,7 @@ from noosphere.envs.web_browser import Browser, WebPageError, WebTimeout, from_p
 from noosphere.envs.web_effect import PageEffect, page_effect
 from noosphere.envs.web_guard import Guard, Refusal, open_page
 from noosphere.envs.web_page import PageState, observe
-from noosphere.errors import MissingDependencyError, RuntimeFault, UnknownNameError
+from noosphere.errors import MissingDependencyError, RuntimeFault, UnknownNameError, UsageError
 
 T = TypeVar("T")
 
@@ -79,6 +79,9 @@ def task_names(root: Path | None = None) -> tuple[str, ...]:
 def check_tasks(tasks: list[str] | tuple[str, ...], root: Path | None = None) -> None:
     """Every name a task of the folder, or a usage error with the closest names."""
     known = task_names(root)
+    if not known:  # a folder of something else, or none: "unknown task 'click-test'. Known: ." said nothing of it
+        raise UsageError(f"no MiniWoB++ task pages in {miniwob_root(root)}: --pages takes a folder laid out as "
+                         "MiniWoB++'s html/ (miniwob/<task>.html beside core/core.js)")
     for task in tasks:
         if task not in known:
             raise UnknownNameError("MiniWoB++ task", task, known)
