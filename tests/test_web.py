@@ -126,7 +126,10 @@ def test_actions_are_parsed_not_run() -> None:
                          ('__import__("os").system("touch /tmp/pwned")', "not a single call of a named action"),
                          ("click(bid)", "plain strings or numbers"), ('clack("1")', "unknown action 'clack'"),
                          ('fill("3")', "fill takes fill(bid, value)"), ('click("1 or 1")', "not an element id"),
-                         ("the big blue button", "not an action call")):
+                         ("the big blue button", "not an action call"),
+                         # nested past the parser's depth: a RecursionError escaped, ending the episode as an error
+                         ("click(" + "-" * 3000 + "1)", "not an action call"),
+                         ("I click: click(" + "-" * 3000 + '"1")', "not an action call")):
         with pytest.raises(WebActionError, match=re.escape(reason)):
             parse_action(text)
 

@@ -111,7 +111,7 @@ def parse_action(text: str) -> WebAction:
     for candidate in _candidates(source):
         try:
             tree = parse(candidate, mode="eval")
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError):  # a reply nested past the parser's depth: not an action
             continue
         return _action(text, tree.body)
     raise WebActionError(text, "not an action call such as click(\"12\")")
