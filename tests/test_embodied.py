@@ -433,6 +433,18 @@ def test_bench_embodied_resumes_where_it_stopped(tmp_path: Path) -> None:
     assert again[0] == rows[0] and [json.loads(r)["id"] for r in again] == [f"{OBJECTS}#0", f"{OBJECTS}#1"]
 
 
+def test_a_resume_refuses_another_env_and_takes_the_runs_own_again(tmp_path: Path) -> None:
+    """The run saves --env as its `worlds`: another world on a resume was ignored silently (the run's own played)."""
+    code, _, _, folder = bench(tmp_path, "random", "--no-eqa", "--env", OBJECTS, "--max-steps", "1")
+    assert code == 0 and folder is not None
+    before = (folder / "result.json").read_text()
+    code, _, err = invoke(["bench", "embodied", "--resume", str(folder), "--env", ROOMS, "--quiet", "--no-cache"])
+    assert code == 2 and f"--env {ROOMS} (the run has {OBJECTS})" in err and "keeps the settings" in err, err
+    assert (folder / "result.json").read_text() == before
+    code, out, err = invoke(["bench", "embodied", "--resume", str(folder), "--env", OBJECTS, "--quiet", "--no-cache"])
+    assert code == 0, out + err
+
+
 def test_bench_embodied_refuses_bad_input_before_any_folder(tmp_path: Path) -> None:
     code, _, err, folder = bench(tmp_path, "random", "--env", "MiniGrid-MultiRoom-N4-S5")
     assert code == 2 and "Did you mean MiniGrid-MultiRoom-N4-S5-v1" in err and folder is None

@@ -175,6 +175,8 @@ SAVED_WHEN_SET: dict[str, Any] = {
     "recall_at": "start"}
 """Options a run's config holds only when they were given (so older configs read the same): absent, the run has
 this value."""
+SAVED_AS: dict[str, str] = {"env": "worlds"}
+"""Options a run's config holds under another name (`bench embodied --env`: its `worlds`)."""
 
 
 def with_run_options(command: Command) -> Command:
@@ -212,10 +214,10 @@ def _refuse_other_settings(context: typer.Context, resume: Path, given: dict[str
 
     absent = {**SAVED_WHEN_SET, "margin": 0.0} if saved.get("system") == "react-scored" else SAVED_WHEN_SET
     kept = {**absent, **saved}  # a react-scored run made before margins plays margin 0 (`bench.games.player`)
-    differing = [f"--{name.replace('_', '-')} {value} (the run has {_shown(name, kept[name])})"
-                 for name, value in given.items()
-                 if name not in RESUME_TAKES and name in kept and typed(name)
-                 and not _same_setting(name, value, kept[name])]
+    differing = [f"--{name.replace('_', '-')} {_given(value)} (the run has {_shown(name, kept[key])})"
+                 for name, value in given.items() for key in [SAVED_AS.get(name, name)]
+                 if name not in RESUME_TAKES and key in kept and typed(name)
+                 and not _same_setting(name, value, kept[key])]
     if differing:
         raise UsageError(f"{resume} keeps the settings it was made with, and {'; '.join(differing)}: resume it "
                          "without them, or start a new run")
@@ -233,6 +235,11 @@ def _same_setting(name: str, given: Any, saved: Any) -> bool:
     if isinstance(given, list | tuple) and isinstance(saved, list | tuple):
         return [str(v) for v in given] == [str(v) for v in saved]
     return bool(given == saved or str(given) == str(saved))
+
+
+def _given(value: Any) -> str:
+    """An option's value as the refusal shows it: a repeated option's values joined by commas."""
+    return ",".join(str(v) for v in value) if isinstance(value, list | tuple) else str(value)
 
 
 def _shown(name: str, saved: Any) -> str:
