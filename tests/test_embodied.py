@@ -445,6 +445,21 @@ def test_a_resume_refuses_another_env_and_takes_the_runs_own_again(tmp_path: Pat
     assert code == 0, out + err
 
 
+def test_a_society_runs_resume_takes_its_own_society_file_again_and_refuses_another(tmp_path: Path) -> None:
+    """The run saves the society the file declared, whole: the same --society again was refused, the whole society
+    dumped into the message as "what the run has"."""
+    code, out, err, folder = bench(tmp_path, "society", "--no-eqa", "--env", OBJECTS, "--max-steps", "1",
+                                   "--rounds", "1", "--society", str(SOCIETY))
+    assert code == 0 and folder is not None, out + err
+    other = tmp_path / "other.yaml"
+    other.write_text(SOCIETY.read_text())
+    code, _, err = invoke(["bench", "embodied", "--resume", str(folder), "--society", str(other), "--quiet"])
+    assert code == 2 and f"--society {other} (the run has {SOCIETY})" in err and "organisation" not in err
+    code, out, err = invoke(["bench", "embodied", "--resume", str(folder), "--society", str(SOCIETY), "--quiet",
+                             "--no-cache"], text_only_opener(crew_reply(["stop"])))
+    assert code == 0, out + err
+
+
 def test_bench_embodied_refuses_bad_input_before_any_folder(tmp_path: Path) -> None:
     code, _, err, folder = bench(tmp_path, "random", "--env", "MiniGrid-MultiRoom-N4-S5")
     assert code == 2 and "Did you mean MiniGrid-MultiRoom-N4-S5-v1" in err and folder is None

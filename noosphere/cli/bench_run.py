@@ -215,7 +215,7 @@ def _refuse_other_settings(context: typer.Context, resume: Path, given: dict[str
     absent = {**SAVED_WHEN_SET, "margin": 0.0} if saved.get("system") == "react-scored" else SAVED_WHEN_SET
     kept = {**absent, **saved}  # a react-scored run made before margins plays margin 0 (`bench.games.player`)
     differing = [f"--{name.replace('_', '-')} {_given(value)} (the run has {_shown(name, kept[key])})"
-                 for name, value in given.items() for key in [SAVED_AS.get(name, name)]
+                 for name, value in given.items() for key in [_saved_as(name, saved)]
                  if name not in RESUME_TAKES and key in kept and typed(name)
                  and not _same_setting(name, value, kept[key])]
     if differing:
@@ -235,6 +235,14 @@ def _same_setting(name: str, given: Any, saved: Any) -> bool:
     if isinstance(given, list | tuple) and isinstance(saved, list | tuple):
         return [str(v) for v in given] == [str(v) for v in saved]
     return bool(given == saved or str(given) == str(saved))
+
+
+def _saved_as(name: str, saved: dict[str, Any]) -> str:
+    """The key of a run's config that holds the option `name`: `--society` is the file a run read (`society_file`),
+    where its `society` is the society that file declared, saved whole."""
+    if name == "society" and isinstance(saved.get("society"), dict) and "society_file" in saved:
+        return "society_file"
+    return SAVED_AS.get(name, name)
 
 
 def _given(value: Any) -> str:
