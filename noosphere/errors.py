@@ -79,6 +79,16 @@ class CapabilityError(UsageError):
         super().__init__(f"model {model} does not support {capability}")
 
 
+class ProviderRefusedError(UsageError):
+    """The provider refused the caller, not the request: a wrong or missing key (401), no access (403), a model it
+    does not have (404). Every call would get the same answer, so the run stops rather than forfeit each turn."""
+
+    def __init__(self, model: str, status: int, message: str) -> None:
+        self.model = model
+        self.status = status
+        super().__init__(f"{model}: the provider refused it ({status}): {message}")
+
+
 class ConfigError(UsageError):
     """A configuration file or value is malformed."""
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from noosphere.errors import CapabilityError, ModelError, OutputParseError, UsageError
+from noosphere.concurrent import forfeits
+from noosphere.errors import CapabilityError, ModelError, OutputParseError, ProviderRefusedError, UsageError
 from noosphere.llm import Message, Settings, ToolSpec, open_model
 from noosphere.llm import model as model_module
 from noosphere.llm.litellm_backend import _reply, import_litellm
@@ -127,16 +128,21 @@ async def test_a_providers_5xx_through_litellms_catch_all_is_retried(monkeypatch
     assert not caught.value.retryable
 
 
-async def test_a_providers_4xx_is_one_model_error_not_litellms_own_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_providers_4xx_is_one_error_not_litellms_own_exception(monkeypatch: pytest.MonkeyPatch) -> None:
     """A wrong key, a model the provider does not have, a request it refuses: LiteLLM raises errors that derive from
-    openai's, not from its own OpenAIError; each is a ModelError, not retried (a traceback before)."""
+    openai's, not from its own OpenAIError (a traceback before). A refused request is a ModelError, not retried (the
+    turn is forfeited); a refused key or model is the caller's mistake, the same for every call, so it is a usage
+    error that stops the run instead of forfeiting every item of a benchmark one by one."""
     litellm = import_litellm()
     monkeypatch.setattr(model_module, "BACKOFF_BASE_S", 0.001)
     model = open_model("litellm:openai/gpt-4o", extra={"mock_response": "fine"})
     calls = 0
-    for error in (litellm.AuthenticationError(message="invalid key", llm_provider="openai", model="gpt-4o"),
-                  litellm.NotFoundError(message="no such model", llm_provider="openai", model="gpt-4o"),
-                  litellm.BadRequestError(message="LLM Provider NOT provided", llm_provider="", model="foo")):
+    for error, kind in (
+            (litellm.AuthenticationError(message="invalid key", llm_provider="openai", model="gpt-4o"),
+             ProviderRefusedError),
+            (litellm.NotFoundError(message="no such model", llm_provider="openai", model="gpt-4o"),
+             ProviderRefusedError),
+            (litellm.BadRequestError(message="LLM Provider NOT provided", llm_provider="", model="foo"), ModelError)):
         async def refuse(error: Exception = error, **kwargs: object) -> object:
             nonlocal calls
             calls += 1
@@ -144,16 +150,8 @@ async def test_a_providers_4xx_is_one_model_error_not_litellms_own_exception(mon
 
         monkeypatch.setattr(litellm, "acompletion", refuse)
         calls = 0
-        with pytest.raises(ModelError) as caught:
+        with pytest.raises(kind) as caught:
             await model.complete("hi")
-        assert not caught.value.retryable and calls == 1
-        assert type(error).__name__ in str(caught.value) and str(caught.value).startswith("litellm:openai/gpt-4o: ")
-
-
-@pytest.mark.parametrize("model_id", ["litellm:foo", "litellm: ", "litellm:open ai/gpt-4o", "litellm:@http://127.0.0.1:9",
-                                      "litellm:nosuchprovider/model@http://127.0.0.1:9/v1"])
-def test_a_model_whose_provider_litellm_cannot_tell_is_refused_on_opening(tmp_path: Path, model_id: str) -> None:
-    """Every call would fail (LiteLLM's "LLM Provider NOT provided"): one usage error before any run or call."""
-    with pytest.raises(UsageError, match="cannot tell which provider"):
-        open_model(model_id)
-    assert open_model("litellm:someone/model", extra={"custom_llm_provider": "openai"}).id == "litellm:someone/model"
+        assert calls == 1 and type(error).__name__ in str(caught.value)
+        assert str(caught.value).startswith("litellm:openai/gpt-4o: ")
+        assert forfeits(caught.value) == (kind is ModelError)

@@ -17,13 +17,15 @@ from typing import Any
 import json_repair
 
 from noosphere.environment import environment
-from noosphere.errors import CapabilityError, ContextOverflowError, ModelError, UsageError
+from noosphere.errors import CapabilityError, ContextOverflowError, ModelError, ProviderRefusedError, UsageError
 from noosphere.llm.messages import Message
 from noosphere.llm.scoring import NO_LOGPROBS, PREFIX_REFUSED, check_first_tokens
 from noosphere.llm.tools import UNPARSED
 from noosphere.llm.types import Capabilities, Reply, Request, ScoreReply, ScoreRequest, Settings, ToolCall, Usage
 
 LOGPROB_SLACK = 1e-4
+CALLER_REFUSED = (401, 403, 404)
+"""A provider's answers to the caller, not to one request: a wrong key, no access, a model it does not have."""
 """How far above 0 a provider's log-probability may come back (a float's rounding) before it is no log-probability."""
 
 
@@ -191,6 +193,9 @@ class LiteLLMBackend:
         except OpenAIError as exc:  # the rest, a provider's 4xx among them: a wrong key, an unknown model, a request
             # refused (LiteLLM's BadRequestError, AuthenticationError, NotFoundError... derive from openai's errors,
             # not from its own OpenAIError)
+            status = getattr(exc, "status_code", None)
+            if status in CALLER_REFUSED:  # the key or the model id is wrong: the same for every call, the run stops
+                raise ProviderRefusedError(self.model_id, status, f"{type(exc).__name__}: {exc}") from exc
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}") from exc
 
 
