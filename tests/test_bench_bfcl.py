@@ -755,3 +755,25 @@ def test_a_category_given_twice_is_scored_once_and_the_data_path_is_saved_whole(
     assert len((run_dir / "items.jsonl").read_text().splitlines()) == 1 and len(opener.backend.history) == 1
     config = json.loads((run_dir / "config.json").read_text())
     assert config["categories"] == ["irrelevance"] and config["data"] == str(data.resolve())
+
+
+def test_a_resume_refuses_another_category_and_takes_the_runs_own_again(data: Path, tmp_path: Path) -> None:
+    """The run saves --category as its `categories`: another category on a resume was ignored silently (the run's
+    own were scored), as was the check of the rest of its options' spelling."""
+    def reply(request: Request) -> Any:
+        return {"tool_calls": []}
+
+    code, _, err = invoke(["bench", "bfcl", "--system", "base", "--data", str(data), "--category", "irrelevance",
+                           "--out", str(tmp_path / "runs"), "--quiet", "--no-cache"], opener_for(reply))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    before = (run_dir / "result.json").read_text()
+    opener = opener_for(reply)
+    code, _, err = invoke(["bench", "bfcl", "--resume", str(run_dir), "--category", "parallel_multiple", "--quiet",
+                           "--no-cache"], opener)
+    assert code == 2 and "--category parallel_multiple (the run has irrelevance)" in err, err
+    assert "keeps the settings it was made with" in err and len(err.strip().splitlines()) == 1
+    assert (run_dir / "result.json").read_text() == before and opener.backend.history == []
+    code, _, err = invoke(["bench", "bfcl", "--resume", str(run_dir), "--category", "irrelevance", "--category",
+                           "irrelevance", "--quiet", "--no-cache"], opener)  # each once, as a new run saves it
+    assert code == 0, err

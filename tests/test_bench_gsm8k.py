@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -477,3 +478,30 @@ def test_weights_a_model_cannot_give_are_refused_before_any_problem_and_leave_no
         assert code == 2 and "logprobs" in err, err
         assert not (tmp_path / weights).exists() or not any((tmp_path / weights).iterdir())
     assert backend.history == []
+
+
+def test_a_resume_refuses_another_match_run_or_weighting_and_takes_the_runs_own(data: Path, tmp_path: Path) -> None:
+    """The run saves --match-run as its `matched_run`, and --weighted as its `weights`: another on a resume was
+    ignored silently (`--weighted` was taken on a run weighted by its sequences)."""
+    society_run = tmp_path / "society-run"
+    society_run.mkdir()
+    (society_run / "config.json").write_text("{}")
+    (society_run / "items.jsonl").write_text('{"id": "a", "calls": 2}\n')
+    made = ["--system", "best-of-n", "--match-run", str(society_run), "--weights", "sequence", "--data", str(data),
+            "--limit", "1"]
+    from noosphere.llm import Capabilities, Reply, Usage
+
+    backend = ScriptedBackend(lambda request: Reply(said("7"), usage=Usage(10, 2), logprob=-0.5),
+                              capabilities=Capabilities(json_schema=True, logprobs=True))
+    opener = partial(Model, backend)
+    code, _, err = invoke(["bench", "gsm8k", *made, "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"],
+                          lambda model_id, **kwargs: opener(**kwargs))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    for changed, says in ((["--match-run", str(tmp_path)], f"--match-run {tmp_path} (the run has {society_run})"),
+                          (["--weighted"], "--weighted (the run has --weights sequence)")):
+        code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), *changed, "--quiet", "--no-cache"])
+        assert code == 2 and says in err and "keeps the settings it was made with" in err, err
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), *made, "--no-weighted", "--quiet",
+                           "--no-cache"], lambda model_id, **kwargs: opener(**kwargs))
+    assert code == 0, err

@@ -159,3 +159,18 @@ def test_a_threshold_no_confidence_can_be_compared_with_is_refused_before_a_run_
     assert code == 2 and says in err + capsys.readouterr().err  # typer's own check writes to the process's stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     assert opener.backend.history == []
+
+
+def test_a_resume_takes_the_runs_own_ablations_in_any_order(data: Path, tmp_path: Path) -> None:
+    """The run saves its ablations sorted: the same ones given in another order were refused as other settings."""
+    args = ["bench", "mustard", "--data", str(data), "--limit", "1", "--quiet", "--no-cache"]
+    with pytest.raises((SimulatedKill, ExceptionGroup)):
+        invoke([*args, "--ablation", "no_uptree", "--ablation", "no_fusion", "--out", str(tmp_path / "runs")],
+               opener_for([SimulatedKill()]))
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    code, _, err = invoke(["bench", "mustard", "--resume", str(run_dir), "--ablation", "no_ltm", "--quiet",
+                           "--no-cache"])
+    assert code == 2 and "--ablation no_ltm (the run has no_fusion,no_uptree)" in err, err
+    with pytest.raises((SimulatedKill, ExceptionGroup)):  # taken: the run goes on to its item's first call
+        invoke(["bench", "mustard", "--resume", str(run_dir), "--ablation", "no_uptree", "--ablation", "no_fusion",
+                "--quiet", "--no-cache"], opener_for([SimulatedKill()]))

@@ -175,8 +175,9 @@ SAVED_WHEN_SET: dict[str, Any] = {
     "recall_at": "start"}
 """Options a run's config holds only when they were given (so older configs read the same): absent, the run has
 this value."""
-SAVED_AS: dict[str, str] = {"env": "worlds"}
-"""Options a run's config holds under another name (`bench embodied --env`: its `worlds`)."""
+SAVED_AS: dict[str, str] = {"env": "worlds", "category": "categories", "match_run": "matched_run"}
+"""Options a run's config holds under another name (`bench embodied --env`: its `worlds`; `bench bfcl --category`:
+its `categories`; `bench gsm8k --match-run`: its `matched_run`)."""
 
 
 def with_run_options(command: Command) -> Command:
@@ -214,13 +215,29 @@ def _refuse_other_settings(context: typer.Context, resume: Path, given: dict[str
 
     absent = {**SAVED_WHEN_SET, "margin": 0.0} if saved.get("system") == "react-scored" else SAVED_WHEN_SET
     kept = {**absent, **saved}  # a react-scored run made before margins plays margin 0 (`bench.games.player`)
-    differing = [f"--{name.replace('_', '-')} {_given(value)} (the run has {_shown(name, kept[key])})"
-                 for name, value in given.items() for key in [_saved_as(name, saved)]
-                 if name not in RESUME_TAKES and key in kept and typed(name)
-                 and not _same_setting(name, value, kept[key])]
+    differing = [difference for name, value in given.items() if name not in RESUME_TAKES and typed(name)
+                 for difference in _differences(name, value, kept)]
     if differing:
         raise UsageError(f"{resume} keeps the settings it was made with, and {'; '.join(differing)}: resume it "
                          "without them, or start a new run")
+
+
+def _differences(name: str, given: Any, kept: dict[str, Any]) -> list[str]:
+    """How the option `name`, given `given` on the command line, differs from the run's own setting in its config
+    `kept` (with the values an absent key stands for): a line for each difference, none where it is the same, or
+    where the config holds nothing the option sets."""
+    flag = f"--{name.replace('_', '-')}"
+    if name == "weighted" and "weights" in kept:  # `--weighted` is `--weights p-true`; without it, says nothing
+        weights = kept["weights"]
+        return [] if not given or weights == "p-true" else [f"--weighted (the run has --weights {weights})"]
+    if name == "category" and isinstance(given, list | tuple):  # each category once, in the order first given
+        given = list(dict.fromkeys(given))
+    if name == "ablation" and isinstance(given, list | tuple):  # saved sorted: the ablations are a set
+        given = sorted(given)
+    key = _saved_as(name, kept)
+    if key not in kept or _same_setting(name, given, kept[key]):
+        return []
+    return [f"{flag} {_given(given)} (the run has {_shown(name, kept[key])})"]
 
 
 def _same_setting(name: str, given: Any, saved: Any) -> bool:
