@@ -480,6 +480,30 @@ def test_weights_a_model_cannot_give_are_refused_before_any_problem_and_leave_no
     assert backend.history == []
 
 
+def test_a_resume_refuses_society_settings_other_than_the_runs_and_takes_its_own_again(data: Path,
+                                                                                       tmp_path: Path) -> None:
+    """--rounds, --rights, --vote and --set change the society the run saves whole (no key of their own): on a
+    resume another value was ignored silently, and the run's own society played."""
+    script = by_agent({"planner": [said("7")], "calculator": [said("8")], "checker": [said("7")]})
+    made = ["--set", "editor=null", "--set", "rounds=0", "--vote", "standing"]
+    run_dir, _ = one_problem("debate-solvers.toml", made, script, data, tmp_path / "runs")
+    before = (run_dir / "result.json").read_text()
+    for changed, says in ((["--rounds", "2"], "--rounds 2 (the run has 0)"),
+                          (["--vote", "ballot"], "--vote ballot (the run has standing)"),
+                          (["--set", "rounds=1"], "--set rounds=1 (the run has rounds=0)"),
+                          (["--set", "editor=null", "--rights", "know"], "--rights know (the run has ")):
+        opener = opener_for(script)
+        code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), *changed, "--quiet", "--no-cache"],
+                              opener)
+        assert code == 2 and says in err and "keeps the settings it was made with" in err, err
+        assert (run_dir / "result.json").read_text() == before and opener.backend.history == []
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--set", "edtor=null", "--quiet"])
+    assert code == 2 and "Did you mean editor" in err, err
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), *made, "--rounds", "0", "--quiet",
+                           "--no-cache"], opener_for(script))
+    assert code == 0, err
+
+
 def test_a_resume_refuses_another_match_run_or_weighting_and_takes_the_runs_own(data: Path, tmp_path: Path) -> None:
     """The run saves --match-run as its `matched_run`, and --weighted as its `weights`: another on a resume was
     ignored silently (`--weighted` was taken on a run weighted by its sequences)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import json
@@ -178,6 +179,9 @@ this value."""
 SAVED_AS: dict[str, str] = {"env": "worlds", "category": "categories", "match_run": "matched_run"}
 """Options a run's config holds under another name (`bench embodied --env`: its `worlds`; `bench bfcl --category`:
 its `categories`; `bench gsm8k --match-run`: its `matched_run`)."""
+SOCIETY_SETTINGS = ("rounds", "rights", "vote")
+"""`bench gsm8k`'s options that override the society file's settings: the run saves the society they made, whole,
+and not the options (`bench embodied` saves its `rounds` beside the society too)."""
 
 
 def with_run_options(command: Command) -> Command:
@@ -227,6 +231,14 @@ def _differences(name: str, given: Any, kept: dict[str, Any]) -> list[str]:
     `kept` (with the values an absent key stands for): a line for each difference, none where it is the same, or
     where the config holds nothing the option sets."""
     flag = f"--{name.replace('_', '-')}"
+    if name == "set_":
+        return _society_differences(given, kept)
+    if name in SOCIETY_SETTINGS and name not in kept and "society" in kept:
+        society = kept["society"]
+        if not isinstance(society, dict):
+            return [f"{flag} {_given(given)} (the run has no society)"]
+        return [] if _same_setting(name, given, society.get(name)) else [
+            f"{flag} {_given(given)} (the run has {_shown(name, society.get(name))})"]
     if name == "weighted" and "weights" in kept:  # `--weighted` is `--weights p-true`; without it, says nothing
         weights = kept["weights"]
         return [] if not given or weights == "p-true" else [f"--weighted (the run has --weights {weights})"]
@@ -238,6 +250,28 @@ def _differences(name: str, given: Any, kept: dict[str, Any]) -> list[str]:
     if key not in kept or _same_setting(name, given, kept[key]):
         return []
     return [f"{flag} {_given(given)} (the run has {_shown(name, kept[key])})"]
+
+
+def _society_differences(pairs: list[str], kept: dict[str, Any]) -> list[str]:
+    """`--set KEY=VALUE` on a resume: each against the setting of the society the run saved, read as a new run
+    reads it (`--set rounds=2` is the run's `rounds: 2`)."""
+    from noosphere.cli.bench_societies import society_settings
+    from noosphere.society.spec import SocietySpec
+
+    society = kept.get("society")
+    differing = []
+    for pair in pairs:
+        [(key, value)] = society_settings([pair]).items()
+        if not isinstance(society, dict):
+            differing.append(f"--set {pair} (the run has no society)")
+            continue
+        # the value as the run would have saved it (a member's defaults filled in); one the run could not have
+        # is compared as it was given, and differs from the run's
+        with contextlib.suppress(ValidationError, ValueError, TypeError):
+            value = SocietySpec.model_validate({**society, key: value}).model_dump()[key]
+        if key not in society or not _same_setting(key, value, society[key]):
+            differing.append(f"--set {pair} (the run has {key}={_shown(key, society.get(key))})")
+    return differing
 
 
 def _same_setting(name: str, given: Any, saved: Any) -> bool:

@@ -37,7 +37,7 @@ def calls_of_run(folder: Path) -> int:
     return max(1, round(sum(row.get("calls", 0) for row in rows) / len(rows)))
 
 
-def _settings(pairs: list[str]) -> dict[str, Any]:
+def society_settings(pairs: list[str]) -> dict[str, Any]:
     """`--set KEY=VALUE` pairs as society settings, each value read as YAML (`null`, `3`, `[know, change]`)."""
     settings: dict[str, Any] = {}
     for pair in pairs:
@@ -63,7 +63,7 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
     if system not in systems:
         raise UnknownNameError("system", system, systems)
     spec = load_society_spec(society) if society is not None else None
-    overrides = _settings(settings or [])
+    overrides = society_settings(settings or [])
     flags = {"rounds": rounds, "rights": rights, "vote": vote}
     if rounds is not None:
         overrides["rounds"] = rounds
