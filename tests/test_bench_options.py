@@ -182,3 +182,21 @@ def test_a_run_keeps_its_own_calls_so_a_resume_on_a_fresh_machine_replays_them(
     monkeypatch.setattr(ask, "default_cache_dir", lambda: tmp_path / "third-machine")
     code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--quiet"], opener)
     assert code == 0 and len(asked) == 2, err  # without the run's file the call is asked again
+
+
+def test_a_resume_refuses_another_out_and_takes_the_folder_the_run_is_in(data: Path, tmp_path: Path) -> None:
+    """--out is not saved: on a resume another folder was ignored silently, the results written to the run's own
+    folder elsewhere; now it is refused, naming where the run is, and the folder the run is in is taken."""
+    models: list[Model] = []
+    code, _, err = invoke(gsm8k(data, tmp_path / "runs"), recording_opener(models))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    before = (run_dir / "result.json").read_text()
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--out", str(tmp_path / "elsewhere"),
+                           "--quiet", "--no-cache"], recording_opener(models))
+    assert code == 2 and f"--out {tmp_path / 'elsewhere'} (the run's folder is in {tmp_path / 'runs'})" in err, err
+    assert (run_dir / "result.json").read_text() == before and not (tmp_path / "elsewhere").exists()
+    assert len(models) == 1  # the first run's
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--out", str(tmp_path / "runs"), "--quiet",
+                           "--no-cache"], recording_opener(models))
+    assert code == 0, err

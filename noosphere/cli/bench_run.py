@@ -220,17 +220,20 @@ def _refuse_other_settings(context: typer.Context, resume: Path, given: dict[str
     absent = {**SAVED_WHEN_SET, "margin": 0.0} if saved.get("system") == "react-scored" else SAVED_WHEN_SET
     kept = {**absent, **saved}  # a react-scored run made before margins plays margin 0 (`bench.games.player`)
     differing = [difference for name, value in given.items() if name not in RESUME_TAKES and typed(name)
-                 for difference in _differences(name, value, kept)]
+                 for difference in _differences(name, value, kept, resume)]
     if differing:
         raise UsageError(f"{resume} keeps the settings it was made with, and {'; '.join(differing)}: resume it "
                          "without them, or start a new run")
 
 
-def _differences(name: str, given: Any, kept: dict[str, Any]) -> list[str]:
+def _differences(name: str, given: Any, kept: dict[str, Any], resume: Path) -> list[str]:
     """How the option `name`, given `given` on the command line, differs from the run's own setting in its config
     `kept` (with the values an absent key stands for): a line for each difference, none where it is the same, or
     where the config holds nothing the option sets."""
     flag = f"--{name.replace('_', '-')}"
+    if name == "out":  # not saved: the run's folder is where it is, and its results stay there
+        here = resume.resolve().parent
+        return [] if Path(given).resolve() == here else [f"--out {given} (the run's folder is in {here})"]
     if name == "set_":
         return _society_differences(given, kept)
     if name in SOCIETY_SETTINGS and name not in kept and "society" in kept:
