@@ -37,7 +37,7 @@ from noosphere.embodied import (
 from noosphere.embodied.eqa import FORMS, memory_answerer
 from noosphere.envs.gridworld import ACTIONS, FORWARD, MOVES, OPEN, GridWorld, check_world
 from noosphere.errors import CapabilityError, ConfigError, UsageError
-from noosphere.llm import Capabilities, Model, ScriptedBackend
+from noosphere.llm import DEFAULT_MODEL, Capabilities, Model, ScriptedBackend
 from noosphere.society.config import build_society, load_society_spec
 from noosphere.trace import Trace
 from noosphere.viewer import load_bundle, render_page
@@ -767,3 +767,32 @@ def test_an_interviewer_whose_question_forfeits_is_told_the_task_again_next_roun
     assert asked[0].startswith("Task:")  # the round that forfeited was told the task...
     assert asked[1].startswith("Task:") and "reports: A wall ahead" in asked[1]  # ...so the next is told it again
     assert any(e.text.startswith("(standing question)") for e in trace.of_kind("soc_message"))
+
+
+def test_a_run_that_calls_no_model_opens_none(tmp_path: Path) -> None:
+    """`--system random --no-eqa` (or frontier) calls no model, yet the run's model was opened: the default local
+    model's weights found, assembled and verified (a machine without them was refused a run that needs none).
+    Now none is opened; a run that asks questions opens its model as before."""
+    asked: list[str] = []
+    scripted = text_only_opener(crew_reply(["move forward"]))
+
+    def recording(model_id: str, **kwargs: Any) -> Model:
+        asked.append(model_id)
+        return scripted(model_id, **kwargs)
+
+    for system in ("random", "frontier"):
+        code, out, err = invoke(["bench", "embodied", "--system", system, "--no-eqa", "--env", OBJECTS, "--episodes",
+                                 "1", "--max-steps", "2", "--out", str(tmp_path / system), "--quiet", "--no-cache"],
+                                recording)
+        assert code == 0, out + err
+        assert asked == [], system
+        [folder] = list((tmp_path / system).iterdir())
+        assert json.loads((folder / "config.json").read_text())["model"] == DEFAULT_MODEL
+        assert json.loads((folder / "report.json").read_text())["metrics"]["n"] == 1
+    (folder / "items.jsonl").write_text("")  # resumed, the episode played again: still no model opened
+    code, out, err = invoke(["bench", "embodied", "--resume", str(folder), "--quiet", "--no-cache"], recording)
+    assert code == 0 and asked == [], out + err
+    code, out, err = invoke(["bench", "embodied", "--system", "random", "--env", OBJECTS, "--episodes", "1",
+                             "--max-steps", "2", "--model", "scripted", "--out", str(tmp_path / "eqa"), "--quiet",
+                             "--no-cache"], recording)
+    assert code == 0 and asked == ["scripted"], out + err

@@ -59,6 +59,12 @@ def embodied_config(system: str, worlds: list[str] | None, episodes: int, first_
             "society_file": str(society or SOCIETY_FILE) if spec is not None else None}
 
 
+def uses_model(saved: dict[str, Any]) -> bool:
+    """Whether a run calls its model: a system that decides by it, or questions after each episode (a random or
+    frontier explorer with --no-eqa calls none, and its model is not opened)."""
+    return saved["system"] in embodied_bench.MODEL_SYSTEMS or bool(saved.get("eqa", True))
+
+
 def _society_builder(saved: dict[str, Any], llm: Model, opener: ModelOpener) -> embodied_bench.BuildSociety:
     spec = saved_society_spec(saved["society"], "config.json")
 
@@ -106,7 +112,6 @@ def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
                                                         saved["episodes"]), saved)
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
-            uses_model = saved["system"] in embodied_bench.MODEL_SYSTEMS or saved.get("eqa", True)
             scorer = llm  # the model that must score: the run's, or the captain's (the society file names it)
             builder = _society_builder(saved, llm, opener) if saved["system"] in embodied_bench.SOCIETIES else None
             society: Society | None = None
@@ -128,7 +133,7 @@ def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
             if society is not None and captain is not None:  # its captain decides last: checked before any episode
                 Crew(society, captain=captain, max_steps=saved["max_steps"], scored=True)
             setup = embodied_bench.Setup(
-                saved["system"], saved["max_steps"], saved["seed"], llm.trace, llm if uses_model else None,
+                saved["system"], saved["max_steps"], saved["seed"], llm.trace, llm if uses_model(saved) else None,
                 eqa=saved.get("eqa", True), society=builder)
             return [(e.id, e, None) for e in load(saved)], partial(embodied_bench.solve, setup)
 
@@ -136,4 +141,5 @@ def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
             return f"Embodied exploration and EQA ({saved['max_steps']} actions)"
 
         options.run_benchmark(opener, title, config, max_tokens=300, prepare=prepare,
-                              summarise=embodied_bench.summarise, artefacts=write_run_figures, check=load)
+                              summarise=embodied_bench.summarise, artefacts=write_run_figures, check=load,
+                              uses_model=uses_model)

@@ -44,9 +44,11 @@ from noosphere.cli.otel_cmd import OtelContentOption, OtelExport, OtelOption, ot
 from noosphere.cli.signals import terminate_as_interrupt
 from noosphere.datafiles import describe
 from noosphere.errors import BudgetExceededError, UsageError
-from noosphere.llm import DEFAULT_MODEL, Budget, Model, Settings, UsageLedger
+from noosphere.llm import DEFAULT_MODEL, Budget, Capabilities, Model, Settings, UsageLedger
 from noosphere.llm.cache import CallCache, CarriedCache
+from noosphere.llm.messages import Message
 from noosphere.llm.registry import check_deterministic
+from noosphere.llm.types import Reply, Request
 from noosphere.replay import RUN_CACHE
 from noosphere.runs import Run
 from noosphere.trace import Trace
@@ -70,6 +72,8 @@ Summarise = Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any]]
 Artefacts = Callable[[Path, list[dict[str, Any]]], list[Path]]
 Check = Callable[[dict[str, Any]], object]
 """Reads and validates a run's data from its config, before the run folder is made (or reopened)."""
+UsesModel = Callable[[dict[str, Any]], bool]
+"""Whether a run, by its config, calls its model at all (`bench embodied --system random --no-eqa` does not)."""
 
 
 class SavedBenchmark(BaseModel):
@@ -146,13 +150,14 @@ class RunOptions:
 
     def run_benchmark(self, opener: ModelOpener, title: str | Callable[[dict[str, Any]], str],
                       config: dict[str, Any], *, max_tokens: int, prepare: Prepare, summarise: Summarise,
-                      artefacts: Artefacts | None = None, check: Check | None = None) -> None:
+                      artefacts: Artefacts | None = None, check: Check | None = None,
+                      uses_model: UsesModel | None = None) -> None:
         """`run_benchmark` with these options."""
         cluster = ClusterChoice.of(self.cluster, self.workers, self.replicas)
         run_benchmark(opener, title, config, out=self.out, resume=self.resume, no_cache=self.no_cache,
                       quiet=self.quiet, max_tokens=max_tokens, prepare=prepare, summarise=summarise,
                       parallel=self.parallel, artefacts=artefacts, budget=self.budget, check=check, cluster=cluster,
-                      otel=otel_export(self.otel, self.otel_content))
+                      otel=otel_export(self.otel, self.otel_content), uses_model=uses_model)
 
 
 RUN_OPTION_TYPES: dict[str, Any] = {
@@ -378,12 +383,44 @@ def member_models(opener: ModelOpener, saved: dict[str, Any], llm: Model) -> Cal
 
 
 def solve_on_worker(opener: ModelOpener, prepare: Prepare, saved: dict[str, Any], max_tokens: int, no_cache: bool,
-                    options: dict[str, Any], trace: Trace, ledger: UsageLedger) -> Solve:
+                    options: dict[str, Any], trace: Trace, ledger: UsageLedger, *, uses_model: bool = True) -> Solve:
     """A benchmark's `solve` on a cluster's worker: its model opened there (or over the replica of its node),
-    reporting into the worker's trace and ledger as the driver's model would into the run's."""
-    llm = opener(saved["model"], trace=trace, ledger=ledger, cache=open_cache(no_cache),
-                 settings=Settings(seed=saved["seed"], max_tokens=max_tokens), **options)
+    reporting into the worker's trace and ledger as the driver's model would into the run's; none is opened for a
+    run that calls none (`uses_model`)."""
+    settings = Settings(seed=saved["seed"], max_tokens=max_tokens)
+    llm = (opener(saved["model"], trace=trace, ledger=ledger, cache=open_cache(no_cache), settings=settings, **options)
+           if uses_model else unopened_model(saved["model"], trace=trace, ledger=ledger, settings=settings))
     return prepare(saved, llm)[1]
+
+
+class UnopenedBackend:
+    """The backend of a run's model that the run never calls (a random explorer that answers no questions): its
+    id, for the trace and the report, and no weights found, verified or loaded, no provider asked. A call is a bug
+    in the benchmark's `uses_model`, said as such."""
+
+    native_tools = False
+    max_concurrency = 1
+    context_window: int | None = None
+    in_process = True
+
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+        self.capabilities = Capabilities()
+
+    @property
+    def fingerprint(self) -> str:
+        return f"unopened:{self.model_id}"
+
+    def count_tokens(self, messages: tuple[Message, ...]) -> int | None:
+        return None
+
+    async def generate(self, request: Request) -> Reply:
+        raise RuntimeError(f"{self.model_id} was not opened: this run's system calls no model")
+
+
+def unopened_model(model_id: str, *, trace: Trace, ledger: UsageLedger, settings: Settings) -> Model:
+    """The run's model, not opened (`UnopenedBackend`), reporting into its trace and ledger."""
+    return Model(UnopenedBackend(model_id), trace=trace, ledger=ledger, settings=settings)
 
 
 def run_benchmark(opener: ModelOpener, title: str | Callable[[dict[str, Any]], str], config: dict[str, Any], *,
@@ -391,16 +428,19 @@ def run_benchmark(opener: ModelOpener, title: str | Callable[[dict[str, Any]], s
                   no_cache: bool, quiet: bool, max_tokens: int, prepare: Prepare, summarise: Summarise,
                   parallel: int = 1, artefacts: Artefacts | None = None, budget: str | None = None,
                   check: Check | None = None, cluster: ClusterChoice | None = None,
-                  otel: OtelExport | None = None) -> None:
+                  otel: OtelExport | None = None, uses_model: UsesModel | None = None) -> None:
     """Open (or resume) the run, score the items, write the report and any `artefacts` (figures, say) into
     the run folder. A resumed run keeps its saved config, which a callable `title` is made from, and its
     budget unless `budget` (`--budget`) gives it a new one. `check` validates the data first. On a `cluster`,
     the items are scored by its workers, `parallel` at a time each; the cluster is joined before the folder
-    is made (an address where none answers leaves no folder)."""
-    benchmark = Benchmark(title if callable(title) else lambda saved: title, max_tokens, prepare, summarise, artefacts)
+    is made (an address where none answers leaves no folder). A run that calls no model (`uses_model` of its
+    config false) opens none: no weights are found or verified, no replica started."""
+    benchmark = Benchmark(title if callable(title) else lambda saved: title, max_tokens, prepare, summarise, artefacts,
+                          uses_model)
     limits = parse_budget(budget)
     saved = checked_config(config, resume, check)
-    with on_cluster(cluster, opener, [saved["model"]], model_options(saved)) as session:
+    models = [saved["model"]] if benchmark.calls_model(saved) else []
+    with on_cluster(cluster, opener, models, model_options(saved)) as session:
         run = (Run.resume(resume, budget=Budget(**limits) if limits else None) if resume is not None
                else Run.create(out, command="bench", config=with_budget(config, budget)))
         with run, terminate_as_interrupt():
@@ -419,7 +459,8 @@ def run_benchmark(opener: ModelOpener, title: str | Callable[[dict[str, Any]], s
                     session.announce(run.trace)
                     # shipped to each worker and run there once: everything it holds must pickle
                     open_solve = partial(solve_on_worker, session.opener, benchmark.prepare, run.config, max_tokens,
-                                         no_cache, model_options(run.config))
+                                         no_cache, model_options(run.config),
+                                         uses_model=benchmark.calls_model(run.config))
                     asyncio.run(run_items_on_cluster(run, items, open_solve, session.cluster, workers=session.workers,
                                                      per_worker=parallel, show_progress=not quiet, warn=warn))
                 stopped = None
@@ -450,6 +491,11 @@ class Benchmark:
     prepare: Prepare
     summarise: Summarise
     artefacts: Artefacts | None = None
+    uses_model: UsesModel | None = None
+    """Whether a run calls its model, by its config (None: every run does); one that does not opens none."""
+
+    def calls_model(self, saved: dict[str, Any]) -> bool:
+        return self.uses_model is None or self.uses_model(saved)
 
 
 def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_cache: bool, quiet: bool,
@@ -559,8 +605,11 @@ def _prepare(opener: ModelOpener, run: Run, benchmark: Benchmark, cache: CallCac
     if cache is not None:
         # the run folder's own copy of its calls: kept with the results, a resume on another machine replays them
         cache = CarriedCache(run.directory / RUN_CACHE, cache)
-    llm = opener(saved["model"], trace=run.trace, ledger=run.ledger, cache=cache,
-                 settings=Settings(seed=saved["seed"], max_tokens=benchmark.max_tokens), **model_options(saved))
+    settings = Settings(seed=saved["seed"], max_tokens=benchmark.max_tokens)
+    llm = (opener(saved["model"], trace=run.trace, ledger=run.ledger, cache=cache, settings=settings,
+                  **model_options(saved))
+           if benchmark.calls_model(saved) else unopened_model(saved["model"], trace=run.trace, ledger=run.ledger,
+                                                               settings=settings))
     return benchmark.prepare(saved, llm)
 
 
