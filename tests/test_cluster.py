@@ -5,6 +5,8 @@ against the one-process one. One local Ray instance (2 CPUs) is shared by the wh
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.server
 import itertools
 import json
 import os
@@ -16,6 +18,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,10 +27,10 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from noosphere.cluster.carried import Carried
-from noosphere.cluster.connect import Node
+from noosphere.cluster.connect import Node, Target, _probe
 from noosphere.cluster.reduction import Tree, argmax_of, draw_all, finish_uptree, local_uptree
 from noosphere.cluster.replicas import ReplicaPlan
-from noosphere.errors import MissingWeightsError, ModelError, RuntimeFault, UsageError
+from noosphere.errors import ClusterUnreachableError, MissingWeightsError, ModelError, RuntimeFault, UsageError
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.llm.types import Request
 from noosphere.trace import read_trace
@@ -239,6 +242,64 @@ def test_an_address_where_no_cluster_answers_fails_in_one_line_with_no_run_folde
         assert code == 2 and f"cannot join the Ray cluster at {address}" in err, err
         assert len(err.strip().splitlines()) == 1
         assert not (tmp_path / "runs").exists()
+
+
+@contextlib.contextmanager
+def _listening(answer: bytes | None) -> Iterator[int]:
+    """A TCP server on a free port of this machine that takes every connection and sends `answer` to each, or
+    nothing (a socket that accepts and stays silent); yields its port."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = server.accept()
+                held.append(connection)
+                if answer is not None:
+                    connection.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+        for connection in held:
+            connection.close()
+
+
+def test_an_address_where_something_other_than_ray_answers_fails_in_seconds_in_one_line(tmp_path: Path) -> None:
+    """A web server, or a socket that accepts and stays silent, passed the TCP probe, and ray.init then retried for
+    minutes; now the probe's HTTP/2 handshake (Ray's GCS and client server are gRPC servers) tells it apart."""
+    pytest.importorskip("ray")
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        with _listening(None) as silent:
+            for address, says in ((f"127.0.0.1:{web.server_address[1]}", "it answers as a web server does"),
+                                  (f"ray://127.0.0.1:{web.server_address[1]}", "Ray's client server"),
+                                  (f"127.0.0.1:{silent}", "it said nothing in 3 s")):
+                started = time.monotonic()
+                code, _, err = invoke(_bench(_data(tmp_path), tmp_path / "runs", "--cluster", address), sum_opener)
+                assert code == 2 and f"cannot join the Ray cluster at {address}" in err and says in err, err
+                assert "but not as a Ray cluster does" in err and len(err.strip().splitlines()) == 1
+                assert time.monotonic() - started < 10 and not (tmp_path / "runs").exists()
+    finally:
+        web.shutdown()
+        web.server_close()
+
+
+def test_a_server_that_answers_http2_settings_passes_the_probe_and_tls_stops_it_at_tcp(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a gRPC server sends first (an empty SETTINGS frame) is what the probe waits for; with `RAY_USE_TLS` Ray's
+    servers answer TLS, not plain HTTP/2, and a connection is all the probe asks."""
+    with _listening(bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])) as grpc_like:
+        _probe(Target.parse(f"127.0.0.1:{grpc_like}"))
+    with _listening(None) as silent:
+        with pytest.raises(ClusterUnreachableError, match="said nothing"):
+            _probe(Target.parse(f"127.0.0.1:{silent}"))
+        monkeypatch.setenv("RAY_USE_TLS", "1")
+        _probe(Target.parse(f"127.0.0.1:{silent}"))
 
 
 # --- on a local Ray instance -------------------------------------------------------------------------------------

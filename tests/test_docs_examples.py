@@ -26,7 +26,7 @@ def test_the_examples_pass_on_the_scripted_model(capsys: pytest.CaptureFixture[s
     assert CHECK.main([]) == 0, capsys.readouterr().out
     out = capsys.readouterr().out
     assert "ok   README.md" in out and "ok   docs/concepts/workspace.md" in out
-    assert "ok   docs/cluster.md\n     skipped the block at line 102: needs Ray" in out
+    assert "ok   docs/cluster.md\n     skipped the block at line 105: needs Ray" in out
 
 
 def test_a_failing_example_names_its_page_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,9 +6,11 @@
   `HOST:PORT` through its GCS address (port 6379), for a process on a machine of the cluster's network.
 
 Ray is an optional dependency (`pip install -e ".[ray]"`), imported only here and only when a cluster is asked
-for. An address where nothing answers is refused in one line before anything runs (a TCP probe first, since
-Ray itself may wait a minute before it gives up). A process already connected to Ray (a test module, a
-notebook) keeps its connection and leaves it open.
+for. An address where nothing answers, or where something answers that is not Ray, is refused in one line before
+anything runs (a probe first, since Ray itself retries for minutes before it gives up): a TCP connection, then an
+HTTP/2 handshake, which Ray's GCS and client server, both gRPC servers, answer with a SETTINGS frame (a web
+server, or a socket that accepts and says nothing, does not). A process already connected to Ray (a test module,
+a notebook) keeps its connection and leaves it open.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import asyncio
 import contextlib
 import importlib
 import math
+import os
 import socket
+import time
 from collections.abc import Awaitable, Iterable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
@@ -26,6 +30,12 @@ from typing import Any, TypeVar
 from noosphere.errors import ClusterUnreachableError, MissingDependencyError, UsageError
 
 PROBE_TIMEOUT_S = 5.0
+HANDSHAKE_TIMEOUT_S = 3.0
+"""How long the probe waits for the HTTP/2 reply of a Ray server that accepted its connection."""
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+"""What an HTTP/2 client sends first (RFC 9113, 3.4), followed by its SETTINGS frame."""
+EMPTY_SETTINGS = bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+"""An HTTP/2 frame header: no payload, type SETTINGS (4), no flags, stream 0."""
 PLACEMENT_TIMEOUT_S = 600.0
 """How long workers or shards may wait for Ray to place them (starting one imports noosphere: seconds each)."""
 T = TypeVar("T")
@@ -120,17 +130,54 @@ def live_nodes(ray: Any) -> tuple[Node, ...]:
 
 
 def _probe(target: Target) -> None:
+    """Something answers at the target's address, and answers as Ray's servers do (see `_not_grpc`), or one
+    `ClusterUnreachableError` saying which it is not, within seconds."""
     if target.probe is None:
         return
     host, port = target.probe
     try:
-        with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S):
-            pass
+        with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S) as connection:
+            other = None if _tls() else _not_grpc(connection)
     except OSError as exc:
         raise ClusterUnreachableError(target.text, f"nothing answers at {host}:{port} "
                                                    f"({exc.strerror or exc})") from None
     except UnicodeError:  # a host name that cannot be one (an empty label: head..lan)
         raise UsageError(f"--cluster names no valid host: {host!r}") from None
+    if other is not None:
+        where = ("Ray's client server (ray start --head: port 10001)" if target.text.startswith("ray://")
+                 else "Ray's GCS (ray start --head: port 6379)")
+        raise ClusterUnreachableError(target.text, f"something answers at {host}:{port}, but not as a Ray cluster "
+                                                   f"does ({other}); give the address of {where}")
+
+
+def _tls() -> bool:
+    """Whether Ray speaks TLS here (`RAY_USE_TLS`): its servers then answer a TLS handshake, not a plain HTTP/2 one,
+    and the probe stops at the TCP connection."""
+    return os.environ.get("RAY_USE_TLS", "0").strip().lower() not in ("", "0", "false")
+
+
+def _not_grpc(connection: socket.socket) -> str | None:
+    """None when the server at the other end of `connection` answers an HTTP/2 client preface with a SETTINGS frame,
+    as the gRPC servers of Ray (its GCS, its client server) do; else what it did instead, in a few words."""
+    deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
+    head = b""
+    try:
+        connection.sendall(HTTP2_PREFACE + EMPTY_SETTINGS)
+        while len(head) < len(EMPTY_SETTINGS):
+            connection.settimeout(max(deadline - time.monotonic(), 0.001))
+            chunk = connection.recv(len(EMPTY_SETTINGS) - len(head))
+            if not chunk:
+                return "it closed the connection without an HTTP/2 reply"
+            head += chunk
+    except TimeoutError:
+        return f"it said {'nothing' if not head else 'too little'} in {HANDSHAKE_TIMEOUT_S:g} s"
+    except OSError as exc:
+        return f"it dropped the connection ({exc.strerror or exc})"
+    if head[3] == EMPTY_SETTINGS[3] and int.from_bytes(head[5:9]) & 0x7FFF_FFFF == 0:
+        return None
+    if head.startswith((b"HTTP/", b"<")):  # a status line, or an error page sent bare (Python's http.server)
+        return "it answers as a web server does"
+    return "its reply is not HTTP/2"
 
 
 @contextlib.contextmanager
