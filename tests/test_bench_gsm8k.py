@@ -202,6 +202,29 @@ def test_society_system_runs_the_declared_society_and_resumes(data: Path, tmp_pa
     assert len(rows(run_dir)) == 1
 
 
+def test_a_society_file_given_relative_is_saved_whole_and_taken_again_from_another_folder(
+        data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It was saved as typed: a resume from another folder with the same file was refused as another society."""
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "democracy.yaml").write_text((EXAMPLES / "democracy.yaml").read_text())
+    monkeypatch.chdir(tmp_path / "here")
+    vote = json.dumps({"reasoning": "r", "choice": "A"})
+    script = by_agent({"planner": [said("7")] * 2 + [vote], "calculator": [said("7")] * 2 + [vote],
+                       "checker": [said("7")] * 2 + [vote],
+                       "organizer": [json.dumps({"question": "Check?"}), json.dumps({"summary": "s", "answer": "7"})]})
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", "democracy.yaml", "--rounds", "1",
+                           "--data", str(data), "--out", str(tmp_path / "runs"), "--no-cache", "--quiet", "--limit",
+                           "1"], opener_for(script))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    saved = json.loads((run_dir / "config.json").read_text())["society_file"]
+    assert saved == str(tmp_path / "here" / "democracy.yaml")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--society", "here/democracy.yaml", "--quiet",
+                           "--no-cache"], opener_for([]))
+    assert code == 0 and "--society" not in err, err
+
+
 @pytest.mark.parametrize(("society", "said"), [
     ({"organisation": "senate"}, "field 'society.organisation': Input should be"),
     ("debate.toml", "field 'society': Input should be a valid dictionary"),

@@ -56,7 +56,7 @@ def embodied_config(system: str, worlds: list[str] | None, episodes: int, first_
             "first_seed": first_seed, "max_steps": max_steps, "eqa": eqa, "limit": limit,
             "rounds": spec.rounds if spec is not None else None,
             "society": spec.model_dump() if spec is not None else None,
-            "society_file": str(society or SOCIETY_FILE) if spec is not None else None}
+            "society_file": str((society or SOCIETY_FILE).resolve()) if spec is not None else None}
 
 
 def uses_model(saved: dict[str, Any]) -> bool:

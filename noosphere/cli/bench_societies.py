@@ -98,8 +98,9 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
     return {"benchmark": "gsm8k", "system": system, **options.config(), "limit": limit, "offset": offset,
             "data": str(data.resolve()) if data else None, "n": n,
             "society": spec.model_dump() if spec is not None else None,
-            "society_file": str(society) if society else None,
-            "matched_run": str(match_run) if match_run is not None and system == "best-of-n" else None,
+            # whole, as --data: a resume from another folder reads the same file, and checks --society against it
+            "society_file": str(society.resolve()) if society else None,
+            "matched_run": str(match_run.resolve()) if match_run is not None and system == "best-of-n" else None,
             "weighted": weights != "none", "weights": weights}
 
 
