@@ -105,7 +105,7 @@ def test_trace_show_on_a_non_run_folder(tmp_path: Path) -> None:
 
 
 def test_a_missing_folder_or_a_file_is_named_as_such_not_as_a_folder_without_a_trace(tmp_path: Path) -> None:
-    """Before, both were "no trace.jsonl in ...", which sent the user looking for a trace in a folder that is not there."""
+    """Before, both were "no trace.jsonl in ...": the user looked for a trace in a folder that is not there."""
     (tmp_path / "notes.txt").write_text("x")
     for path, says in ((tmp_path / "gone", "does not exist"), (tmp_path / "notes.txt", "is a file, not a run folder")):
         for command in (["trace", "show", str(path)], ["report", str(path), "-o", str(tmp_path / "x.html")]):

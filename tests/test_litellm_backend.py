@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from noosphere.concurrent import forfeits
-from noosphere.errors import CapabilityError, ModelError, OutputParseError, ProviderRefusedError, UsageError
+from noosphere.errors import CapabilityError, ModelError, OutputParseError, ProviderRefusedError
 from noosphere.llm import Message, Settings, ToolSpec, open_model
 from noosphere.llm import model as model_module
 from noosphere.llm.litellm_backend import _reply, import_litellm

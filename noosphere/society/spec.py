@@ -215,7 +215,8 @@ class SocietySpec(BaseModel):
                 if empty else None
         if self.organisation == "roleplay" and len(self.members) != 2:
             return ("members",), "a role-play has two members: the user who instructs, then the assistant who solves"
-        return None if self.members else (("members",), f"{_article(self.organisation)} {self.organisation} needs at least one member")
+        named = f"{_article(self.organisation)} {self.organisation}"
+        return None if self.members else (("members",), f"{named} needs at least one member")
 
     def _unused_setting(self) -> tuple[tuple[str | int, ...], str] | None:
         for name, organisations in USED_BY.items():
