@@ -263,7 +263,7 @@ def _differences(name: str, given: Any, kept: dict[str, Any], resume: Path) -> l
 def _society_differences(pairs: list[str], kept: dict[str, Any]) -> list[str]:
     """`--set KEY=VALUE` on a resume: each against the setting of the society the run saved, read as a new run
     reads it (`--set rounds=2` is the run's `rounds: 2`)."""
-    from noosphere.cli.bench_societies import society_settings
+    from noosphere.society.config import society_settings
     from noosphere.society.spec import SocietySpec
 
     society = kept.get("society")

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 from pydantic import ValidationError
 
 from noosphere.bench import gsm8k as gsm8k_bench
@@ -22,7 +21,7 @@ from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.runs import Run
 from noosphere.society import Society
-from noosphere.society.config import build_society, load_society_spec, load_yaml, saved_society_spec
+from noosphere.society.config import build_society, load_society_spec, saved_society_spec, society_settings
 from noosphere.society.market import restore_market
 from noosphere.society.spec import SocietySpec
 
@@ -35,23 +34,6 @@ def calls_of_run(folder: Path) -> int:
     if not rows:
         raise UsageError(f"{folder} holds no scored problems to match the calls of")
     return max(1, round(sum(row.get("calls", 0) for row in rows) / len(rows)))
-
-
-def society_settings(pairs: list[str]) -> dict[str, Any]:
-    """`--set KEY=VALUE` pairs as society settings, each value read as YAML (`null`, `3`, `[know, change]`)."""
-    settings: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise UsageError(f"--set takes KEY=VALUE, not {pair!r}")
-        if key not in SocietySpec.model_fields:
-            raise UnknownNameError("society setting", key, list(SocietySpec.model_fields))
-        try:
-            settings[key] = load_yaml(value)
-        except yaml.YAMLError as exc:
-            raise UsageError(f"--set {key}: the value is not YAML ({exc})") from exc
-    return settings
 
 
 def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights: str | None, vote: str | None,

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from noosphere.errors import ConfigError, UsageError
+from noosphere.errors import ConfigError, UnknownNameError, UsageError
 from noosphere.llm import Budget, Model
 from noosphere.society.artists import LiteLLMPainter, artist_critic
 from noosphere.society.hierarchy import SubSociety
@@ -231,3 +231,20 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
     return debate(crowd, staff.get("editor"), rounds=spec.rounds, voting_rule=spec.voting, vote=spec.vote,
                   seed=spec.seed, leader_confidence=spec.leader_confidence)
 
+
+def society_settings(pairs: list[str]) -> dict[str, Any]:
+    """`--set KEY=VALUE` pairs (the command line's) as society settings, each value read as YAML (`null`, `3`,
+    `[know, change]`)."""
+    settings: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--set takes KEY=VALUE, not {pair!r}")
+        if key not in SocietySpec.model_fields:
+            raise UnknownNameError("society setting", key, list(SocietySpec.model_fields))
+        try:
+            settings[key] = load_yaml(value)
+        except yaml.YAMLError as exc:
+            raise UsageError(f"--set {key}: the value is not YAML ({exc})") from exc
+    return settings
