@@ -632,8 +632,9 @@ def test_resuming_a_run_whose_config_lacks_a_key_changes_nothing(command: str, s
     ({"challenges": [1]}, "key 'challenges[0]': Input should be a valid string (got 1)"),
     ({"games_dir": 5}, "key 'games_dir': Input should be a valid string (got 5)"),
     ({"judge": True, "margin": "x"}, "key 'margin': Input should be a valid number"),
+    ({"graph": {}}, "key 'graph': Dictionary should have at least 1 item"),
 ], ids=["per_challenge a string", "per_challenge 0", "max_actions a string", "k a string", "limit -1",
-        "memory null", "a challenge a number", "games_dir a number", "margin a string"])
+        "memory null", "a challenge a number", "games_dir a number", "margin a string", "an empty graph"])
 def test_resuming_a_run_whose_config_holds_a_setting_no_option_gives_changes_nothing(
         command: str, edit: dict[str, Any], says: str, tmp_path: Path) -> None:
     """Each was a traceback (some mid-run, after the model opened), or a run no option makes: `per_challenge` 0

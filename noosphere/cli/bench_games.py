@@ -177,7 +177,7 @@ class SavedGameRun(BaseModel):
     k: int = Field(DEFAULT_K, ge=0)
     max_actions: int = Field(50, ge=1)
     limit: int | None = Field(None, ge=1)
-    graph: dict[str, Any] | None = None
+    graph: dict[str, Any] | None = Field(None, min_length=1)  # {} played the paper's graph, silently
     judge: bool = False
     margin: float | None = Field(None, ge=0.0, lt=1.0)
     candidates: int = Field(3, ge=1)
