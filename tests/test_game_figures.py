@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from noosphere.bench import games as games_bench
-from noosphere.bench.game_figures import outcomes_by_type, success_interval, write_transition_pair
+from noosphere.bench.game_figures import _mean_label, outcomes_by_type, success_interval, write_transition_pair
 from noosphere.envs import Reset, Step
 from noosphere.errors import ContextOverflowError
 from noosphere.llm import Model, ScriptedBackend
@@ -570,3 +570,8 @@ def test_the_recall_probe_refuses_a_kin_source_without_its_trace(tmp_path: Path)
         script("recall_probe").check_kin_source(tmp_path)
     (tmp_path / "trace.jsonl").write_text("")
     script("recall_probe").check_kin_source(tmp_path)
+
+
+def test_the_figure_prints_each_mean_in_two_decimals_at_most() -> None:
+    """The right panel's means sit in a column past the dots: "3.86" (not 3.857142...), "6" (not 6.0)."""
+    assert [_mean_label(v) for v in (27 / 7, 6.0, 4.5, 8.333333, None)] == ["3.86", "6", "4.5", "8.33", "no win"]

@@ -94,14 +94,21 @@ def _pyplot(purpose: str) -> Any:
     return plt
 
 
+def _mean_label(value: float | None) -> str:
+    """A mean as the figure prints it: two decimals at most, no trailing zeros ("3.86", "6", "no win")."""
+    if value is None:
+        return "no win"
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
 def write_outcome_figure(path: Path, outcomes: Sequence[Outcome], title: str) -> Path:
     """Success rate with its 95 % interval (left) and actions per success with each won game (right), a row per
     outcome, the first at the top."""
     plt = _pyplot("success figures")
     rows = list(outcomes)
     height = 1.4 + 0.42 * max(1, len(rows))
-    figure, (left, right) = plt.subplots(1, 2, figsize=(9.5, height), sharey=True,
-                                         gridspec_kw={"width_ratios": [3, 2]})
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10.5, height), sharey=True,
+                                         gridspec_kw={"width_ratios": [3, 2.3]})
     ys = np.arange(len(rows))
     rates = [o.success_rate for o in rows]
     bands = np.array([o.interval for o in rows]).reshape(-1, 2)
@@ -112,20 +119,19 @@ def write_outcome_figure(path: Path, outcomes: Sequence[Outcome], title: str) ->
         left.text(101, y, f"{o.won}/{o.games}", va="center", fontsize=8, color="#374151")
     left.set_xlim(0, 112)
     left.set_xticks([0, 25, 50, 75, 100])
-    left.set_xlabel(f"success rate, % (bar: {int(LEVEL * 100)} % Wilson interval)")
+    left.set_xlabel(f"success rate, %\n(bar: {int(LEVEL * 100)} % Wilson interval)")
     left.set_yticks(ys, [o.label for o in rows])
     left.invert_yaxis()
     means = [o.actions_per_success or 0.0 for o in rows]
     right.barh(ys, means, color="#fde68a", edgecolor="#b45309", linewidth=0.8)
+    top = max([a for o in rows for a in o.success_actions] + means + [1.0])
     for y, o in zip(ys, rows, strict=True):
         if o.success_actions:
             right.scatter(o.success_actions, [y] * len(o.success_actions), s=10, color="#7c2d12", zorder=3)
-        right.text(max([*means, 1.0]) * 0.02 + (o.actions_per_success or 0.0), y,
-                   f"{o.actions_per_success:g}" if o.actions_per_success is not None else "no win", va="center",
-                   fontsize=8, color="#374151")
-    top = max([a for o in rows for a in o.success_actions] + means + [1.0])
-    right.set_xlim(0, top * 1.2)
-    right.set_xlabel("actions per success (dots: each won game)")
+        # the mean in a column of its own past the dots, as the left panel's counts are
+        right.text(top * 1.06, y, _mean_label(o.actions_per_success), va="center", fontsize=8, color="#374151")
+    right.set_xlim(0, top * 1.4)
+    right.set_xlabel("actions per success\n(bar: mean; dot: a won game)")
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
