@@ -589,3 +589,11 @@ def test_a_provider_that_scores_only_first_tokens_never_scores_the_stms_actions(
     with pytest.raises(CapabilityError, match="first token"):
         score_source({"scores": "logprob"}, first)
     assert score_source({"scores": "samples"}, first) == "samples"
+
+
+@pytest.mark.parametrize("text", ["scroll(1e999, 0)", "scroll(0, -1e999)", "noop(1e999)", "fill('a1', 1e999)"])
+def test_an_action_with_an_infinite_number_is_refused(text: str) -> None:
+    """`1e999` is a literal `ast.literal_eval` reads as inf: a wheel of inf pixels or a sleep of inf ms is not an
+    action, and a fill of "inf" is not what the model wrote."""
+    with pytest.raises(WebActionError, match="must be a finite number"):
+        parse_action(text)

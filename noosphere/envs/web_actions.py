@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -166,6 +167,8 @@ def _normal(key: str, value: Any, text: str) -> Any:
         value = str(value)
         if not BID_PATTERN.match(value):
             raise WebActionError(text, f"{value!r} is not an element id (bid)")
+    if isinstance(value, float) and not math.isfinite(value):  # 1e999 is a literal Python reads as inf
+        raise WebActionError(text, f"{key} must be a finite number")
     if key == "value":
         value = str(value)
     if key == "options" and isinstance(value, list) and not all(isinstance(v, str) for v in value):
