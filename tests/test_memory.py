@@ -183,6 +183,35 @@ def test_memory_cli_shows_and_resets_a_folder(tmp_path: Path) -> None:
     assert code == 2 and f"a run keeps its memory in {run / 'memory'}" in err, err
 
 
+def test_memory_reset_taken_by_another_process_while_it_asks_is_one_line_and_keeps_the_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memory is checked, then the user is asked; a run that takes the memory in between made the reset a
+    `sqlite3.OperationalError` traceback."""
+    import sqlite3
+
+    import typer
+
+    from tests.test_cli import invoke
+
+    store = MemoryStore(tmp_path)
+    store.add_episode(episode("put a cool apple on the table", "pick_cool"))
+    holder = sqlite3.connect(store.path, isolation_level=None)
+
+    def confirm_while_another_process_writes(question: str) -> bool:
+        holder.execute("BEGIN EXCLUSIVE")
+        return True
+
+    monkeypatch.setattr(typer, "confirm", confirm_while_another_process_writes)
+    try:
+        code, out, err = invoke(["memory", "reset", str(tmp_path)])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert code == 2 and "Traceback" not in out + err, (out, err)
+    assert err.startswith("error: ") and "another process holds it" in err and len(err.strip().splitlines()) == 1
+    assert [e.task for e in store.episodes()] == ["put a cool apple on the table"]
+
+
 def test_recalled_episodes_fit_a_character_budget_keeping_how_they_began_and_ended() -> None:
     steps = tuple(EpisodeStep(t, f"go to cabinet {t}", "You see nothing. " * 12, belief="Still looking. " * 10)
                   for t in range(1, 51))

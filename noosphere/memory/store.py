@@ -52,9 +52,7 @@ class MemoryStore:
                 db.executescript(_SCHEMA)
                 db.execute(f"PRAGMA user_version = {FORMAT}")
         except sqlite3.OperationalError as exc:  # read-only in a way `check_writable` cannot see, or in use
-            advice = ("another process holds it (a run still playing?): wait for it, or stop it" if "locked" in str(exc)
-                      else f"make {self.path} writable and try again")
-            raise UsageError(f"cannot keep a memory in {folder}: {exc}; {advice}") from None
+            raise self._refused(exc) from None
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
@@ -125,9 +123,18 @@ class MemoryStore:
         return [ConceptCluster(label, rep, size, tuple(json.loads(members))) for label, rep, size, members in rows]
 
     def reset(self) -> None:
-        with self._db() as db:  # one transaction: a kill leaves the memory whole or empty, never half of it
-            for table in ("episodes", "concepts", "clusters"):
-                db.execute(f"DELETE FROM {table}")
+        try:
+            with self._db() as db:  # one transaction: a kill leaves the memory whole or empty, never half of it
+                for table in ("episodes", "concepts", "clusters"):
+                    db.execute(f"DELETE FROM {table}")
+        except sqlite3.OperationalError as exc:  # taken by another process since it was opened (`memory reset`
+            raise self._refused(exc) from None   # waits for its confirmation in between)
+
+    def _refused(self, exc: sqlite3.OperationalError) -> UsageError:
+        """SQLite's refusal to write the memory, as the usage error it is: the memory in use, or read-only."""
+        advice = ("another process holds it (a run still playing?): wait for it, or stop it" if "locked" in str(exc)
+                  else f"make {self.path} writable and try again")
+        return UsageError(f"cannot keep a memory in {self.folder}: {exc}; {advice}")
 
 
 def _insert_episode(db: sqlite3.Connection, episode: Episode) -> int:
