@@ -543,6 +543,30 @@ def test_a_read_only_memory_is_refused_before_the_model_opens_and_changes_nothin
     assert snapshot(tmp_path) == before  # the result not rewritten as failed, the memory as it was
 
 
+@pytest.mark.parametrize("read_only", ["folder", "file"])
+def test_a_read_only_memory_its_writer_left_mid_write_says_so_not_that_it_is_damaged(read_only: str,
+                                                                                     tmp_path: Path) -> None:
+    """Its journal must be rolled back before it can be read, which writes: read-only, SQLite's refusal ("disk I/O
+    error") was told as a memory that "cannot be read as a database"."""
+    import subprocess
+    import sys
+
+    path = _memory(tmp_path / "memory", None)
+    writer = ("import os, sqlite3, sys\ndb = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+              "db.execute('PRAGMA cache_size=1')\ndb.execute('BEGIN')\ndb.execute('CREATE TABLE junk (x BLOB)')\n"
+              "for _ in range(300):\n    db.execute('INSERT INTO junk VALUES (?)', (os.urandom(4096),))\n"
+              "os.kill(os.getpid(), 9)\n")
+    assert subprocess.run([sys.executable, "-c", writer, str(path)], check=False).returncode == -9
+    before = snapshot(tmp_path)
+    with immutable(path.parent if read_only == "folder" else path):
+        for command in ("show", "reset"):
+            refused(cli(["memory", command, "--yes" if command == "reset" else "--episodes=1", str(path.parent)]),
+                    "is read-only", "left memory.sqlite-journal to roll back first", "chattr -i")
+    assert snapshot(tmp_path) == before
+    outcome = cli(["memory", "show", str(path.parent)])  # writable again: rolled back, as its last write left it
+    assert outcome.code == 0 and "1 episodes (1 solved)" in outcome.out, outcome
+
+
 @pytest.mark.parametrize("seen", ["before opening", "by SQLite"])
 def test_a_memory_that_cannot_be_written_is_a_usage_error(seen: str, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:

@@ -91,14 +91,14 @@ def check_memory(folder: Path) -> Path:
     return path
 
 
-def check_writable(folder: Path) -> None:
-    """A memory that will be written (a run's, resumed; one `memory reset` empties) can be: its folder takes the
-    journal SQLite writes beside it, and its `memory.sqlite`, if there, is not read-only. Otherwise a `UsageError`,
-    before anything opens it."""
+def check_writable(folder: Path, why: str = "it would be written") -> None:
+    """A memory that will be written (a run's, resumed; one `memory reset` empties; one a killed writer left to roll
+    back) can be: its folder takes the journal SQLite writes beside it, and its `memory.sqlite`, if there, is not
+    read-only. Otherwise a `UsageError` saying `why` it would be written, before anything opens it."""
     path = folder / "memory.sqlite"
     for what, target, mode in (("memory folder", folder, os.W_OK | os.X_OK), ("memory", path, os.W_OK)):
         if target.exists() and not os.access(target, mode):
-            raise UsageError(f"the {what} {target} is read-only, and it would be written: make it writable "
+            raise UsageError(f"the {what} {target} is read-only, and {why}: make it writable "
                              "(chmod u+w, or chattr -i) and try again")
 
 
@@ -115,6 +115,9 @@ def _roll_back_a_killed_write(path: Path) -> None:
     its last complete write left it. Nothing else is written."""
     journal = path.with_name(path.name + "-journal")
     if journal.is_file() and journal.stat().st_size > 0:
+        # read-only, SQLite cannot roll it back, and says "disk I/O error": as if the memory were damaged
+        check_writable(path.parent, why=f"a process killed while writing it left {journal.name} to roll back first "
+                                        "(to its last complete write)")
         with contextlib.closing(sqlite3.connect(path, timeout=5.0)) as db:
             db.execute("PRAGMA schema_version").fetchone()
 
