@@ -24,6 +24,8 @@ from noosphere.errors import ConfigError, UnknownNameError, closest
 START = "conscious"
 ACTING_AGENT = "external_perception"
 """The agent that carries the motor's action out in the environment."""
+CHOOSING_AGENT = "motor"
+"""The agent that chooses the action; the acting agent reached by a path without it carries out `look`."""
 MEMORY_AGENTS = ("retrieve_memory", "learning", "record_memory")
 """Agents that only read or fill the long-term memory; a run without memory leaves them out."""
 
@@ -119,15 +121,20 @@ class TransitionGraph:
                 "defaults": dict(self.defaults)}
 
     def check_agents(self, known: set[str], source: str | None = None) -> None:
-        """Every agent must be one the engine can run, some path from the start must reach an action, and so must
-        some path from every agent the start leads to (a loop that never leaves for an action would spend every
-        transition of a game on no action)."""
+        """Every agent must be one the engine can run, some path from the start must reach an action (through the
+        motor, which chooses it, to the acting agent), and so must some path from every agent the start leads to (a
+        loop that never leaves for an action would spend every transition of a game on no action)."""
         for agent in self.edges:
             if agent not in known:
                 raise UnknownNameError("agent", agent, known)
         graph = self.as_networkx()
         if ACTING_AGENT not in self.edges or not nx.has_path(graph, START, ACTING_AGENT):
             raise ConfigError(f"no path from {START!r} reaches {ACTING_AGENT!r}: the team could never act",
+                              source=source, field="edges")
+        if CHOOSING_AGENT not in self.edges or not (nx.has_path(graph, START, CHOOSING_AGENT)
+                                                    and nx.has_path(graph, CHOOSING_AGENT, ACTING_AGENT)):
+            raise ConfigError(f"no path from {START!r} reaches {ACTING_AGENT!r} through {CHOOSING_AGENT!r}, which "
+                              "chooses the action: the team could never choose one (it would only 'look')",
                               source=source, field="edges")
         trapped = sorted(nx.descendants(graph, START) - nx.ancestors(graph, ACTING_AGENT) - {ACTING_AGENT})
         if trapped:
