@@ -294,9 +294,12 @@ def test_a_game_that_fails_to_load_mid_run_is_a_data_error_not_an_exit(tmp_path:
     ("edges:\n  conscious: [external_perception]\n  external_perception: [conscious]\n",  # it played 'look' only
      ("graph.yaml: field 'edges': no path from 'conscious' reaches 'external_perception' through 'motor'",
       "could never choose one")),
+    ("edges:\n  conscious: [planning, planning]\n  planning: [motor]\n  motor: [external_perception]\n"
+     "  external_perception: [conscious]\n",  # the orchestrator was asked to choose between planning and planning
+     ("graph.yaml: field 'edges.conscious': agent 'conscious' names 'planning' more than once among its successors",)),
 ], ids=["a successor misspelt", "an agent the engine lacks", "a default misspelt", "no way to act",
         "a number for successors", "a mapping for successors", "no successor", "no successor without memory",
-        "a loop with no way out to an action", "no way to choose an action"])
+        "a loop with no way out to an action", "no way to choose an action", "a successor twice"])
 def test_a_graph_file_naming_unknown_agents_is_one_line_where_it_is(graph: str, says: tuple[str, ...],
                                                                     tmp_path: Path) -> None:
     (tmp_path / "graph.yaml").write_text(graph)

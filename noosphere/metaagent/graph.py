@@ -48,6 +48,10 @@ class TransitionGraph:
         for source, targets in self.edges.items():
             if not targets:
                 raise ConfigError(f"agent {source!r} has no successor", field=f"edges.{source}")
+            twice = sorted({t for t in targets if targets.count(t) > 1})
+            if twice:  # the orchestrator would be asked to choose between an agent and itself
+                raise ConfigError(f"agent {source!r} names {', '.join(map(repr, twice))} more than once among its "
+                                  "successors", field=f"edges.{source}")
             unknown = [t for t in targets if t not in self.edges]
             if unknown:
                 raise ConfigError(f"{source!r} leads to {unknown}, which have no edges of their own",
