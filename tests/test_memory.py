@@ -222,6 +222,10 @@ def test_recalled_episodes_fit_a_character_budget_keeping_how_they_began_and_end
     many = Recall(tuple(Episode("t", "pick", f"g{i}", steps, won=False, id=i) for i in range(20)), ())
     assert len(many.render(6000)) <= 6000 + 20 * 40  # every episode still shows its header
     assert all(f"Episode {i}:" in many.render(6000) for i in range(20))
+    lots = Recall(tuple(Episode("t", "pick", f"g{i}", steps, won=False, id=i) for i in range(100)), ())
+    text = lots.render(6000)  # --k 100: 200 characters each at least, 20,000 and more, were all sent
+    assert len(text) <= 6000 + 100 and all(f"Episode {i}:" in text for i in range(30))
+    assert "Episode 30:" not in text and text.endswith("(70 more recalled episodes left out: no room)")
 
 
 def test_minilm_is_the_default_only_where_its_weights_are_there(tmp_path: Path,

@@ -29,15 +29,24 @@ class Recall:
 
     def render(self, max_chars: int = 6000, *, beliefs: bool = True, episodes_title: str = "Earlier episodes") -> str:
         """Rules first (short, most supported first), then the episodes sharing what room is left, under
-        `episodes_title`; without `beliefs`, an episode is what was done and what the world answered."""
+        `episodes_title`, each at least `MIN_EPISODE_CHARS`: those that do not fit (a large k) are left out, in
+        recall order, and said to be; without `beliefs`, an episode is what was done and what the world answered."""
         parts = []
         if self.concepts:
             parts.append("Rules learned from earlier tasks (most supported first):\n" + "\n".join(
                 f"- {c.representative[:300]} (from {c.size} lessons)" for c in self.concepts[:12]))
         if self.episodes:
-            share = max(200, (max_chars - sum(map(len, parts))) // len(self.episodes))
-            parts.append(f"{episodes_title}:\n" + "\n\n".join(e.render(share, beliefs) for e in self.episodes))
+            room = max_chars - sum(map(len, parts))
+            shown = self.episodes[:max(1, room // MIN_EPISODE_CHARS)]  # k x 200 characters grew past any context
+            share = max(MIN_EPISODE_CHARS, room // len(shown))
+            left = len(self.episodes) - len(shown)
+            left_out = f"\n\n({left} more recalled episode{'s' * (left > 1)} left out: no room)" if left else ""
+            parts.append(f"{episodes_title}:\n" + "\n\n".join(e.render(share, beliefs) for e in shown) + left_out)
         return "\n\n".join(parts)
+
+
+MIN_EPISODE_CHARS = 200
+"""The least room a recalled episode is rendered in (its header and a step or two)."""
 
 
 def recall_episodes(episodes: list[Episode], task: str, k: int, method: str, *, rng: random.Random,
