@@ -181,6 +181,8 @@ def test_memory_cli_shows_and_resets_a_folder(tmp_path: Path) -> None:
     MemoryStore(run / "memory").add_concept(RULES[0], "g")
     code, _, err = invoke(["memory", "show", str(run)])
     assert code == 2 and f"a run keeps its memory in {run / 'memory'}" in err, err
+    code, _, err = invoke(["memory", "show", str(tmp_path / "memory.sqlite")])  # the file named, not its folder
+    assert code == 2 and f"name the folder that holds it: {tmp_path}" in err, err
 
 
 def test_memory_reset_taken_by_another_process_while_it_asks_is_one_line_and_keeps_the_memory(

@@ -63,7 +63,9 @@ def check_memory(folder: Path) -> Path:
     path = folder / "memory.sqlite"
     if not path.is_file():
         hint = (f"; a run keeps its memory in {folder / 'memory'}"
-                if (folder / "memory" / "memory.sqlite").is_file() else "")
+                if (folder / "memory" / "memory.sqlite").is_file() else
+                f"; name the folder that holds it: {folder.parent}" if folder.is_file() and folder.name == path.name
+                else "")
         raise UsageError(f"no memory at {folder} (expected {path}){hint}")
     with path.open("rb") as handle:
         header = handle.read(len(SQLITE_HEADER))
