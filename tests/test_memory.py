@@ -111,6 +111,16 @@ def test_sleep_clusters_by_square_root_and_a_representative_speaks_for_each(tmp_
     assert [c.size for c in store.clusters()] == [c.size for c in clusters]
 
 
+def test_rules_that_embed_alike_make_one_cluster_without_a_warning() -> None:
+    import warnings
+
+    rule = "Open the fridge first before you look for any food."
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # k-means warned on stderr, mid-run: fewer distinct points than clusters
+        [cluster] = cluster_concepts([rule, rule.upper(), rule.lower(), rule.title()], HashingEmbedder())
+    assert cluster.size == 4
+
+
 def test_random_retrieval_is_seeded_and_relevant_retrieval_ranks_by_similarity() -> None:
     episodes = [episode(f"task {i} heat a mug", "heat") for i in range(6)]
     episodes.append(episode("cool some lettuce and put it in the fridge", "cool"))

@@ -22,7 +22,9 @@ def cluster_concepts(concepts: list[str], embedder: Embedder, *, seed: int = 0) 
     from sklearn.cluster import KMeans
 
     vectors = embedder.embed(concepts)
-    k = max(1, math.isqrt(len(concepts)))
+    # rules that differ only in case embed alike (both embedders lowercase): no more clusters than distinct points,
+    # or k-means warns on stderr mid-run
+    k = max(1, min(math.isqrt(len(concepts)), len(np.unique(vectors, axis=0))))
     kmeans = KMeans(n_clusters=k, random_state=seed, n_init=10).fit(vectors)
     clusters = []
     for label in range(k):
