@@ -519,6 +519,30 @@ def test_resuming_a_run_whose_memory_folder_is_a_file_changes_nothing(command: s
     assert snapshot(tmp_path) == before  # the run's result not rewritten as failed
 
 
+@pytest.mark.parametrize("command", ["resume", "together"])
+def test_resuming_a_run_whose_memory_was_killed_as_it_began_gets_past_the_memory_check(command: str,
+                                                                                     tmp_path: Path) -> None:
+    """A store killed between SQLite's making its file and its first write leaves it at 0 bytes, which the store
+    begins again; the resume's check refused it as "is empty", and the run could not go on."""
+    from noosphere.errors import UsageError
+
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
+                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    (run_dir / "memory").mkdir()
+    (run_dir / "memory" / "memory.sqlite").touch()
+
+    def opened(model_id: str, **kwargs: Any) -> Any:
+        raise UsageError("the model was opened")
+
+    args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
+            else ["bench", "together", str(run_dir)])
+    refused(cli(args, opened), "the model was opened")  # every check before it passed
+    assert MemoryStore(run_dir / "memory").episodes() == []
+
+
 @contextlib.contextmanager
 def immutable(path: Path) -> Any:
     """`path` made read-only even to root (`chattr +i`) while the block runs; the test is skipped where it cannot be."""

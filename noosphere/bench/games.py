@@ -152,7 +152,8 @@ def check_run_memory(run_dir: Path, saved: dict[str, Any]) -> None:
         return
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"this run keeps its memory in the folder {folder}, and that is a file, not a folder")
-    if (folder / "memory.sqlite").exists():
+    path = folder / "memory.sqlite"
+    if path.exists() and path.stat().st_size:  # at 0 bytes, a store killed as it began: `MemoryStore` begins it again
         check_memory(folder)
     check_writable(folder)  # the run writes every game's episode into it
 
