@@ -313,6 +313,32 @@ def test_the_view_server_takes_a_persons_answer_only_from_its_page(tmp_path: Pat
                                  "answer": {"reasoning": "both are 42", "choice": "B"}}
 
 
+def post_raw(url: str, token: str, data: bytes) -> tuple[int, dict[str, Any]]:
+    headers = {"Content-Type": "application/json", "X-Noosphere-Token": token}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=10) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())
+
+
+def test_an_answer_nested_too_deeply_is_a_bad_request_not_a_dropped_connection(tmp_path: Path) -> None:
+    """Before, json.loads raised RecursionError in the handler: a traceback on the terminal and no reply."""
+    asked_run(tmp_path / "run")
+    server = make_server(tmp_path / "run", port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with urllib.request.urlopen(base + "/", timeout=10) as reply:
+            token = json.loads(re.search(r'"live":(\{.*?\})', reply.read().decode()).group(1))["token"]
+        status, said = post_raw(base + "/answer", token, b"[" * 100_000 + b"]" * 100_000)
+        assert status == 400 and said["error"] == "the answer is not JSON"
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not (tmp_path / "run" / "human" / "answers.jsonl").exists()
+
+
 def test_a_written_report_has_no_live_panel_and_fetches_nothing(tmp_path: Path) -> None:
     asked_run(tmp_path / "run")
     code, _, err = invoke(["report", str(tmp_path / "run"), "-o", str(tmp_path / "page.html")])

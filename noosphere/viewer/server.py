@@ -117,7 +117,7 @@ def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
                 return
             try:
                 body = json.loads(self.rfile.read(length))
-            except ValueError:
+            except (ValueError, RecursionError):  # a body nested too deeply is not an answer either
                 self._json(HTTPStatus.BAD_REQUEST, {"error": "the answer is not JSON"})
                 return
             if not isinstance(body, dict) or not isinstance(body.get("question"), str):
