@@ -339,6 +339,25 @@ def test_an_answer_nested_too_deeply_is_a_bad_request_not_a_dropped_connection(t
     assert not (tmp_path / "run" / "human" / "answers.jsonl").exists()
 
 
+def test_an_answer_with_a_lone_surrogate_is_a_bad_request_and_the_question_still_waits(tmp_path: Path) -> None:
+    """Before, the answer book's UTF-8 write raised UnicodeEncodeError in the handler: a traceback, no reply."""
+    asked_run(tmp_path / "run")
+    server = make_server(tmp_path / "run", port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with urllib.request.urlopen(base + "/", timeout=10) as reply:
+            token = json.loads(re.search(r'"live":(\{.*?\})', reply.read().decode()).group(1))["token"]
+        body = b'{"question": "q-1", "answer": {"reasoning": "\\ud800", "choice": "B"}}'
+        status, said = post_raw(base + "/answer", token, body)
+        assert status == 400 and "lone surrogate" in said["error"]
+        answer = {"question": "q-1", "answer": {"reasoning": "both are 42", "choice": "B"}}
+        assert request(base + "/answer", token=token, body=answer)[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_written_report_has_no_live_panel_and_fetches_nothing(tmp_path: Path) -> None:
     asked_run(tmp_path / "run")
     code, _, err = invoke(["report", str(tmp_path / "run"), "-o", str(tmp_path / "page.html")])

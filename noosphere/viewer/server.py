@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from noosphere.datafiles import lone_surrogate
 from noosphere.errors import NoosphereError
 from noosphere.viewer.bundle import load_bundle
 from noosphere.viewer.live import LiveRun
@@ -122,6 +123,10 @@ def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
                 return
             if not isinstance(body, dict) or not isinstance(body.get("question"), str):
                 self._json(HTTPStatus.BAD_REQUEST, {"error": "expected {\"question\": ID, \"answer\": {...}}"})
+                return
+            if lone_surrogate(body):  # the answer book, a prompt and the trace are UTF-8: it could not be written
+                self._json(HTTPStatus.BAD_REQUEST, {"error": "the answer holds a lone surrogate (an escape such as "
+                                                             "\\ud800 that names no character), not text"})
                 return
             status, message = live.answer(body["question"], body.get("answer"))
             self._json(status, {"ok": status == HTTPStatus.OK, "message" if status == 200 else "error": message})
