@@ -358,6 +358,22 @@ def test_an_answer_with_a_lone_surrogate_is_a_bad_request_and_the_question_still
         server.server_close()
 
 
+@pytest.mark.parametrize(("fields", "given"), [
+    (5, {}), (["reply"], {"reply": "hi"}), ([{"name": "n", "kind": "number", "minimum": "one"}], {"n": "3"}),
+    ([{"name": "c", "kind": "choice", "options": [1, 2]}], {"c": "1"})])
+def test_a_question_whose_form_is_damaged_in_the_trace_is_refused_in_a_line(tmp_path: Path, fields: Any,
+                                                                              given: dict[str, str]) -> None:
+    """Before, building or checking the form raised TypeError or AttributeError in the handler: a traceback, no
+    reply."""
+    from noosphere.viewer.live import LiveRun
+
+    (tmp_path / "trace.jsonl").write_text(json.dumps({"kind": "human_asked", "ts": 1.0, "question": "q-1",
+                                                      "member": "you", "prompt": "?", "fields": fields}) + "\n")
+    status, message = LiveRun(tmp_path).answer("q-1", given)
+    assert (status, message) == (400, "the form of this question cannot be read from the trace (is it damaged?)")
+    assert not (tmp_path / "human" / "answers.jsonl").exists()
+
+
 def test_a_written_report_has_no_live_panel_and_fetches_nothing(tmp_path: Path) -> None:
     asked_run(tmp_path / "run")
     code, _, err = invoke(["report", str(tmp_path / "run"), "-o", str(tmp_path / "page.html")])
