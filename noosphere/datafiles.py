@@ -182,11 +182,15 @@ def scan_json_lines(path: Path, *, parse_constant: Callable[[str], Any] | None =
             value = json.loads(raw.decode("utf-8"), parse_constant=parse_constant)
         except UnicodeDecodeError:
             reason = "not UTF-8 text"
-        except (ValueError, RecursionError):
+        except RecursionError:
+            reason = NESTED_TOO_DEEPLY
+        except ValueError:
             reason = "not JSON (a line torn by a kill?)"
         else:
             if _lone_surrogate(raw, value):
                 reason = "holds a lone surrogate (an escape such as \\ud800 that names no character), not text"
+            elif raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and too_deep(value):
+                reason = NESTED_TOO_DEEPLY
             elif isinstance(value, dict):
                 rows.append((number, value))
             else:
@@ -194,6 +198,25 @@ def scan_json_lines(path: Path, *, parse_constant: Callable[[str], Any] | None =
         if reason is not None:
             bad.append(BadLine(path, number, reason))
     return rows, bad
+
+
+MAX_DEPTH = 200
+"""How deeply a value of a run's file may nest. No run writes anything near it; a deeper line (damaged, or written by
+hand) is not read, since the readers that walk a value level by level (the viewer's `finite`, JSON writers) would run
+out of Python's recursion limit on it."""
+NESTED_TOO_DEEPLY = f"nested too deeply (over {MAX_DEPTH} levels), not a line a run writes"
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether lists and objects nest in `value` more than `limit` levels deep (walked without recursing)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import socket
 import sqlite3
 import tempfile
 from collections.abc import Callable
@@ -350,6 +351,8 @@ DAMAGED_TRACES = {
     "a last line torn by a kill": (b'{"kind": "run_finished", "run_i', "not JSON"),
     # JSON, but no text: a terminal or the page's UTF-8 file could not write it (a traceback before)
     "a line holding a lone surrogate": (b'{"kind": "note", "text": "\\ud800"}\n', "holds a lone surrogate"),
+    # read, but the page's walk over it ran out of Python's recursion limit (a RecursionError traceback before)
+    "a line nested 600 deep": (b'{"kind": "note", "x": ' + b"[" * 600 + b"]" * 600 + b"}\n", "nested too deeply"),
 }
 
 
@@ -387,6 +390,27 @@ def test_a_report_of_a_run_whose_config_holds_a_lone_surrogate_is_written(tmp_pa
     assert outcome.code == 0, outcome
     page = (tmp_path / "page.html").read_text(encoding="utf-8")
     assert "\\ud800 \\u003cb\\u003e" in page  # escaped in the page's JSON, as JSON.parse reads it back
+
+
+@pytest.mark.parametrize("command", ["report", "view"])
+def test_run_files_nested_too_deeply_are_left_out_of_the_page(command: str, tmp_path: Path) -> None:
+    """Before, a config.json nested past the parser's depth was a RecursionError traceback out of `report` and `view`
+    (and a result.json or results row nested 600 deep one while the page was drawn)."""
+    folder = _run_with_trace(tmp_path, b"")
+    (folder / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    (folder / "result.json").write_text('{"x": ' + "[" * 600 + "]" * 600 + "}")
+    (folder / "items.jsonl").write_text('{"id": "deep", "x": ' + '{"a": ' * 600 + "1" + "}" * 600 + "}\n")
+    other = _run_with_trace(tmp_path, b"")
+    with socket.socket() as taken:  # view: everything up to listening, on a port that is taken
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        args = ["report", str(folder), "-o", str(tmp_path / "page.html")] if command == "report" else [
+            "view", str(folder), "--port", str(taken.getsockname()[1])]
+        outcome = cli([*args, "--compare", str(other)])
+    assert "Traceback" not in outcome.err + outcome.out, outcome
+    assert "items.jsonl:1: nested too deeply" in outcome.err.replace("\n", ""), outcome.err
+    if command == "report":
+        assert outcome.code == 0 and (tmp_path / "page.html").stat().st_size > 0
 
 
 def test_a_character_escaped_as_a_surrogate_pair_is_read_as_text(tmp_path: Path) -> None:

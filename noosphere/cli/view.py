@@ -66,7 +66,7 @@ def add_view(app: typer.Typer) -> None:
 def _benchmark_of(run: Path) -> str | None:
     try:
         config = json.loads((run / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None  # not a run, or a damaged one: the page says so
     return config.get("benchmark") if isinstance(config, dict) else None
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from noosphere.datafiles import BadLine, scan_json_lines
+from noosphere.datafiles import BadLine, scan_json_lines, too_deep
 from noosphere.runs import load_done
 from noosphere.trace import run_trace
 from noosphere.viewer.web_media import web_media
@@ -22,12 +22,13 @@ SECTIONS = {"ws_": "workspace", "soc_": "society", "econ_": "society", "ma_": "m
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    """A JSON file of the run, or {} when it is missing or half-written (a run still going)."""
+    """A JSON file of the run, or {} when it is missing or half-written (a run still going), or nested too deeply to
+    draw."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constants)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
-    return data if isinstance(data, dict) else {}
+    return data if isinstance(data, dict) and not too_deep(data) else {}
 
 
 def _no_constants(name: str) -> None:

@@ -74,7 +74,7 @@ class LiveRun:
     def status(self) -> str:
         try:
             result = json.loads((self.directory / "result.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return "running"
         return str(result.get("status", "running")) if isinstance(result, dict) else "running"
 
