@@ -9,6 +9,7 @@ skipped, and the rest is read.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import re
@@ -167,7 +168,8 @@ class BadLine:
 def scan_json_lines(path: Path, *, parse_constant: Callable[[str], Any] | None = None
                     ) -> tuple[list[tuple[int, dict[str, Any]]], list[BadLine]]:
     """A run's JSON-lines file, as its readable objects and the lines that are not: not UTF-8, not JSON (a line
-    torn by a kill), or not an object. A missing file reads as empty. `parse_constant` is `json.loads`'s."""
+    torn by a kill), or not an object. A missing file reads as empty, a byte-order mark as nothing. `parse_constant`
+    is `json.loads`'s."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -176,7 +178,7 @@ def scan_json_lines(path: Path, *, parse_constant: Callable[[str], Any] | None =
         return [], [BadLine(path, 0, f"cannot be read ({exc.strerror or exc})")]
     rows: list[tuple[int, dict[str, Any]]] = []
     bad: list[BadLine] = []
-    for number, raw in _numbered(data):
+    for number, raw in _numbered(data.removeprefix(codecs.BOM_UTF8)):  # saved again by an editor that marks UTF-8
         reason = None
         try:
             value = json.loads(raw.decode("utf-8"), parse_constant=parse_constant)

@@ -6,6 +6,7 @@ traceback and no run folder left behind; damaged run files are read around, thei
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import io
 import json
@@ -23,6 +24,7 @@ from noosphere.cli import make_app, run
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.memory import MemoryStore
 from noosphere.runs import Run
+from noosphere.viewer import load_bundle
 
 GSM_ROW = {"question": "Tom has 3 apples and buys 4 more. How many now?", "answer": "3 + 4 = 7\n#### 7"}
 MUSTARD_ROW = {"utterance": "Oh great, another Monday.", "speaker": "CHANDLER", "context": ["It is Monday."],
@@ -411,6 +413,18 @@ def test_run_files_nested_too_deeply_are_left_out_of_the_page(command: str, tmp_
     assert "items.jsonl:1: nested too deeply" in outcome.err.replace("\n", ""), outcome.err
     if command == "report":
         assert outcome.code == 0 and (tmp_path / "page.html").stat().st_size > 0
+
+
+def test_a_trace_saved_with_a_byte_order_mark_keeps_its_first_event(tmp_path: Path) -> None:
+    """Before, the mark made the first line "not JSON (a line torn by a kill?)": the run_started event was lost."""
+    folder = _run_with_trace(tmp_path, b"")
+    trace = folder / "trace.jsonl"
+    trace.write_bytes(codecs.BOM_UTF8 + trace.read_bytes().replace(b"\n", b"\r\n"))  # as a Windows editor saves it
+    outcome = cli(["trace", "show", str(folder)])
+    assert outcome.code == 0 and "run_started=1" in outcome.out and "warning" not in outcome.err, outcome
+    outcome = cli(["report", str(folder), "-o", str(tmp_path / "page.html")])
+    assert outcome.code == 0 and "warning" not in outcome.err, outcome
+    assert load_bundle(folder)["events"][0]["kind"] == "run_started"
 
 
 def test_a_character_escaped_as_a_surrogate_pair_is_read_as_text(tmp_path: Path) -> None:
