@@ -358,6 +358,19 @@ DAMAGED_TRACES = {
 }
 
 
+def test_a_web_step_naming_a_screenshot_no_file_can_have_is_drawn_without_it(tmp_path: Path) -> None:
+    """Before, a NUL in the screenshot's path was a ValueError traceback out of `report` (and `view`)."""
+    folder = _run_with_trace(tmp_path, b"")
+    (folder / "web").mkdir()
+    (folder / "web" / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    with (folder / "trace.jsonl").open("a") as trace:
+        for name in ("web/a\x00b.png", "web/a.png"):
+            trace.write(json.dumps({"kind": "web_step", "ts": 1.0, "screenshot": name}) + "\n")
+    outcome = cli(["report", str(folder), "-o", str(tmp_path / "page.html")])
+    assert outcome.code == 0 and "Traceback" not in outcome.err, outcome
+    assert list(load_bundle(folder)["media"]) == ["web/a.png"]
+
+
 @pytest.mark.parametrize("command", ["trace", "report"])
 @pytest.mark.parametrize("damage", list(DAMAGED_TRACES), ids=list(DAMAGED_TRACES))
 def test_a_damaged_trace_is_read_around_and_its_bad_line_told(command: str, damage: str, tmp_path: Path) -> None:

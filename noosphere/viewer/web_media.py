@@ -23,10 +23,13 @@ def web_media(run_dir: Path, events: list[dict[str, Any]]) -> dict[str, str]:
         name = event.get("screenshot") if event.get("kind") == "web_step" else None
         if not isinstance(name, str) or name in found:
             continue
-        path = (run_dir / name).resolve()
-        if not path.is_relative_to(folder) or not path.is_file():
+        try:
+            path = (run_dir / name).resolve()
+            if not path.is_relative_to(folder) or not path.is_file():
+                continue
+            data = path.read_bytes()
+        except (OSError, ValueError):  # a name no file can have (a NUL in it), a file that cannot be read: not shown
             continue
-        data = path.read_bytes()
         if not data.startswith(PNG) or total + len(data) > MAX_BYTES:
             continue
         total += len(data)
