@@ -440,6 +440,19 @@ def test_a_trace_saved_with_a_byte_order_mark_keeps_its_first_event(tmp_path: Pa
     assert load_bundle(folder)["events"][0]["kind"] == "run_started"
 
 
+def test_trace_show_of_a_run_whose_result_holds_a_lone_surrogate_prints_text(tmp_path: Path) -> None:
+    """Before, the result was printed as it was read: writing it to a UTF-8 terminal raised UnicodeEncodeError, a
+    traceback halfway through the summary."""
+    folder = _run_with_trace(tmp_path, b"")
+    (folder / "config.json").write_text('{"command": "ask \\udc80"}')
+    (folder / "result.json").write_text('{"status": "ok \\ud800", "answer": "\\ud800 and \\ud83d\\ude00"}')
+    outcome = cli(["trace", "show", str(folder)])
+    assert outcome.code == 0, outcome
+    outcome.out.encode("utf-8")  # what a terminal must be able to write
+    assert "command=ask \ufffd" in outcome.out and "status=ok \ufffd" in outcome.out
+    assert "\ufffd and \U0001f600" in outcome.out
+
+
 def test_a_character_escaped_as_a_surrogate_pair_is_read_as_text(tmp_path: Path) -> None:
     line = {"kind": "model_call", "model": "m", "agent": "a", "messages": [], "response": "\U0001f600 done"}
     folder = _run_with_trace(tmp_path, (json.dumps(line) + "\n").encode())  # escaped as "\ud83d\ude00"

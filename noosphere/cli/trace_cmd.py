@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from noosphere.cli.otel_cmd import add_trace_export
+from noosphere.datafiles import lone_surrogate
 from noosphere.trace import Event, ModelCall, read_trace, run_trace
 
 
@@ -27,12 +29,17 @@ def _e(value: object) -> str:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    """A JSON file of the run, or {} when it is missing, half-written or not an object."""
+    """A JSON file of the run, or {} when it is missing, half-written or not an object. A lone surrogate in it (JSON,
+    but no text a terminal can write) is shown as U+FFFD."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    if lone_surrogate(data):  # JSON read pairs into characters: a surrogate left in its text is a lone one
+        data = json.loads(re.sub("[\ud800-\udfff]", "\ufffd", json.dumps(data, ensure_ascii=False)))
+    return data
 
 
 def _print_workspace(console: Console, events: list[Event]) -> None:
