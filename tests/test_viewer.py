@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from noosphere.bench.runner import BenchItemFinished, BenchItemStarted
+from noosphere.errors import UsageError
 from noosphere.runs import Run
 from noosphere.viewer import load_bundle, make_server, render_page
 from noosphere.viewer.page import embed_json
@@ -135,6 +136,13 @@ def test_view_server_binds_loopback_and_serves_the_page() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize("host", ["", " "])
+def test_an_empty_host_is_refused_not_every_interface(host: str) -> None:
+    """Before, `--host ""` (an unset variable, say) bound 0.0.0.0: the run's page open to the network."""
+    with pytest.raises(UsageError, match="--host is empty"):
+        make_server(RUNS / "workspace", host=host, port=0)
 
 
 def test_view_command_prints_the_url_and_stops_on_ctrl_c() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from noosphere.datafiles import lone_surrogate
-from noosphere.errors import NoosphereError
+from noosphere.errors import NoosphereError, UsageError
 from noosphere.viewer.bundle import load_bundle
 from noosphere.viewer.live import LiveRun
 from noosphere.viewer.page import render_page
@@ -33,6 +33,9 @@ LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                 compare: Path | None = None) -> ThreadingHTTPServer:
     """A server for the page at `/`; bad run folders fail here, before anything listens."""
+    if not host.strip():  # the socket would take "" for every interface: the run's prompts open to the network
+        raise UsageError("--host is empty: give the address to listen on (127.0.0.1, the default, keeps the page on "
+                         "this machine; 0.0.0.0 opens it to every network this machine is on)")
     for folder in (run_dir, compare):
         if folder is not None:
             load_bundle(folder)
