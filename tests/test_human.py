@@ -374,6 +374,33 @@ def test_a_question_whose_form_is_damaged_in_the_trace_is_refused_in_a_line(tmp_
     assert not (tmp_path / "human" / "answers.jsonl").exists()
 
 
+def test_the_live_view_reads_a_trace_cut_back_by_a_withdrawn_session_anew(tmp_path: Path) -> None:
+    """A resumed session refused before any turn is withdrawn: its lines are cut from the trace (`Run.withdraw`).
+    Before, the live view went on from its old offset, past the start of the next session's lines: a question that
+    session asked was never shown, and its answer was refused as waiting for nothing."""
+    from noosphere.viewer.live import LiveRun
+
+    def line(**event: Any) -> str:
+        return json.dumps({"ts": 1.0, **event}) + "\n"
+
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(line(kind="run_started", config={}) + line(kind="human_asked", question="q-1", fields=[]))
+    live = LiveRun(tmp_path)
+    assert [q["question"] for q in live.state()["waiting"]] == ["q-1"]
+    kept = trace.stat().st_size
+    with trace.open("a") as session:
+        session.write(line(kind="run_started", config={"budget": {"max_calls": 1}}))
+    assert live.state()["waiting"] == []  # a new session asks its questions again
+    with trace.open("r+b") as withdrawn:
+        withdrawn.truncate(kept)
+    live.state()
+    with trace.open("a") as session:
+        session.write(line(kind="run_started", config={}) + line(kind="human_asked", question="q-2", fields=[]))
+    state = live.state()
+    assert [q["question"] for q in state["waiting"]] == ["q-2"] and state["events"] == 4
+    assert live.answer("q-2", {}) == (200, "answered")
+
+
 def test_a_written_report_has_no_live_panel_and_fetches_nothing(tmp_path: Path) -> None:
     asked_run(tmp_path / "run")
     code, _, err = invoke(["report", str(tmp_path / "run"), "-o", str(tmp_path / "page.html")])

@@ -13,6 +13,7 @@ this server never allows.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,8 @@ class LiveRun:
     def _read(self) -> None:
         try:
             with (self.directory / "trace.jsonl").open("rb") as trace:
+                if os.fstat(trace.fileno()).st_size < self._offset:  # cut back (a withdrawn session): read it anew
+                    self._offset, self.events, self.questions, self.phase, self.rounds = 0, 0, {}, "", 0
                 trace.seek(self._offset)
                 data = trace.read()
         except FileNotFoundError:
