@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -399,6 +400,29 @@ def test_the_live_view_reads_a_trace_cut_back_by_a_withdrawn_session_anew(tmp_pa
     state = live.state()
     assert [q["question"] for q in state["waiting"]] == ["q-2"] and state["events"] == 4
     assert live.answer("q-2", {}) == (200, "answered")
+
+
+def test_a_run_folder_replaced_by_a_file_while_served_is_answered_in_json_not_a_dropped_connection(
+        tmp_path: Path) -> None:
+    """Before, the live state and the answer raised NotADirectoryError in the handler: a traceback on the terminal
+    at every poll of the page, and no reply."""
+    asked_run(tmp_path / "run")
+    server = make_server(tmp_path / "run", port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with urllib.request.urlopen(base + "/", timeout=10) as reply:
+            token = json.loads(re.search(r'"live":(\{.*?\})', reply.read().decode()).group(1))["token"]
+        shutil.rmtree(tmp_path / "run")
+        (tmp_path / "run").write_text("not a run folder any more")
+        status, said = request(base + "/live", token=token)
+        assert status == 410 and said["error"].startswith("the run can no longer be read")
+        answer = {"question": "q-1", "answer": {"reasoning": "both are 42", "choice": "B"}}
+        status, said = request(base + "/answer", token=token, body=answer)
+        assert status == 409 and said["error"].startswith("the answer could not be kept")
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_a_written_report_has_no_live_panel_and_fetches_nothing(tmp_path: Path) -> None:

@@ -85,7 +85,12 @@ def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
                 if not self._ours():
                     self._json(HTTPStatus.FORBIDDEN, {"error": "not this page's token"})
                     return
-                self._json(HTTPStatus.OK, live.state())
+                try:
+                    state = live.state()
+                except OSError as exc:  # the folder was replaced (by a file, say) while it was served
+                    self._json(HTTPStatus.GONE, {"error": f"the run can no longer be read: {exc}"})
+                    return
+                self._json(HTTPStatus.OK, state)
                 return
             if path not in ("/", "/index.html"):
                 self.send_error(HTTPStatus.NOT_FOUND)
@@ -131,7 +136,11 @@ def make_server(run_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
                 self._json(HTTPStatus.BAD_REQUEST, {"error": "the answer holds a lone surrogate (an escape such as "
                                                              "\\ud800 that names no character), not text"})
                 return
-            status, message = live.answer(body["question"], body.get("answer"))
+            try:
+                status, message = live.answer(body["question"], body.get("answer"))
+            except OSError as exc:  # the run folder cannot be read or its answer book written any more
+                self._json(HTTPStatus.CONFLICT, {"error": f"the answer could not be kept in the run folder: {exc}"})
+                return
             self._json(status, {"ok": status == HTTPStatus.OK, "message" if status == 200 else "error": message})
 
         def log_message(self, format: str, *args: object) -> None:
