@@ -241,3 +241,16 @@ def test_a_discarded_run_takes_the_out_folder_it_made_and_leaves_one_that_was_th
     beside = Run.create(kept / "runs" / "deeper", command="bench", config={})
     beside.discard()
     assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*")) == ["notes.txt", "runs"]
+
+
+def test_trace_show_says_how_many_workspace_steps_it_left_out(tmp_path: Path) -> None:
+    """Before, a workspace of more than 200 steps was cut at 200 without a word."""
+    from noosphere.workspace.events import LinkChanged
+    from tests.test_cli import invoke
+
+    with Run(tmp_path / "run", command="ask", config={}) as run:
+        for step in range(250):
+            run.trace.emit(LinkChanged(iteration=1, a="x", b=f"p{step}", change="created", weight=1.0))
+    code, out, _ = invoke(["trace", "show", str(tmp_path / "run")])
+    assert code == 0 and "link x - p199 created" in out and "link x - p200" not in out
+    assert "... and 50 more steps" in out

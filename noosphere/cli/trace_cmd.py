@@ -42,6 +42,10 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+SHOWN_STEPS = 200
+"""Workspace steps `trace show` prints; the rest are counted."""
+
+
 def _print_workspace(console: Console, events: list[Event]) -> None:
     """One line per workspace step: bids, competition, STM answer, links and fusion."""
     lines = []
@@ -67,8 +71,11 @@ def _print_workspace(console: Console, events: list[Event]) -> None:
                          f"{_snippet(data['error'], 60)}")
     if lines:
         console.print("[bold]workspace[/]")
-        for line in lines[:200]:
+        for line in lines[:SHOWN_STEPS]:
             console.print(line, highlight=False)
+        if len(lines) > SHOWN_STEPS:
+            console.print(f"  ... and {len(lines) - SHOWN_STEPS} more steps (`noosphere view` shows them all)",
+                          highlight=False)
 
 
 def add_trace(app: typer.Typer) -> None:
