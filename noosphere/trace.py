@@ -229,7 +229,10 @@ def read_trace(path: Path, *, on_bad_line: Callable[[BadLine], None] | None = No
     for number, data in objects:
         for line in sorted(n for n in bad_by_line if n < number):
             _report(bad_by_line.pop(line), on_bad_line)
-        kind = data.get("kind", "")
+        if "kind" not in data:  # every event is written with its kind: this object is none (the viewer skips it too)
+            _report(BadLine(path, number, "an object without a kind, not an event"), on_bad_line)
+            continue
+        kind = data["kind"]
         if not isinstance(kind, str):
             _report(BadLine(path, number, "its kind is not a string"), on_bad_line)
             continue

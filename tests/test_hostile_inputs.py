@@ -350,6 +350,8 @@ DAMAGED_TRACES = {
     # `trace show` reads typed events; the page draws events as written, so only the first refuses this one
     "a model call without its fields": (b'{"kind": "model_call", "ts": 1}\n', "not a model_call event"),
     "a kind that is not a string": (b'{"kind": ["x"]}\n', "its kind is not a string"),
+    # `trace show` counted it as an event of kind "event", and `trace export` sent it as a span
+    "an object without a kind": (b'{"ts": 1.0, "text": "note"}\n', "an object without a kind, not an event"),
     "a last line torn by a kill": (b'{"kind": "run_finished", "run_i', "not JSON"),
     # JSON, but no text: a terminal or the page's UTF-8 file could not write it (a traceback before)
     "a line holding a lone surrogate": (b'{"kind": "note", "text": "\\ud800"}\n', "holds a lone surrogate"),
