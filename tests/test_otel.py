@@ -29,6 +29,7 @@ from noosphere.runs import Run
 from noosphere.society import Member, democracy
 from noosphere.systems import ask_base
 from noosphere.systems.ctm import ask_ctm
+from noosphere.trace import Event
 from tests.helpers import chunk_reply, opener_for, stm_reply
 from tests.human_driver import society_script
 from tests.test_bench_gsm8k import PROBLEMS, said
@@ -279,6 +280,19 @@ def test_end_to_end_a_receiver_gets_the_span_trees_of_a_workspace_and_a_society_
     assert code == 0, err
     assert "sent 1 run session(s)" in out
     assert otlp_paths(received.spans()) == society
+
+
+def test_an_export_that_stops_at_an_event_it_cannot_send_fails_and_says_so(receiver: Any, tmp_path: Path) -> None:
+    """Before, the export stopped at the event (a warning), then said it had sent every event and exited 0."""
+    _, url = receiver
+    with Run(tmp_path / "run", command="ask", config={}) as run:
+        run.trace.emit(Event(kind="note"))
+    lines = (tmp_path / "run" / "trace.jsonl").read_text().splitlines()
+    call = {"kind": "model_call", "ts": float("nan"), "model": "m", "messages": [], "response": "r"}
+    (tmp_path / "run" / "trace.jsonl").write_text("\n".join([lines[0], json.dumps(call), *lines[1:]]) + "\n")
+    code, out, err = invoke(["trace", "export", str(tmp_path / "run"), "--otlp", url])
+    assert code != 0 and "sent 1 run session" not in out and "stopped partway" in out + err, out + err
+    assert export_run(tmp_path / "run", InMemorySpanExporter(), warn=lambda text: None).stopped
 
 
 def test_a_benchmark_sends_one_branch_per_item_even_scored_at_once(receiver: Any, tmp_path: Path) -> None:

@@ -107,5 +107,7 @@ def add_trace_export(trace_app: typer.Typer) -> None:
         done = export_run(run, otlp_exporter(url, told), content=content, warn=warn)
         if failures:
             raise RuntimeFault(f"the spans of {run} did not all reach {url}")
+        if done.stopped:  # told above: which event, and why
+            raise RuntimeFault(f"the export of {run} stopped partway; the spans after that event were not sent")
         Console(emoji=False).print(f"sent {done.runs} run session(s), {done.events} events, to {escape(url)}",
                                    highlight=False)

@@ -149,6 +149,9 @@ class Exported:
     runs: int
     events: int
     bad_lines: int
+    stopped: bool = False
+    """An event could not be made a span (a time that is no number, say): the export stopped there, told through
+    `warn`, and the spans after it were not sent."""
 
 
 def export_run(run_dir: Path | str, exporter: SpanExporter, *, content: bool = False,
@@ -165,4 +168,4 @@ def export_run(run_dir: Path | str, exporter: SpanExporter, *, content: bool = F
     for line in bad:
         warn(line)
     sink.close()
-    return Exported(sink.builder.runs, count, len(bad))
+    return Exported(sink.builder.runs, count, len(bad), stopped=sink.broken)
