@@ -160,6 +160,23 @@ def test_ask_rejects_a_malformed_view(tmp_path: Path) -> None:
     assert code == 2 and "--text expects NAME=VALUE" in err
 
 
+@pytest.mark.parametrize("views", [["--text", "a=1", "--text", "a=2"], ["--text", "a=1", "--image", "IMAGE"],
+                                   ["--image", "IMAGE", "--audio", "a=IMAGE"]], ids=["texts", "text-image", "media"])
+def test_ask_refuses_two_views_of_one_name_before_any_run_folder(tmp_path: Path, views: list[str]) -> None:
+    """Two --text views of one name: the second replaced the first silently; a text and a media view of one name
+    made two processors of one name, refused by the workspace only after the run folder was made."""
+    image = tmp_path / "a.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n")
+    out = tmp_path / "runs"
+    given = [v.replace("IMAGE", str(image)) for v in views]
+    for system in ("base", "ctm"):
+        code, _, err = invoke(["ask", "q", "--system", system, *given, "--out", str(out), "--no-cache"])
+        assert code == 2 and "two views are named 'a'" in err, err
+    code, _, err = invoke(["ask", "q", "--image", f"={image}", "--out", str(out), "--no-cache"])
+    assert code == 2 and "a view needs a name" in err, err
+    assert not out.exists()
+
+
 def test_ask_ctm_with_a_builtin_tool(tmp_path: Path) -> None:
     from noosphere.llm.types import Request
     from tests.helpers import chunk_reply, stm_reply

@@ -89,16 +89,29 @@ def _named(spec: str, option: str) -> tuple[str, str]:
 
 
 def parse_observation(texts: list[str], media: list[str]) -> Observation:
-    """`--text NAME=TEXT` and `--image/--audio [NAME=]PATH` into named views."""
-    text_views = dict(_named(spec, "--text") for spec in texts)
-    media_views = {}
+    """`--text NAME=TEXT` and `--image/--audio [NAME=]PATH` into named views, each name once (a view given a name
+    twice would replace the first silently, or, a text and a media view, make two processors of one name)."""
+    text_views: dict[str, str] = {}
+    media_views: dict[str, str] = {}
+    for spec in texts:
+        name, value = _named(spec, "--text")
+        _check_view_name(name, spec, text_views, media_views)
+        text_views[name] = value
     for spec in media:
         name, sep, path = spec.partition("=")
-        name, path = (name, path) if sep else (Path(spec).stem, spec)
+        name, path = (name.strip(), path) if sep else (Path(spec).stem, spec)
+        _check_view_name(name, spec, text_views, media_views)
         if not Path(path).is_file():
             raise UsageError(f"no file at {path}")
         media_views[name] = path
     return Observation.of(text_views, media_views)
+
+
+def _check_view_name(name: str, spec: str, *taken: dict[str, str]) -> None:
+    if not name:
+        raise UsageError(f"a view needs a name: give NAME=PATH, not {spec!r}")
+    if any(name in views for views in taken):
+        raise UsageError(f"two views are named {name!r}: give each --text, --image and --audio view a name of its own")
 
 
 def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
