@@ -207,6 +207,16 @@ def test_ask_ctm_with_a_builtin_tool(tmp_path: Path) -> None:
     assert code == 2 and "Did you mean calculator" in err
 
 
+@pytest.mark.parametrize("given", [["--tool", "calculator", "--tool", "calculator"],
+                                   ["--tool", "calculator", "--text", "calculator=17 * 23"]], ids=["twice", "a-view"])
+def test_ask_ctm_refuses_a_tool_that_would_be_a_second_processor_of_one_name(tmp_path: Path, given: list[str]) -> None:
+    """Before, the workspace refused the two processors of one name when the run began: the run folder was left."""
+    out = tmp_path / "runs"
+    code, _, err = invoke(["ask", "q", "--system", "ctm", *given, "--out", str(out), "--no-cache"])
+    assert code == 2 and "calculator" in err and "distinct names" not in err, err
+    assert not out.exists()
+
+
 def test_ask_with_probability_scores_takes_the_confidence_from_p_true(tmp_path: Path) -> None:
     backend = ScriptedBackend(['{"answer": "Yes, it is sarcastic."}'], scorer=lambda r: {"Yes": 0.6, "No": 0.4})
 

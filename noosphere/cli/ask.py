@@ -178,10 +178,15 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
             for name in tool:
                 if name not in available:
                     raise UnknownNameError("tool", name, available)
+                if tool.count(name) > 1:
+                    raise UsageError(f"--tool {name} is given twice: each tool is one processor")
             answer_with = partial(ask_ctm, tools=tuple(available[name] for name in tool))
         if system != "society":
             answer_with = partial(answer_with, scores=scores)
         observation = parse_observation(text or [], [*(image or []), *(audio or [])])
+        for name in tool or []:  # a processor each: the workspace takes no two of one name
+            if name in observation.names:
+                raise UsageError(f"the view {name!r} has the name of --tool {name}: give the view another name")
         console = Console(emoji=False)
         config: dict[str, Any] = {"query": query, "system": system, "model": model, "seed": seed,
                                   "society": spec.model_dump() if system == "society" else None,
