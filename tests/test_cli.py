@@ -177,6 +177,16 @@ def test_ask_refuses_two_views_of_one_name_before_any_run_folder(tmp_path: Path,
     assert not out.exists()
 
 
+@pytest.mark.parametrize("limit", ["0", "-5"])
+def test_ask_refuses_an_output_token_limit_below_one(tmp_path: Path, limit: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, --max-tokens 0 or -5 was taken and sent with every call (serve refused it already)."""
+    code, _, _ = invoke(["ask", "q", "--max-tokens", limit, "--out", str(tmp_path / "runs"), "--no-cache"],
+                        scripted_opener(['{"answer": "ok", "confidence": 0.5}']))
+    assert code == 2 and "--max-tokens" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_ask_ctm_with_a_builtin_tool(tmp_path: Path) -> None:
     from noosphere.llm.types import Request
     from tests.helpers import chunk_reply, stm_reply

@@ -131,7 +131,7 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         out: OutOption = Path("runs"),
         no_cache: NoCacheOption = False,
         budget: BudgetOption = None,
-        max_tokens: Annotated[int, typer.Option(help="output token limit per model call")] = 512,
+        max_tokens: Annotated[int, typer.Option(min=1, help="output token limit per model call")] = 512,
         scores: Annotated[str, typer.Option(
             help="base, ctm: where confidences come from: verbal (the model's words), logprob (its token "
                  "probabilities) or samples")] = "verbal",
