@@ -155,6 +155,28 @@ def test_ask_ctm_builds_a_processor_per_view_and_trace_show_tells_the_story(tmp_
     assert code == 0 and "iteration 1" in shown and "winner (argmax)" in shown and "alpha=0.85" in shown
 
 
+def test_ask_ctm_breaks_ties_with_the_seed_it_is_given(tmp_path: Path) -> None:
+    """Before, `--seed` reached the model's sampling but not the workspace: its ties were drawn with seed 0."""
+    import random
+
+    from noosphere.llm.types import Request
+    from noosphere.systems.ctm import THINKERS
+    from tests.helpers import chunk_reply, stm_reply
+
+    def reply(request: Request) -> Any:
+        return stm_reply("yes", 0.9) if request.agent == "stm" else chunk_reply("same", "", 0.5, 0.5)
+
+    for seed in range(4):
+        out = tmp_path / str(seed)
+        code, _, err = invoke(["ask", "q", "--system", "ctm", "--seed", str(seed), "--out", str(out), "--no-cache"],
+                              lambda model_id, **kw: Model(ScriptedBackend(reply), **kw))
+        assert code == 0, err
+        [run_dir] = list(out.iterdir())
+        events = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
+        [held] = [e for e in events if e["kind"] == "ws_competition"]
+        assert held["winner"] == random.Random(seed).choice(list(THINKERS)), seed
+
+
 def test_ask_rejects_a_malformed_view(tmp_path: Path) -> None:
     code, _, err = invoke(["ask", "q", "--system", "ctm", "--text", "no-equals-sign", "--out", str(tmp_path)])
     assert code == 2 and "--text expects NAME=VALUE" in err

@@ -39,8 +39,9 @@ def workspace_for(model: Model, observation: Observation, settings: WorkspaceSet
 
 async def ask_ctm(model: Model, query: str, observation: Observation, *, settings: WorkspaceSettings | None = None,
                   tools: tuple[Tool, ...] = (), scores: str | None = None) -> Answer:
-    """`scores` overrides the settings' score source (`workspace.scores`)."""
-    settings = settings or WorkspaceSettings()
+    """`scores` overrides the settings' score source (`workspace.scores`). Without settings, the competition's draws
+    take the model's seed (`--seed`), as its sampling does."""
+    settings = settings or WorkspaceSettings(seed=model.settings.seed)
     if scores is not None:
         settings = replace(settings, scores=scores)  # type: ignore[arg-type]
     result = await workspace_for(model, observation, settings, tools).run(query, observation)
