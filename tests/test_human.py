@@ -195,6 +195,28 @@ def test_only_a_society_run_that_stopped_can_be_resumed(tmp_path: Path) -> None:
     assert code == 2 and "ask needs a QUERY (or --resume RUN" in err
 
 
+def stopped_society_run(tmp_path: Path) -> Path:
+    """A society run of `noosphere ask` killed before its first turn: its folder holds only its config."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    config = {"run_id": "run", "command": "ask", "system": "society", "query": "What is 6 times 7?",
+              "model": "scripted", "seed": 0, "society": {"organisation": "debate", "rounds": 1,
+                                                          "members": [{"name": "a", "role": "r"},
+                                                                      {"name": "b", "role": "r"}]}}
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_a_budget_given_to_a_resume_holds_and_is_kept(tmp_path: Path) -> None:
+    """Before, `ask --resume RUN --budget calls=1` ran on with no budget at all (cli.md: the limits given replace
+    those saved)."""
+    folder = stopped_society_run(tmp_path)
+    code, _, err = invoke(["ask", "--resume", str(folder), "--budget", "calls=1"], opener())
+    assert code == 1 and "calls budget of 1 exceeded" in err, err
+    assert json.loads((folder / "config.json").read_text())["budget"] == {"max_calls": 1}
+    assert json.loads((folder / "result.json").read_text())["usage"]["total"]["calls"] == 1
+
+
 @pytest.mark.parametrize(("edit", "said"), [
     ({"query": None}, "key 'query': Input should be a valid string"),
     ({"seed": "7"}, "key 'seed': Input should be a valid integer"),

@@ -25,7 +25,7 @@ from noosphere.cli.people import (
 from noosphere.cli.signals import terminate_as_interrupt
 from noosphere.errors import CapabilityError, UnknownNameError, UsageError
 from noosphere.human import HumanStopped
-from noosphere.llm import DEFAULT_MODEL, CallCache, Model, Settings
+from noosphere.llm import DEFAULT_MODEL, Budget, CallCache, Model, Settings
 from noosphere.llm.usage import UsageLedger
 from noosphere.llm.weights import default_cache_dir
 from noosphere.observation import Observation
@@ -197,7 +197,9 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         with on_cluster(on, opener, [model]) as session:  # joined before the run folder is made
             open_with = session.opener if session is not None else opener
             # SIGTERM stops it as Ctrl-C does: the run still writes result.json (status interrupted)
-            opened = Run.resume(resume) if resume is not None else Run.create(out, command="ask", config=config)
+            limits = config["budget"]  # on a resume, the limits given replace those saved
+            opened = (Run.resume(resume, budget=Budget(**limits) if limits else None) if resume is not None
+                      else Run.create(out, command="ask", config=config))
             with opened as run, terminate_as_interrupt():
                 if exporting is not None:
                     exporting.attach(run)
