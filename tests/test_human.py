@@ -217,6 +217,17 @@ def test_a_budget_given_to_a_resume_holds_and_is_kept(tmp_path: Path) -> None:
     assert json.loads((folder / "result.json").read_text())["usage"]["total"]["calls"] == 1
 
 
+@pytest.mark.parametrize("given", [["--system", "ctm"], ["--seed", "5"], ["--model", "other"], ["--text", "a=b"],
+                                   ["--max-tokens", "9"], ["--no-cache"], ["--out", "elsewhere"]])
+def test_a_resume_refuses_the_settings_it_would_ignore(tmp_path: Path, given: list[str]) -> None:
+    """Before, `ask --resume RUN --seed 5` (or --system ctm, --model, --text...) ran the society with its saved
+    settings and said nothing of the ones given."""
+    folder = stopped_society_run(tmp_path)
+    code, _, err = invoke(["ask", "--resume", str(folder), *given], opener())
+    assert code == 2 and f"the run's own settings, not {given[0]}" in err, err
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json"]  # not reopened
+
+
 @pytest.mark.parametrize(("edit", "said"), [
     ({"query": None}, "key 'query': Input should be a valid string"),
     ({"seed": "7"}, "key 'seed': Input should be a valid integer"),

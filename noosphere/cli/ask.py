@@ -114,9 +114,26 @@ def _check_view_name(name: str, spec: str, *taken: dict[str, str]) -> None:
         raise UsageError(f"two views are named {name!r}: give each --text, --image and --audio view a name of its own")
 
 
+RESUME_TAKES = ("resume", "human", "budget", "cluster", "replicas", "otel", "otel_content")
+"""The options `ask --resume` takes; every other setting is the run's own (its config.json)."""
+
+
+def _refuse_other_settings(context: typer.Context) -> None:
+    """A resumed run keeps the settings it was made with: `--seed 5` or `--system ctm` would be ignored, silently."""
+    def typed(name: str | None) -> bool:
+        source = context.get_parameter_source(name) if name is not None else None
+        return source is not None and source.name == "COMMANDLINE"
+
+    given = [param.opts[0] for param in context.command.params if param.name not in RESUME_TAKES and typed(param.name)]
+    if given:
+        raise UsageError(f"--resume goes on with the run's own settings, not {', '.join(given)}: resume it without "
+                         "them, or start a new run")
+
+
 def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
     @app.command()
     def ask(
+        context: typer.Context,
         query: Annotated[str | None, typer.Argument(help="the question or task (not with --resume)")] = None,
         system: Annotated[str, typer.Option(help="which system answers: base, ctm or society")] = "base",
         society: Annotated[Path | None, typer.Option(
@@ -150,6 +167,7 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
         if resume is not None:  # the run goes on with the settings it began with
             if query is not None or society is not None:
                 raise UsageError("--resume goes on with the run's own query and society: give neither")
+            _refuse_other_settings(context)
             saved, spec = saved_society_run(resume)
             query, system, model, seed, scores = saved["query"], "society", saved["model"], saved["seed"], "verbal"
             max_tokens, no_cache = saved.get("max_tokens", max_tokens), not saved.get("cache", True)
