@@ -177,6 +177,14 @@ def test_ask_ctm_breaks_ties_with_the_seed_it_is_given(tmp_path: Path) -> None:
         assert held["winner"] == random.Random(seed).choice(list(THINKERS)), seed
 
 
+@pytest.mark.parametrize("system", ["base", "ctm"])
+def test_ask_refuses_a_place_for_people_without_a_society(tmp_path: Path, system: str) -> None:
+    """Before, `--human viewer` on the base or the workspace was taken and ignored: they have no people to ask."""
+    code, _, err = invoke(["ask", "q", "--system", system, "--human", "viewer", "--out", str(tmp_path / "runs")])
+    assert code == 2 and "it is for --system society" in err, err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_ask_rejects_a_malformed_view(tmp_path: Path) -> None:
     code, _, err = invoke(["ask", "q", "--system", "ctm", "--text", "no-equals-sign", "--out", str(tmp_path)])
     assert code == 2 and "--text expects NAME=VALUE" in err

@@ -120,14 +120,16 @@ RESUME_TAKES = ("resume", "human", "budget", "cluster", "replicas", "otel", "ote
 
 def _refuse_other_settings(context: typer.Context) -> None:
     """A resumed run keeps the settings it was made with: `--seed 5` or `--system ctm` would be ignored, silently."""
-    def typed(name: str | None) -> bool:
-        source = context.get_parameter_source(name) if name is not None else None
-        return source is not None and source.name == "COMMANDLINE"
-
-    given = [param.opts[0] for param in context.command.params if param.name not in RESUME_TAKES and typed(param.name)]
+    given = [param.opts[0] for param in context.command.params
+             if param.name not in RESUME_TAKES and _typed(context, param.name)]
     if given:
         raise UsageError(f"--resume goes on with the run's own settings, not {', '.join(given)}: resume it without "
                          "them, or start a new run")
+
+
+def _typed(context: typer.Context, name: str | None) -> bool:
+    source = context.get_parameter_source(name) if name is not None else None
+    return source is not None and source.name == "COMMANDLINE"
 
 
 def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
@@ -185,6 +187,8 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
             raise UnknownNameError("system", system, [*SYSTEMS, "society"])
         else:
             answer_with = get_system(system)
+        if system != "society" and _typed(context, "human"):
+            raise UsageError("--human says where a society's people answer: it is for --system society")
         if scores not in SCORE_SOURCES:
             raise UnknownNameError("score source", scores, SCORE_SOURCES)
         if scores != "verbal" and system == "society":
