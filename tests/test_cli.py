@@ -217,6 +217,25 @@ def test_ask_refuses_an_output_token_limit_below_one(tmp_path: Path, limit: str,
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize(("option", "file", "data", "said"), [
+    ("--image", "notes.txt", b"hello", "is no image file (its name says text/plain)"),
+    ("--image", "song.mp3", b"ID3", "is no image file (its name says audio/mpeg)"),
+    ("--audio", "photo.png", b"\x89PNG", "is no audio file (its name says image/png)"),
+    ("--image", "photo", b"\x89PNG", "is no image file (its name does not say what it is)"),
+    ("--image", "photo.png", b"", "photo.png is empty"),
+], ids=["text", "audio-as-image", "image-as-audio", "no-suffix", "empty"])
+def test_ask_refuses_a_media_file_that_is_not_what_its_option_says(tmp_path: Path, option: str, file: str,
+                                                                   data: bytes, said: str) -> None:
+    """Before, a text file went to the model as an image, an mp3 given to --image became an audio view and a png
+    given to --audio an image view, and an empty file was sent as it was."""
+    (tmp_path / file).write_bytes(data)
+    out = tmp_path / "runs"
+    code, _, err = invoke(["ask", "q", option, str(tmp_path / file), "--out", str(out), "--no-cache"],
+                          scripted_opener(['{"answer": "ok", "confidence": 0.5}']))
+    assert code == 2 and said in err, err
+    assert not out.exists()
+
+
 def test_ask_ctm_with_a_builtin_tool(tmp_path: Path) -> None:
     from noosphere.llm.types import Request
     from tests.helpers import chunk_reply, stm_reply

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import mimetypes
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Protocol
@@ -88,23 +89,39 @@ def _named(spec: str, option: str) -> tuple[str, str]:
     return name.strip(), value
 
 
-def parse_observation(texts: list[str], media: list[str]) -> Observation:
+def parse_observation(texts: list[str], media: list[str], kinds: list[str | None] | None = None) -> Observation:
     """`--text NAME=TEXT` and `--image/--audio [NAME=]PATH` into named views, each name once (a view given a name
-    twice would replace the first silently, or, a text and a media view, make two processors of one name)."""
+    twice would replace the first silently, or, a text and a media view, make two processors of one name). Each
+    media file must be what its option says, `kinds` ("image", "audio", or None for either: a resumed run's)."""
     text_views: dict[str, str] = {}
     media_views: dict[str, str] = {}
     for spec in texts:
         name, value = _named(spec, "--text")
         _check_view_name(name, spec, text_views, media_views)
         text_views[name] = value
-    for spec in media:
+    for spec, kind in zip(media, kinds or [None] * len(media), strict=True):
         name, sep, path = spec.partition("=")
         name, path = (name.strip(), path) if sep else (Path(spec).stem, spec)
         _check_view_name(name, spec, text_views, media_views)
-        if not Path(path).is_file():
-            raise UsageError(f"no file at {path}")
+        _check_media(path, kind)
         media_views[name] = path
     return Observation.of(text_views, media_views)
+
+
+def _check_media(path: str, kind: str | None) -> None:
+    """A file of the kind its option says, by its name as `MediaPart` reads it (a text file was sent as an image,
+    an mp3 given to --image became an audio view), with something in it."""
+    if not Path(path).is_file():
+        raise UsageError(f"no file at {path}")
+    media_type = mimetypes.guess_type(Path(path).name)[0]
+    wanted = (kind,) if kind else ("image", "audio")
+    if media_type is None or media_type.split("/")[0] not in wanted:
+        said = f"its name says {media_type}" if media_type else "its name does not say what it is"
+        raise UsageError(f"{path} is no {' or '.join(wanted)} file ({said}): "
+                         f"give {'--' + kind if kind else '--image or --audio'} a file such as "
+                         f"{'.wav, .mp3' if kind == 'audio' else '.png, .jpg'}")
+    if Path(path).stat().st_size == 0:
+        raise UsageError(f"{path} is empty")
 
 
 def _check_view_name(name: str, spec: str, *taken: dict[str, str]) -> None:
@@ -173,7 +190,7 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
             saved, spec = saved_society_run(resume)
             query, system, model, seed, scores = saved["query"], "society", saved["model"], saved["seed"], "verbal"
             max_tokens, no_cache = saved.get("max_tokens", max_tokens), not saved.get("cache", True)
-            text, image, audio, tool = saved.get("text") or [], saved.get("media") or [], [], []
+            text, image, audio, tool = saved.get("text") or [], [], [], []
         elif query is None or not query.strip():
             raise UsageError("ask needs a QUERY (or --resume RUN to go on with a stopped society run)"
                              if query is None else "the QUERY is empty: ask a question or give a task")
@@ -205,7 +222,12 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
             answer_with = partial(ask_ctm, tools=tuple(available[name] for name in tool))
         if system != "society":
             answer_with = partial(answer_with, scores=scores)
-        observation = parse_observation(text or [], [*(image or []), *(audio or [])])
+        media = [*(image or []), *(audio or [])]
+        kinds: list[str | None] = [*(["image"] * len(image or [])), *(["audio"] * len(audio or []))]
+        if resume is not None:  # saved as one list: each file is an image or audio, as it was when the run began
+            media = saved.get("media") or []
+            kinds = [None] * len(media)
+        observation = parse_observation(text or [], media, kinds)
         for name in tool or []:  # a processor each: the workspace takes no two of one name
             if name in observation.names:
                 raise UsageError(f"the view {name!r} has the name of --tool {name}: give the view another name")
@@ -214,7 +236,7 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
                                   "society": spec.model_dump() if system == "society" else None,
                                   "max_tokens": max_tokens, "cache": not no_cache, "views": observation.names,
                                   "tools": tool or [], "budget": parse_budget(budget), "scores": scores,
-                                  "text": text or [], "media": [*(image or []), *(audio or [])]}
+                                  "text": text or [], "media": media}
         cache = open_cache(no_cache)
         with on_cluster(on, opener, [model]) as session:  # joined before the run folder is made
             open_with = session.opener if session is not None else opener
