@@ -17,8 +17,10 @@ _SIGNED_URL_PARAMS = re.compile(
 """The query parameters that make a URL a credential: an image provider's signed link, a key in a URL. The
 value ends before a backslash too, since the text redacted is JSON, where a quote is escaped as `\\"`; a
 parameter may follow `&amp;`, as in a link copied out of HTML."""
-_URL_CREDENTIALS = re.compile(r"([a-z][a-z0-9+.\-]*://)[^/\s\"'<>@:\\]+:[^/\s\"'<>@\\]+@", re.IGNORECASE)
-"""A user and password written into a URL (`https://user:pass@host/v1`): both go, the scheme and host stay."""
+_URL_CREDENTIALS = re.compile(r"([a-z][a-z0-9+.\-]{0,31}://)[^/\s\"'<>@:\\]+:[^/\s\"'<>@\\]+@", re.IGNORECASE)
+"""A user and password written into a URL (`https://user:pass@host/v1`): both go, the scheme and host stay. The scheme
+is bounded (the last 32 characters before `://` are enough to find one): unbounded, every letter of a long run of
+them (a DNA sequence, a hash, a base32 blob in a prompt) began a scan to the run's end, quadratic in its length."""
 REDACTED = "[REDACTED]"
 
 

@@ -131,6 +131,14 @@ def test_credentials_in_urls_and_secrets_with_slashes_are_redacted(tmp_path: Pat
     assert redact("see http://h.example/v1 and mailto:a@b") == "see http://h.example/v1 and mailto:a@b"
 
 
+def test_a_long_run_of_letters_is_redacted_in_one_pass() -> None:
+    """A prompt holding a long run of letters (a DNA sequence, a hash, a view given with `--text`): every letter
+    began a scan for a URL's scheme to the run's end, so writing one trace event of 200,000 of them took minutes
+    (a run that looked hung). A credential after the run is still found."""
+    text = "ACGT" * 50_000 + " https://bob:hunter2@h.example/v1"
+    assert Redactor()(text) == "ACGT" * 50_000 + f" https://{REDACTED}@h.example/v1"
+
+
 def test_a_model_id_with_a_credential_in_its_url_is_refused() -> None:
     from noosphere.errors import UsageError
     from noosphere.llm.registry import split_api_base
