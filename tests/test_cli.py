@@ -58,6 +58,17 @@ def test_ask_prints_answer_confidence_and_run_folder(tmp_path: Path) -> None:
     assert "model_call=1" in shown and "Yes, it is sarcastic." in shown and "status=ok" in shown
 
 
+@pytest.mark.parametrize("answer", ["use [/] to close it", "a list[int], not [bold]x[/bold]"])
+def test_an_answer_with_brackets_is_printed_as_written(tmp_path: Path, answer: str) -> None:
+    """The answer (and the run folder) went to the terminal as rich markup: `[/]` was a MarkupError traceback after
+    the run had finished, `list[int]` printed as `list`. A folder under --out with brackets failed the same way."""
+    out = tmp_path / "[/x]"
+    code, shown, _ = invoke(["ask", "q", "--out", str(out), "--no-cache"],
+                            scripted_opener([json.dumps({"answer": answer, "confidence": 0.5})]))
+    [run_dir] = list(out.iterdir())
+    assert code == 0 and f"answer: {answer}" in shown and str(run_dir) in shown.replace("\n", ""), shown
+
+
 def test_unknown_system_is_one_line_with_suggestion(tmp_path: Path) -> None:
     code, _, err = invoke(["ask", "q", "--system", "bse", "--out", str(tmp_path)])
     assert code == 2

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Protocol
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from noosphere.cli.cluster_options import ClusterChoice, ClusterOption, ReplicasOption, on_cluster
 from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
@@ -281,7 +282,7 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
                         members.close()
                 run.finish({"query": query, "answer": answer.answer, "confidence": answer.confidence})
         usage = run.ledger.total
-        console.print(f"[bold]answer:[/] {answer.answer}", highlight=False)
+        console.print(f"[bold]answer:[/] {escape(answer.answer)}", highlight=False)  # printed as written, brackets too
         console.print(f"[bold]confidence:[/] {answer.confidence:.2f}")
         console.print(f"[dim]{run.ledger.calls} model calls, {usage.total_tokens} tokens; "
-                      f"run written to {run.directory}[/]", highlight=False)
+                      f"run written to {escape(str(run.directory))}[/]", highlight=False)
