@@ -69,6 +69,13 @@ def test_an_answer_with_brackets_is_printed_as_written(tmp_path: Path, answer: s
     assert code == 0 and f"answer: {answer}" in shown and str(run_dir) in shown.replace("\n", ""), shown
 
 
+def test_a_model_id_with_brackets_is_shown_as_written(tmp_path: Path) -> None:
+    """The "loading MODEL" line read the id as rich markup: `--model 'x[/]'` was a MarkupError traceback."""
+    code, shown, _ = invoke(["ask", "q", "--model", "x[/]", "--out", str(tmp_path), "--no-cache"],
+                            scripted_opener(['{"answer": "ok", "confidence": 0.5}']))
+    assert code == 0 and "answer: ok" in shown, shown
+
+
 def test_unknown_system_is_one_line_with_suggestion(tmp_path: Path) -> None:
     code, _, err = invoke(["ask", "q", "--system", "bse", "--out", str(tmp_path)])
     assert code == 2

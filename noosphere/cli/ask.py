@@ -252,7 +252,7 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
                     session.announce(run.trace, workers=False)
                 settings = Settings(seed=seed, max_tokens=max_tokens)
                 try:  # refused while preparing: nothing was asked, so no run folder is left (`withdraw`)
-                    with console.status(f"loading {model}"):
+                    with console.status(f"loading {escape(model)}"):
                         if system == "society":  # its own cache in the run folder: a stopped run can be resumed
                             members = open_session(run, spec, lambda model_id, trace, run_cache: open_with(
                                 model_id, trace=trace, ledger=run.ledger, cache=run_cache, settings=settings), model,

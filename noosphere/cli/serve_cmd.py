@@ -85,7 +85,7 @@ def add_serve(app: typer.Typer, opener: ModelOpener) -> None:
         console = Console(emoji=False)
         sock = listening_socket(host, port)  # before the models load: a taken port or bad host is said at once
         try:
-            with console.status(f"loading {model}"):
+            with console.status(f"loading {escape(model)}"):
                 service.open_models()
         except BaseException:
             sock.close()
