@@ -254,6 +254,20 @@ def test_ask_refuses_a_media_file_that_is_not_what_its_option_says(tmp_path: Pat
     assert not out.exists()
 
 
+@pytest.mark.parametrize("system", ["base", "ctm"])
+def test_ask_refuses_an_image_for_a_model_without_vision_before_any_run_folder(tmp_path: Path, system: str) -> None:
+    """Before, the base's first call (or the workspace's sensory processor) refused it: the run folder was left."""
+    from noosphere.llm.types import Capabilities
+
+    (tmp_path / "a.png").write_bytes(b"\x89PNG")
+    backend = ScriptedBackend(['{"answer": "ok", "confidence": 0.5}'], capabilities=Capabilities(json_schema=True))
+    out = tmp_path / "runs"
+    code, _, err = invoke(["ask", "q", "--system", system, "--image", str(tmp_path / "a.png"), "--out", str(out),
+                           "--no-cache"], lambda model_id, **kw: Model(backend, **kw))
+    assert code == 2 and "does not support vision" in err, err
+    assert not list(out.glob("*"))
+
+
 def test_ask_ctm_with_a_builtin_tool(tmp_path: Path) -> None:
     from noosphere.llm.types import Request
     from tests.helpers import chunk_reply, stm_reply
