@@ -268,6 +268,18 @@ def test_ask_refuses_an_image_for_a_model_without_vision_before_any_run_folder(t
     assert not list(out.glob("*"))
 
 
+def test_ask_ctm_refuses_a_tool_for_a_model_without_tool_calls_before_any_run_folder(tmp_path: Path) -> None:
+    """Before, the tool processor's first call refused it, which stopped the run: the run folder was left."""
+    from noosphere.llm.types import Capabilities
+
+    backend = ScriptedBackend([], capabilities=Capabilities(json_schema=True))
+    out = tmp_path / "runs"
+    code, _, err = invoke(["ask", "q", "--system", "ctm", "--tool", "calculator", "--out", str(out), "--no-cache"],
+                          lambda model_id, **kw: Model(backend, **kw))
+    assert code == 2 and "does not support tools" in err, err
+    assert not list(out.glob("*")) and not backend.history
+
+
 def test_ask_ctm_with_a_builtin_tool(tmp_path: Path) -> None:
     from noosphere.llm.types import Request
     from tests.helpers import chunk_reply, stm_reply

@@ -263,9 +263,11 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
                             if scores == "logprob" and not llm.capabilities.logprobs:
                                 raise CapabilityError(llm.id, "logprobs (--scores logprob); use --scores samples or "
                                                               "verbal")
-                            missing = llm.capabilities.missing(set().union(*(v.needs for v in observation.views)))
+                            needs = set().union(*(v.needs for v in observation.views), {"tools"} if tool else ())
+                            missing = llm.capabilities.missing(needs)
                             if missing:  # else refused at its first call, the run folder made
-                                raise CapabilityError(llm.id, f"{', '.join(missing)} (the --image or --audio views)")
+                                raise CapabilityError(llm.id, f"{', '.join(missing)} (the --image, --audio or --tool "
+                                                              "given)")
                             answer_with = partial(answer_with, llm)
                 except UsageError:
                     run.withdraw()
