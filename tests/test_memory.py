@@ -183,6 +183,9 @@ def test_memory_cli_shows_and_resets_a_folder(tmp_path: Path) -> None:
     store.add_concept(RULES[0], "g")
     code, out, _ = invoke(["memory", "show", str(tmp_path)])
     assert code == 0 and "1 episodes (1 solved), 1 concepts" in out and "put a cool apple" in out
+    assert f"latest learned rules (1 of 1):\n- {RULES[0]}" in out  # a rule not yet clustered is listed too
+    code, out, _ = invoke(["memory", "show", str(tmp_path), "--rules", "0"])
+    assert code == 0 and "latest learned rules" not in out
     code, out, _ = invoke(["memory", "reset", str(tmp_path), "--yes"])
     assert code == 0 and MemoryStore(tmp_path).episodes() == []
     code, _, err = invoke(["memory", "show", str(tmp_path / "nowhere")])

@@ -30,13 +30,15 @@ def add_memory(app: typer.Typer) -> None:
 
     @memory_app.command("show")
     def show(folder: DirArgument,
-             episodes: Annotated[int, typer.Option(min=1, help="latest episodes to list")] = 10) -> None:
+             episodes: Annotated[int, typer.Option(min=1, help="latest episodes to list")] = 10,
+             rules: Annotated[int, typer.Option(min=0, help="latest learned rules to list")] = 10) -> None:
         """Episodes (task, outcome, actions), learned rules and their clusters."""
         store = MemoryStore(folder, read_only=True)  # checked whole, then read: the file is left byte for byte
         console = Console(emoji=False)
         stored = store.episodes()
+        learned = store.concepts()
         won = sum(e.won for e in stored)
-        console.print(f"{len(stored)} episodes ({won} solved), {len(store.concepts())} concepts, "
+        console.print(f"{len(stored)} episodes ({won} solved), {len(learned)} concepts, "
                       f"{len(store.clusters())} clusters", highlight=False)
         table = Table(title="latest episodes")
         for column in ("id", "task", "type", "outcome", "actions"):
@@ -45,6 +47,11 @@ def add_memory(app: typer.Typer) -> None:
             table.add_row(str(episode.id), escape(episode.task), escape(episode.kind),
                           "solved" if episode.won else "failed", str(episode.actions))
         console.print(table)
+        if learned and rules:  # the rules themselves: a run clusters them only when a game begins
+            console.print(f"[bold]latest learned rules[/] ({min(rules, len(learned))} of {len(learned)}):",
+                          highlight=False)
+            for rule in learned[-rules:]:
+                console.print(f"- {escape(rule)}", highlight=False)
         for cluster in store.clusters():
             console.print(f"[bold]cluster {cluster.label}[/] ({cluster.size}): {escape(cluster.representative)}",
                           highlight=False)
