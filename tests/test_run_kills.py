@@ -154,3 +154,30 @@ def test_a_limit_below_one_is_a_usage_error(limit: str, tmp_path: Path) -> None:
                    str(tmp_path / "runs"), "--limit", limit])
     assert outcome.code == 2 and "--limit" in outcome.err and "Traceback" not in outcome.err
     assert not (tmp_path / "runs").exists()
+
+
+def test_sigterm_inside_the_event_loop_cancels_its_task_as_ctrl_c_does() -> None:
+    """Raised at once, SIGTERM's KeyboardInterrupt came out of whichever task was running (a benchmark item writing
+    its row): the loop's teardown printed that task's traceback ("Task exception was never retrieved"). Now the
+    loop stops as on Ctrl-C: the running task is cancelled, then asyncio.run raises KeyboardInterrupt."""
+    import asyncio
+
+    from noosphere.cli.signals import terminate_as_interrupt
+
+    seen: list[str] = []
+
+    async def item() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs at the next instruction, inside this task
+        seen.append("went on")
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    async def main() -> None:
+        await asyncio.gather(item())
+
+    with terminate_as_interrupt(), pytest.raises(KeyboardInterrupt):
+        asyncio.run(main())
+    assert seen == ["went on", "cancelled"]
