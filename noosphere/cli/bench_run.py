@@ -572,18 +572,25 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
         except KeyboardInterrupt:
             interrupted = True
         outcomes = [ended.get(index) for index in range(len(prepared))]
-        for (run, benchmark, items, _, _), error in zip(prepared, outcomes, strict=True):
-            try:
-                if isinstance(error, BudgetExceededError):  # its budget stopped this run: a partial report
-                    _report(run, benchmark, items, "budget spent")
-                    errors.append(error)
-                    continue
-                if error is not None:
-                    raise error
-                # a run whose items were all scored before the interruption is complete, not partial
-                _report(run, benchmark, items, "interrupted" if interrupted and not _all_scored(run, items) else None)
-            except Exception as exc:
-                _fail(run, exc, errors)
+        try:
+            for (run, benchmark, items, _, _), error in zip(prepared, outcomes, strict=True):
+                try:
+                    if isinstance(error, BudgetExceededError):  # its budget stopped this run: a partial report
+                        _report(run, benchmark, items, "budget spent")
+                        errors.append(error)
+                        continue
+                    if error is not None:
+                        raise error
+                    # a run whose items were all scored before the interruption is complete, not partial
+                    _report(run, benchmark, items,
+                            "interrupted" if interrupted and not _all_scored(run, items) else None)
+                except Exception as exc:
+                    _fail(run, exc, errors)
+        except KeyboardInterrupt:  # stopped while the reports are written: the runs not reported yet say so
+            for run, *_ in prepared:
+                if run.result is None:
+                    run.finish({}, status="interrupted")
+            raise typer.Exit(130) from None
     if interrupted:
         raise typer.Exit(130)
     if errors:
