@@ -163,6 +163,18 @@ def _resume_another_benchmark(command: str) -> Callable[[Path], list[str]]:
     return make
 
 
+def _resume_config_edited(**edited: Any) -> Callable[[Path], list[str]]:
+    """A GSM8K run whose config.json was edited by hand: its item selection (limit, offset, data) of another type."""
+    def make(tmp: Path) -> list[str]:
+        data = _file(tmp, "gsm8k.jsonl", jsonl(GSM_ROW, GSM_ROW))
+        _file(tmp, "runs/old/config.json", json.dumps({"benchmark": "gsm8k", "model": "scripted", "seed": 0,
+                                                       "system": "base", "limit": None, "offset": 0,
+                                                       "data": str(data), **edited}))
+        _file(tmp, "runs/old/trace.jsonl", "")
+        return ["bench", "gsm8k", "--resume", str(tmp / "runs" / "old")]
+    return make
+
+
 def _together_without_a_model(tmp: Path) -> list[str]:
     _file(tmp, "runs/old/config.json", json.dumps({"benchmark": "textworld", "seed": 0, "system": "react"}))
     _file(tmp, "runs/old/trace.jsonl", "")
@@ -299,6 +311,11 @@ REFUSED = [
             ("is a run of mustard, not gsm8k", "noosphere bench mustard --resume")),
     Refused("--resume: a run of another benchmark (textworld)", _resume_another_benchmark("textworld"),
             ("is a run of mustard, not textworld",)),
+    Refused("--resume: config's limit is a string", _resume_config_edited(limit="2"), ("key 'limit'", "integer")),
+    Refused("--resume: config's limit is below 1 (fewer items, silently)", _resume_config_edited(limit=-1),
+            ("key 'limit'", "greater than or equal to 1")),
+    Refused("--resume: config's offset is a fraction", _resume_config_edited(offset=1.5), ("key 'offset'",)),
+    Refused("--resume: config's data is a number", _resume_config_edited(data=7), ("key 'data'", "string")),
     Refused("together: a run whose config lacks its model", _together_without_a_model,
             ("can be resumed", "model")),
     Refused("memory: memory.sqlite is random bytes", memory(lambda p: p.write_bytes(b"\x00\x01garbage" * 50)),

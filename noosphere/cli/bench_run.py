@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar, get_type_hints
 
 import typer
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
 from rich.markup import escape
 
@@ -77,12 +77,17 @@ UsesModel = Callable[[dict[str, Any]], bool]
 
 
 class SavedBenchmark(BaseModel):
-    """What reopening a benchmark run needs of its `config.json`."""
+    """What reopening a benchmark run needs of its `config.json`, and the item selection that benchmarks share, as
+    their options take it (`select_items`, the data loaders): hand-edited to another type, it was a traceback while
+    the items were loaded; a limit below 1 scored and reported fewer items, silently."""
 
     model_config = ConfigDict(extra="allow", strict=True)
     benchmark: str
     model: str
     seed: int
+    limit: int | None = Field(None, ge=1)
+    offset: int | None = Field(None, ge=0)
+    data: str | None = None
 
 
 def select_items(items: list[T], saved: dict[str, Any]) -> list[T]:
