@@ -88,6 +88,25 @@ def test_a_cache_file_that_is_not_a_database_is_one_usage_error(tmp_path: Path) 
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("make", ["a folder", "another program's table"])
+def test_a_cache_path_that_holds_no_call_cache_is_one_usage_error_at_open(make: str, tmp_path: Path) -> None:
+    """A folder at the path was a traceback at open ("unable to open database file"); a database whose `calls` table
+    is another program's opened, and its first call read was a traceback mid-run ("no such column: reply")."""
+    import contextlib
+    import sqlite3
+
+    path = tmp_path / "calls.sqlite"
+    if make == "a folder":
+        path.mkdir()
+    else:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            db.execute("CREATE TABLE calls (id INTEGER PRIMARY KEY, note TEXT)")
+            db.commit()
+    with pytest.raises(UsageError, match="--no-cache") as caught:
+        CallCache(path)
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+
+
 OPENER = """
 import sys
 from pathlib import Path

@@ -81,13 +81,19 @@ class CallCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._flights: dict[str, _Flight] = {}
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+        try:  # a folder where the file should be cannot be opened at all
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+        except sqlite3.DatabaseError as exc:
+            raise UsageError(f"the call cache at {path} cannot be used ({exc}); delete it, or pass --no-cache"
+                             ) from None
         deadline = time.monotonic() + BUSY_TIMEOUT_S
         while True:
             try:
                 self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, reply TEXT, created REAL)")
+                # another program's table of the same name: its first call read or stored was a traceback
+                self._db.execute("SELECT key, reply, created FROM calls LIMIT 0")
                 break
             except sqlite3.OperationalError as exc:
                 # two processes creating the file at once: switching to WAL takes a lock that SQLite may refuse
