@@ -107,6 +107,24 @@ def test_a_cache_path_that_holds_no_call_cache_is_one_usage_error_at_open(make: 
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_a_cache_whose_pages_are_damaged_past_its_header_is_one_usage_error_at_the_call(tmp_path: Path) -> None:
+    """Its header whole, the file opens; the damage shows at the first call that reads it, mid-run: that was a
+    traceback (sqlite3.DatabaseError, "database disk image is malformed")."""
+    path = tmp_path / "calls.sqlite"
+    cache = CallCache(path)
+    for index in range(20):
+        cache.put(f"k{index}", Reply(f"reply {index} " * 100))
+    cache._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every row in the file itself
+    cache.close()
+    data = bytearray(path.read_bytes())
+    data[4096:] = b"\xa5" * (len(data) - 4096)  # every page but the first (the header and the schema)
+    path.write_bytes(bytes(data))
+    damaged = CallCache(path)
+    with pytest.raises(UsageError, match="--no-cache") as caught:
+        damaged.get("k3")
+    assert str(path) in str(caught.value) and "malformed" in str(caught.value)
+
+
 OPENER = """
 import sys
 from pathlib import Path

@@ -109,10 +109,19 @@ class CallCache:
                 raise UsageError(f"the call cache at {path} cannot be used ({exc}); delete it, or pass --no-cache"
                                  ) from None
 
+    def _one(self, sql: str, parameters: tuple[Any, ...] = ()) -> Any:
+        """One statement and its first row (None if it has none). A file whose pages turn out damaged only here (the
+        header read whole at open) is the usage error a damaged file is at open, not a traceback mid-run."""
+        try:
+            return self._db.execute(sql, parameters).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise UsageError(f"the call cache at {self.path} cannot be used ({exc}); delete it, or pass --no-cache"
+                             ) from None
+
     def get(self, key: str) -> Reply | None:
         """The stored reply, or None; a row that cannot be read (cut short, or written by another version) is a
         miss, deleted so that the call is asked again and stored afresh."""
-        row = self._db.execute("SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
+        row = self._one("SELECT reply FROM calls WHERE key = ?", (key,))
         if row is None:
             return None
         try:
@@ -123,10 +132,10 @@ class CallCache:
 
     def _drop(self, key: str) -> None:
         log.warning("the call cache had an unreadable entry; it is asked again")
-        self._db.execute("DELETE FROM calls WHERE key = ?", (key,))
+        self._one("DELETE FROM calls WHERE key = ?", (key,))
 
     def put(self, key: str, reply: Reply) -> None:
-        self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, _reply_to_json(reply), time.time()))
+        self._one("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, _reply_to_json(reply), time.time()))
 
     async def once(self, key: str, generate: Callable[[], Awaitable[Reply]]) -> tuple[Reply, bool]:
         """The reply for `key` from `generate`, generated once among the identical calls in flight: a call that
@@ -150,7 +159,7 @@ class CallCache:
 
     def get_json(self, key: str) -> Any:
         """A stored value other than a reply (option scores), or None."""
-        row = self._db.execute("SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
+        row = self._one("SELECT reply FROM calls WHERE key = ?", (key,))
         if row is None:
             return None
         try:
@@ -160,10 +169,10 @@ class CallCache:
             return None
 
     def put_json(self, key: str, value: Any) -> None:
-        self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, json.dumps(value), time.time()))
+        self._one("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, json.dumps(value), time.time()))
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        return int(self._one("SELECT COUNT(*) FROM calls")[0])
 
     def close(self) -> None:
         self._db.close()
