@@ -64,3 +64,31 @@ def test_stopped_while_the_reports_are_written_every_run_says_interrupted(tmp_pa
     assert [status(folder) for folder in folders] == ["ok", "ok"]
     for folder in folders:
         assert len((folder / "items.jsonl").read_text().splitlines()) == 2  # nothing played twice
+
+
+def test_a_run_whose_call_cache_is_damaged_stops_them_all_before_any_model_opens(
+        tmp_path: Path, two_rooms: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found while the second run prepared, the damage came after the first run's model had opened, and the first run
+    then played every game; `--resume` of that run alone refuses it before its model opens."""
+    import hashlib
+
+    from noosphere.cli import ask
+
+    monkeypatch.setattr(ask, "default_cache_dir", lambda: tmp_path / "user-cache")
+    folders = created(tmp_path, "a", "b")
+    (folders[1] / "calls.sqlite").write_bytes(b"not a database " * 100)
+
+    def snapshot() -> dict[str, str]:
+        return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for folder in folders
+                for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    before = snapshot()
+    opened: list[str] = []
+
+    def recording(model_id: str, **kwargs: Any) -> Model:
+        opened.append(str(kwargs["trace"].path))
+        return opener(model_id, **kwargs)
+
+    code, _, err = invoke(["bench", "together", *map(str, folders), "--quiet"], recording)
+    assert code == 2 and f"{folders[1] / 'calls.sqlite'} cannot be used" in err, err
+    assert opened == [] and snapshot() == before  # no model opened, no game played, both runs as they were

@@ -528,6 +528,9 @@ def run_together(opener: ModelOpener, runs: list[tuple[Path, Benchmark]], *, no_
             for folder, _ in runs:  # every run reopened (and so held) before any model loads or any is played
                 try:
                     opened.append(Run.resume(folder))
+                    own_cache = opened[-1].directory / RUN_CACHE
+                    if cache is not None and own_cache.exists():  # a damaged one refused here, as `--resume` does
+                        CallCache(own_cache).close()
                 except BaseException:  # one in use, say: those opened already are left as they were
                     for run in opened:
                         run.withdraw()
