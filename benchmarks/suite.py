@@ -601,13 +601,17 @@ def main() -> None:
     failed: list[str] = []
     if not args.summary_only:
         chosen = [config for config in suite.configs if not args.only or config.name in args.only]
-        if args.together:
-            failed = run_together(suite, chosen, out, args)
-        else:
-            for config in chosen:
-                done = run(suite, config, out, args)
-                if done is not None and done.returncode != 0:
-                    failed.append(config.name)
+        try:
+            if args.together:
+                failed = run_together(suite, chosen, out, args)
+            else:
+                for config in chosen:
+                    done = run(suite, config, out, args)
+                    if done is not None and done.returncode != 0:
+                        failed.append(config.name)
+        except KeyboardInterrupt:  # the bench command got the Ctrl-C too, and keeps what it scored: no traceback here
+            print("suite: stopped (Ctrl-C); run it again to go on where each run stopped", file=sys.stderr)
+            sys.exit(130)
     summary(suite, out)
     if suite.benchmark in GAME_SUITES:
         for path in game_figures(suite, out, args.suite):

@@ -380,3 +380,29 @@ def test_list_prints_the_names_only_takes_and_runs_nothing(suite: Any, monkeypat
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in lines] == [c.name for c in suite.SUITES["textworld"].configs]
     assert lines[0].startswith("react: textworld ") and ran == []
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["one by one", "together"])
+def test_ctrl_c_stops_the_suite_in_one_line_and_starts_no_other_run(suite: Any, together: bool, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C while a bench command ran printed the suite's KeyboardInterrupt traceback (the command, which gets the
+    Ctrl-C too, stops on its own and keeps what it scored)."""
+    ran: list[list[str]] = []
+
+    def interrupted(command: list[str], **_: Any) -> subprocess.CompletedProcess[bytes]:
+        ran.append(command)
+        raise KeyboardInterrupt  # as subprocess.run raises it while it waits for the command
+
+    monkeypatch.setattr(subprocess, "run", interrupted)
+    monkeypatch.setattr(sys, "argv", ["suite.py", "alfworld", "--only", "react", "reflexion", "--model", "m",
+                                      "--out", str(tmp_path), *(["--together"] if together else [])])
+    code: Any = None
+    try:
+        suite.main()
+    except KeyboardInterrupt:  # let out of a test, it would stop the whole session
+        pytest.fail("the suite let the Ctrl-C out (a traceback)")
+    except SystemExit as exited:
+        code = exited.code
+    assert code == 130 and len(ran) == 1
+    assert capsys.readouterr().err.strip() == "suite: stopped (Ctrl-C); run it again to go on where each run stopped"
