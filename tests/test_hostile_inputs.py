@@ -175,6 +175,19 @@ def _resume_config_edited(**edited: Any) -> Callable[[Path], list[str]]:
     return make
 
 
+def _resume_workspace_config_edited(benchmark: str, **edited: Any) -> Callable[[Path], list[str]]:
+    """A MUStARD or BFCL run whose config.json was edited by hand: its system or workspace settings."""
+    def make(tmp: Path) -> list[str]:
+        data = _file(tmp, "mustard.json", json.dumps({"1_60": MUSTARD_ROW}))
+        saved = {"benchmark": benchmark, "model": "scripted", "seed": 0, "system": "ctm", "iterations": 3,
+                 "threshold": 0.8, "scores": "verbal", "limit": None, "offset": 0,
+                 "data": str(data) if benchmark == "mustard" else str(tmp), **edited}
+        _file(tmp, "runs/old/config.json", json.dumps({k: v for k, v in saved.items() if v != "(absent)"}))
+        _file(tmp, "runs/old/trace.jsonl", "")
+        return ["bench", benchmark, "--resume", str(tmp / "runs" / "old")]
+    return make
+
+
 def _together_without_a_model(tmp: Path) -> list[str]:
     _file(tmp, "runs/old/config.json", json.dumps({"benchmark": "textworld", "seed": 0, "system": "react"}))
     _file(tmp, "runs/old/trace.jsonl", "")
@@ -316,6 +329,14 @@ REFUSED = [
             ("key 'limit'", "greater than or equal to 1")),
     Refused("--resume: config's offset is a fraction", _resume_config_edited(offset=1.5), ("key 'offset'",)),
     Refused("--resume: config's data is a number", _resume_config_edited(data=7), ("key 'data'", "string")),
+    Refused("--resume: mustard config without its system (a KeyError)",
+            _resume_workspace_config_edited("mustard", system="(absent)"), ("key 'system' is missing",)),
+    Refused("--resume: mustard config's system is another (the ctm ran silently)",
+            _resume_workspace_config_edited("mustard", system="society"), ("key 'system'", "'base' or 'ctm'")),
+    Refused("--resume: mustard config's threshold is a string",
+            _resume_workspace_config_edited("mustard", threshold="0.8"), ("key 'threshold'", "number")),
+    Refused("--resume: bfcl config's iterations is 0", _resume_workspace_config_edited("bfcl", iterations=0),
+            ("key 'iterations'", "greater than or equal to 1")),
     Refused("together: a run whose config lacks its model", _together_without_a_model,
             ("can be resumed", "model")),
     Refused("memory: memory.sqlite is random bytes", memory(lambda p: p.write_bytes(b"\x00\x01garbage" * 50)),

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from noosphere.bench import bfcl as bfcl_bench
 from noosphere.bench import classification_report
@@ -23,6 +24,7 @@ from noosphere.cli.bench_games import add_game_benchmarks
 from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, benchmark_command, select_items, with_option_group
 from noosphere.cli.bench_societies import add_society_benchmarks
 from noosphere.cli.bench_web import add_web_benchmarks
+from noosphere.datafiles import describe
 from noosphere.errors import DataError, UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.llm.scoring import NO, YES
@@ -71,6 +73,35 @@ class WorkspaceOptions:
                              "logprob")
         return {"system": self.system, "iterations": self.iterations, "threshold": self.threshold,
                 "scores": self.scores}
+
+
+class SavedWorkspaceRun(BaseModel):
+    """The type and bounds of each setting a MUStARD or BFCL run's config holds, as the options that set it take
+    them: hand-edited, a missing `system` was a KeyError traceback, another one ran the ctm silently, and a
+    threshold or an iteration count of the wrong type failed mid-run."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    system: Literal["base", "ctm"]
+    iterations: int = Field(3, ge=1)
+    threshold: float = Field(0.8, ge=0.0, allow_inf_nan=False)
+    scores: Literal[SCORE_SOURCES] = "verbal"  # type: ignore[valid-type]
+    ablation: list[str] = []
+    stm_samples: int = Field(1, ge=1)
+    calibrate: bool = False
+    categories: list[str] | None = Field(None, min_length=1)
+    motor: str | None = None
+    gate: float | None = Field(None, gt=0.0, lt=1.0)
+    processors: str | None = None
+
+
+def check_saved_workspace(saved: dict[str, Any], benchmark: str) -> None:
+    """A MUStARD or BFCL run's config, as `SavedWorkspaceRun` reads it: one line before the model opens."""
+    try:
+        SavedWorkspaceRun.model_validate(saved)
+    except ValidationError as exc:
+        raise UsageError(f"the run's config.json: {describe(exc, 'a benchmark config')} (edited by hand, or written "
+                         f"by another version of noosphere): correct it, or make a new run with `noosphere bench "
+                         f"{benchmark}`") from None
 
 
 def _check_motor(workspace: WorkspaceOptions, motor: str, gate: float | None) -> None:
@@ -150,6 +181,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
                              "leave it at 1")
 
         def load(saved: dict[str, Any]) -> list[mustard_bench.MustardItem]:
+            check_saved_workspace(saved, "mustard")
             return select_items(mustard_bench.load_mustard(Path(saved["data"]) if saved.get("data") else None), saved)
 
         def prepare(saved: dict[str, Any], llm: Model) -> tuple[Items, Solve]:
@@ -204,6 +236,7 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
                   "gate": gate, "processors": processors}
 
         def load(saved: dict[str, Any]) -> list[BfclItem]:
+            check_saved_workspace(saved, "bfcl")
             folder = Path(saved["data"]) if saved.get("data") else None
             items = [item for name in saved["categories"]
                      for item in load_bfcl(name, folder, limit=saved.get("limit"), offset=saved.get("offset") or 0)]
