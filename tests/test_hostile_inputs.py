@@ -167,9 +167,9 @@ def _resume_config_edited(**edited: Any) -> Callable[[Path], list[str]]:
     """A GSM8K run whose config.json was edited by hand: its item selection (limit, offset, data) of another type."""
     def make(tmp: Path) -> list[str]:
         data = _file(tmp, "gsm8k.jsonl", jsonl(GSM_ROW, GSM_ROW))
-        _file(tmp, "runs/old/config.json", json.dumps({"benchmark": "gsm8k", "model": "scripted", "seed": 0,
-                                                       "system": "base", "limit": None, "offset": 0,
-                                                       "data": str(data), **edited}))
+        saved = {"benchmark": "gsm8k", "model": "scripted", "seed": 0, "system": "base", "limit": None, "offset": 0,
+                 "data": str(data), **edited}
+        _file(tmp, "runs/old/config.json", json.dumps({k: v for k, v in saved.items() if v != "(absent)"}))
         _file(tmp, "runs/old/trace.jsonl", "")
         return ["bench", "gsm8k", "--resume", str(tmp / "runs" / "old")]
     return make
@@ -329,6 +329,12 @@ REFUSED = [
             ("key 'limit'", "greater than or equal to 1")),
     Refused("--resume: config's offset is a fraction", _resume_config_edited(offset=1.5), ("key 'offset'",)),
     Refused("--resume: config's data is a number", _resume_config_edited(data=7), ("key 'data'", "string")),
+    Refused("--resume: gsm8k config without its system (a KeyError)", _resume_config_edited(system="(absent)"),
+            ("key 'system' is missing",)),
+    Refused("--resume: gsm8k config's system is another (played as a society)", _resume_config_edited(system="solo"),
+            ("key 'system'", "'base', 'best-of-n' or 'society'")),
+    Refused("--resume: gsm8k best-of-n config without its n", _resume_config_edited(system="best-of-n"),
+            ("best-of-n run lacks its n",)),
     Refused("--resume: mustard config without its system (a KeyError)",
             _resume_workspace_config_edited("mustard", system="(absent)"), ("key 'system' is missing",)),
     Refused("--resume: mustard config's system is another (the ctm ran silently)",

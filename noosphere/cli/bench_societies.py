@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from noosphere.bench import gsm8k as gsm8k_bench
 from noosphere.bench import roleplay as roleplay_bench
@@ -17,6 +17,7 @@ from noosphere.bench.roleplay_tasks import TASKS as CODING_TASKS
 from noosphere.bench.runner import Solve, load_done
 from noosphere.cli.ask import ModelOpener
 from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, benchmark_command, member_models, select_items
+from noosphere.datafiles import describe
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.runs import Run
@@ -93,6 +94,32 @@ def _weights(weighted: bool, weights: str) -> str:
     return "p-true" if weighted else weights
 
 
+class SavedGsm8kRun(BaseModel):
+    """The type and bounds of the settings a GSM8K run's config holds, as its options take them: hand-edited, a
+    missing `system` was a KeyError traceback, another one was played as a society, and a best-of-N without its N
+    failed at the first problem."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    system: Literal["base", "best-of-n", "society"]
+    n: int | None = Field(None, ge=1)
+    weights: Literal["none", "p-true", "sequence"] | None = None
+    weighted: bool | None = None
+
+
+def check_saved_gsm8k(saved: dict[str, Any]) -> None:
+    """A GSM8K run's config, as `SavedGsm8kRun` reads it (and a best-of-N's N present): one line before the model
+    opens."""
+    try:
+        checked = SavedGsm8kRun.model_validate(saved)
+    except ValidationError as exc:
+        raise UsageError(f"the run's config.json: {describe(exc, 'a benchmark config')} (edited by hand, or written "
+                         "by another version of noosphere): correct it, or make a new run with `noosphere bench "
+                         "gsm8k`") from None
+    if checked.system == "best-of-n" and checked.n is None:
+        raise UsageError("the run's config.json: a best-of-n run lacks its n (edited by hand?): add it, or make a new "
+                         "run with `noosphere bench gsm8k`")
+
+
 def _one_economy_at_a_time(config: dict[str, Any], parallel: int) -> None:
     if parallel > 1 and (config.get("society") or {}).get("organisation") == "economy":
         raise UsageError("an economy's ledger carries over from problem to problem: run it with --parallel 1")
@@ -153,6 +180,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         _one_economy_at_a_time(Run.saved_config(resume) if resume is not None else config, options.items_at_once)
 
         def load(saved: dict[str, Any]) -> list[gsm8k_bench.GsmItem]:
+            check_saved_gsm8k(saved)
             if saved.get("system") == "society" and resume is not None:  # its society, before the run is reopened
                 saved_society_spec(saved.get("society"), str(resume / "config.json"))
             return select_items(gsm8k_bench.load_gsm8k(Path(saved["data"]) if saved.get("data") else None), saved)
