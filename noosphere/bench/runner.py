@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from noosphere.bench.calibration import calibration_markdown
 from noosphere.concurrent import Forfeit, attempt, run_in_order
 from noosphere.datafiles import BadLine, end_torn_line, finite
+from noosphere.printable import markup_safe
 from noosphere.runs import ResultRow, Run, load_done, write_atomically
 from noosphere.scope import item_scope
 from noosphere.trace import Event, Trace
@@ -124,8 +125,9 @@ async def run_items(run: Run, items: Sequence[tuple[str, Any, Any]], solve: Solv
     gate = asyncio.Semaphore(max(1, parallel))
     own = progress_bars(show_progress) if progress is None else contextlib.nullcontext(progress)
     with own as progress, path.open("a", encoding="utf-8") as out:
-        task = progress.add_task(label or run.config.get("benchmark", "bench"), total=len(items), completed=len(done),
-                                 acc=_accuracy(tally["correct"], len(done)))
+        # the bar's label is markup: a folder's or a saved config's name, shown as written
+        task = progress.add_task(markup_safe(label or run.config.get("benchmark", "bench")), total=len(items),
+                                 completed=len(done), acc=_accuracy(tally["correct"], len(done)))
 
         async def score(item_id: str, item: Any, gold: Any) -> None:
             async with gate:

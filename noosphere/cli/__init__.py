@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from noosphere.cli.ask import ModelOpener, add_ask
 from noosphere.cli.bench import add_bench
@@ -23,6 +22,7 @@ from noosphere.cli.trace_cmd import add_trace
 from noosphere.cli.view import add_view
 from noosphere.errors import NoosphereError, UsageError
 from noosphere.llm import open_model
+from noosphere.printable import markup_safe
 
 
 def make_app(opener: ModelOpener = open_model) -> typer.Typer:
@@ -73,13 +73,15 @@ def run(app: typer.Typer, args: Sequence[str], *, stderr: Console | None = None)
     except typer.TyperException as exc:  # typer's parser: unknown option, missing argument, bad value
         show = getattr(exc, "show", None)
         if show is None:
-            stderr.print(f"[bold red]error:[/] {exc.format_message()}", highlight=False, soft_wrap=True, emoji=False)
+            stderr.print(f"[bold red]error:[/] {markup_safe(exc.format_message())}", highlight=False, soft_wrap=True,
+                         emoji=False)
         else:
             show()
         return exc.exit_code
     except NoosphereError as exc:
-        # a message may quote data, markup-like brackets included: shown as written
-        stderr.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True, emoji=False)
+        # a message may quote data (a file's line, a model's reply), brackets and control characters included: shown
+        # as written, a control character as its escape
+        stderr.print(f"[bold red]error:[/] {markup_safe(exc)}", highlight=False, soft_wrap=True, emoji=False)
         return 2 if isinstance(exc, UsageError) else 1
     return 0
 

@@ -12,7 +12,6 @@ from typing import Annotated, Any, Protocol
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from noosphere.cli.cluster_options import ClusterChoice, ClusterOption, ReplicasOption, on_cluster
 from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
@@ -31,6 +30,7 @@ from noosphere.llm import DEFAULT_MODEL, Budget, CallCache, Model, Settings
 from noosphere.llm.usage import UsageLedger
 from noosphere.llm.weights import default_cache_dir
 from noosphere.observation import Observation
+from noosphere.printable import markup_safe
 from noosphere.runs import Run
 from noosphere.society.config import load_society_spec
 from noosphere.systems import SYSTEMS, get_system
@@ -252,7 +252,7 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
                     session.announce(run.trace, workers=False)
                 settings = Settings(seed=seed, max_tokens=max_tokens)
                 try:  # refused while preparing: nothing was asked, so no run folder is left (`withdraw`)
-                    with console.status(f"loading {escape(model)}"):
+                    with console.status(f"loading {markup_safe(model)}"):
                         if system == "society":  # its own cache in the run folder: a stopped run can be resumed
                             members = open_session(run, spec, lambda model_id, trace, run_cache: open_with(
                                 model_id, trace=trace, ledger=run.ledger, cache=run_cache, settings=settings), model,
@@ -287,7 +287,8 @@ def add_ask(app: typer.Typer, opener: ModelOpener) -> None:
                         members.close()
                 run.finish({"query": query, "answer": answer.answer, "confidence": answer.confidence})
         usage = run.ledger.total
-        console.print(f"[bold]answer:[/] {escape(answer.answer)}", highlight=False)  # printed as written, brackets too
+        # printed as written, brackets too, its control characters shown (an ESC in a reply is no terminal command)
+        console.print(f"[bold]answer:[/] {markup_safe(answer.answer)}", highlight=False)
         console.print(f"[bold]confidence:[/] {answer.confidence:.2f}")
         console.print(f"[dim]{run.ledger.calls} model calls, {usage.total_tokens} tokens; "
-                      f"run written to {escape(str(run.directory))}[/]", highlight=False)
+                      f"run written to {markup_safe(run.directory)}[/]", highlight=False)

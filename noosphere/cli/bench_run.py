@@ -16,7 +16,6 @@ from typing import Annotated, Any, TypeVar, get_type_hints
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
-from rich.markup import escape
 
 from noosphere.bench import averages, run_items, write_report
 from noosphere.bench.calibration import calibrate_run
@@ -49,6 +48,7 @@ from noosphere.llm.cache import CallCache, CarriedCache
 from noosphere.llm.messages import Message
 from noosphere.llm.registry import check_deterministic
 from noosphere.llm.types import Reply, Request
+from noosphere.printable import markup_safe
 from noosphere.replay import RUN_CACHE
 from noosphere.runs import Run
 from noosphere.trace import Trace
@@ -121,7 +121,7 @@ def checked_config(config: dict[str, Any], resume: Path | None, check: Check | N
 
 def warn(text: str) -> None:
     """A line on stderr that does not stop the command (a line of results skipped, say)."""
-    Console(stderr=True, emoji=False).print(f"warning: {escape(text)}", highlight=False, soft_wrap=True)
+    Console(stderr=True, emoji=False).print(f"warning: {markup_safe(text)}", highlight=False, soft_wrap=True)
 
 
 @dataclass(frozen=True)
@@ -642,10 +642,11 @@ def _report(run: Run, benchmark: Benchmark, items: Items, stopped: str | None) -
     written = [*calibration.written,
                *(benchmark.artefacts(run.directory, rows) if benchmark.artefacts is not None else [])]
     run.finish({"report": report}, status=stopped.split()[0] if stopped else "ok")
-    Console(emoji=False).print(json.dumps({k: v for k, v in metrics.items() if k not in ("confusion", "calibration")}))
-    Console(emoji=False).print(f"report: {run.directory / 'report.md'}", highlight=False)
+    console = Console(emoji=False)  # the metrics may name labels of the data: shown as text, not markup
+    console.print(markup_safe(json.dumps({k: v for k, v in metrics.items() if k not in ("confusion", "calibration")})))
+    console.print(f"report: {markup_safe(run.directory / 'report.md')}", highlight=False)
     if calibration.warning:
-        Console(emoji=False).print(f"note: {calibration.warning}", highlight=False, soft_wrap=True)
+        console.print(f"note: {markup_safe(calibration.warning)}", highlight=False, soft_wrap=True)
     for path in written:
-        Console(emoji=False).print(f"wrote: {path}", highlight=False)
+        console.print(f"wrote: {markup_safe(path)}", highlight=False)
 

@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from noosphere.memory import MemoryStore
 from noosphere.memory.check import check_memory, check_writable
+from noosphere.printable import markup_safe
 
 DirArgument = Annotated[Path, typer.Argument(help="a memory folder (it holds memory.sqlite)")]
 
@@ -33,6 +33,7 @@ def add_memory(app: typer.Typer) -> None:
              episodes: Annotated[int, typer.Option(min=1, help="latest episodes to list")] = 10,
              rules: Annotated[int, typer.Option(min=0, help="latest learned rules to list")] = 10) -> None:
         """Episodes (task, outcome, actions), learned rules and their clusters."""
+        # tasks, rules and clusters were written by a model: shown as text, their control characters as escapes
         store = MemoryStore(folder, read_only=True)  # checked whole, then read: the file is left byte for byte
         console = Console(emoji=False)
         stored = store.episodes()
@@ -44,16 +45,16 @@ def add_memory(app: typer.Typer) -> None:
         for column in ("id", "task", "type", "outcome", "actions"):
             table.add_column(column)
         for episode in stored[-episodes:]:
-            table.add_row(str(episode.id), escape(episode.task), escape(episode.kind),
+            table.add_row(str(episode.id), markup_safe(episode.task), markup_safe(episode.kind),
                           "solved" if episode.won else "failed", str(episode.actions))
         console.print(table)
         if learned and rules:  # the rules themselves: a run clusters them only when a game begins
             console.print(f"[bold]latest learned rules[/] ({min(rules, len(learned))} of {len(learned)}):",
                           highlight=False)
             for rule in learned[-rules:]:
-                console.print(f"- {escape(rule)}", highlight=False)
+                console.print(f"- {markup_safe(rule)}", highlight=False)
         for cluster in store.clusters():
-            console.print(f"[bold]cluster {cluster.label}[/] ({cluster.size}): {escape(cluster.representative)}",
+            console.print(f"[bold]cluster {cluster.label}[/] ({cluster.size}): {markup_safe(cluster.representative)}",
                           highlight=False)
 
     @memory_app.command("reset")
@@ -63,4 +64,4 @@ def add_memory(app: typer.Typer) -> None:
         if not yes and not typer.confirm(f"Forget everything in {folder}?"):
             raise typer.Exit(1)
         store.reset()
-        Console(emoji=False).print(f"memory at {folder} is empty", highlight=False)
+        Console(emoji=False).print(f"memory at {markup_safe(folder)} is empty", highlight=False)

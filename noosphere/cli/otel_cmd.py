@@ -12,9 +12,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from noosphere.errors import MissingDependencyError, RuntimeFault
+from noosphere.printable import markup_safe
 from noosphere.runs import Run
 from noosphere.trace import run_trace
 
@@ -28,7 +28,7 @@ OtelContentOption = Annotated[bool, typer.Option(
 
 
 def warn(text: str) -> None:
-    Console(stderr=True, emoji=False).print(f"warning: {escape(text)}", highlight=False, soft_wrap=True)
+    Console(stderr=True, emoji=False).print(f"warning: {markup_safe(text)}", highlight=False, soft_wrap=True)
 
 
 def _needs_otel() -> None:
@@ -109,5 +109,5 @@ def add_trace_export(trace_app: typer.Typer) -> None:
             raise RuntimeFault(f"the spans of {run} did not all reach {url}")
         if done.stopped:  # told above: which event, and why
             raise RuntimeFault(f"the export of {run} stopped partway; the spans after that event were not sent")
-        Console(emoji=False).print(f"sent {done.runs} run session(s), {done.events} events, to {escape(url)}",
+        Console(emoji=False).print(f"sent {done.runs} run session(s), {done.events} events, to {markup_safe(url)}",
                                    highlight=False)

@@ -19,13 +19,13 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
-from rich.markup import escape
 
 from noosphere.datafiles import describe
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.human import AnswerBook, Channel, TerminalChannel, ViewerChannel
 from noosphere.human.backend import QUESTION_ID_CHARS
 from noosphere.llm import CallCache, Model
+from noosphere.printable import markup_safe
 from noosphere.replay import Replay
 from noosphere.runs import Run
 from noosphere.society import People, Society
@@ -111,11 +111,12 @@ def open_session(run: Run, spec: SocietySpec, open_member: Opener, default_model
         people=People(channel, book, lambda backend: Model(backend, trace=replay.trace, ledger=run.ledger,
                                                            cache=replay.cache)) if channel is not None else None)
     if people and human == "viewer":
-        console.print(f"{', '.join(people)} answer in the viewer: [bold]noosphere view {escape(str(run.directory))}"
+        console.print(f"{markup_safe(', '.join(people))} answer in the viewer: "
+                      f"[bold]noosphere view {markup_safe(run.directory)}"
                       "[/] (a text box shows each question)", highlight=False, soft_wrap=True)
     return SocietySession(society, replay, people, channel)
 
 
 def tell_stopped(console: Console, run: Run) -> None:
     console.print(f"stopped; the run folder keeps every turn taken. Go on with: [bold]noosphere ask --resume "
-                  f"{escape(str(run.directory))}[/]", highlight=False, soft_wrap=True)
+                  f"{markup_safe(run.directory)}[/]", highlight=False, soft_wrap=True)

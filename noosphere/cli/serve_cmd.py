@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from noosphere.cli.ask import (
     ModelOpener,
@@ -21,6 +20,7 @@ from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
 from noosphere.cli.signals import terminate_as_interrupt
 from noosphere.errors import UnknownNameError
 from noosphere.llm import DEFAULT_MODEL, Budget, Settings
+from noosphere.printable import markup_safe
 from noosphere.serve import require_server_packages
 from noosphere.serve.access import API_KEY_ENV, check_exposure
 from noosphere.serve.service import DISCONNECT_ACTIONS, ServeSettings
@@ -85,7 +85,7 @@ def add_serve(app: typer.Typer, opener: ModelOpener) -> None:
         console = Console(emoji=False)
         sock = listening_socket(host, port)  # before the models load: a taken port or bad host is said at once
         try:
-            with console.status(f"loading {escape(model)}"):
+            with console.status(f"loading {markup_safe(model)}"):
                 service.open_models()
         except BaseException:
             sock.close()
@@ -93,7 +93,7 @@ def add_serve(app: typer.Typer, opener: ModelOpener) -> None:
         names = ", ".join(service.systems)
 
         def announce(url: str) -> None:
-            console.print(f"serving {names} at {url} (runs in {escape(str(out))}; Ctrl-C stops)", highlight=False,
+            console.print(f"serving {names} at {url} (runs in {markup_safe(out)}; Ctrl-C stops)", highlight=False,
                           soft_wrap=True)
 
         try:

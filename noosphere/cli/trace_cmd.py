@@ -10,22 +10,22 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from noosphere.cli.otel_cmd import add_trace_export
 from noosphere.datafiles import lone_surrogate
+from noosphere.printable import markup_safe
 from noosphere.trace import Event, ModelCall, read_trace, run_trace
 
 
 def _snippet(text: str, width: int = 70) -> str:
     flat = " ".join(text.split())
-    return escape(flat if len(flat) <= width else flat[: width - 1] + "…")
+    return markup_safe(flat if len(flat) <= width else flat[: width - 1] + "…")
 
 
 def _e(value: object) -> str:
-    """Text from the run, shown as itself: a trace may hold anything, markup included."""
-    return escape(str(value))
+    """Text from the run, shown as itself: a trace may hold anything, markup and terminal escapes included."""
+    return markup_safe(value)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -94,7 +94,7 @@ def add_trace(app: typer.Typer) -> None:
         result = _read_json(run / "result.json")
         warnings = Console(stderr=True, emoji=False)
         events = list(read_trace(trace_path, on_bad_line=lambda bad: warnings.print(
-            f"warning: {escape(str(bad))}", highlight=False, soft_wrap=True)))
+            f"warning: {markup_safe(bad)}", highlight=False, soft_wrap=True)))
         status = result.get("status", "running")
         console.print(f"[bold]run[/] {_e(run.name)}  command={_e(config.get('command'))}  status={_e(status)}"
                       f"  seconds={_e(result.get('seconds', '?'))}", highlight=False)

@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from noosphere.errors import UsageError
+from noosphere.printable import markup_safe
 from noosphere.viewer import serve, write_page
 from noosphere.viewer.bundle import load_bundle
 from noosphere.viewer.server import DEFAULT_HOST, DEFAULT_PORT
@@ -36,7 +36,7 @@ def add_view(app: typer.Typer) -> None:
         _tell_bad_lines(run, compare)
         try:
             serve(run, host=host, port=port, compare=compare,
-                  announce=lambda url: console.print(f"viewing {escape(str(run))} at {url} (Ctrl-C stops)",
+                  announce=lambda url: console.print(f"viewing {markup_safe(run)} at {url} (Ctrl-C stops)",
                                                      highlight=False, soft_wrap=True))
         except OSError as exc:  # the port is taken, the host is not this machine's
             raise UsageError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
@@ -59,7 +59,7 @@ def add_view(app: typer.Typer) -> None:
             written = write_page(run, out, compare)
         except OSError as exc:
             raise UsageError(f"cannot write {out} ({exc.strerror or exc}); give -o a file you can write") from None
-        Console(emoji=False).print(f"wrote {escape(str(written))} ({written.stat().st_size / 1024:.0f} KB)",
+        Console(emoji=False).print(f"wrote {markup_safe(written)} ({written.stat().st_size / 1024:.0f} KB)",
                                    highlight=False, soft_wrap=True)
 
 
@@ -87,5 +87,5 @@ def _tell_bad_lines(*runs: Path | None) -> None:
     stderr = Console(stderr=True, emoji=False)
     for run in runs:
         if run is not None:
-            load_bundle(run, on_bad_line=lambda bad: stderr.print(f"warning: {escape(str(bad))}", highlight=False,
+            load_bundle(run, on_bad_line=lambda bad: stderr.print(f"warning: {markup_safe(bad)}", highlight=False,
                                                                   soft_wrap=True))

@@ -18,10 +18,10 @@ import threading
 from typing import Any, TextIO
 
 from rich.console import Console
-from rich.markup import escape
 
 from noosphere.human.channel import HumanStopped, Question
 from noosphere.human.forms import Field, FormError, read_value
+from noosphere.printable import markup_safe
 
 
 class LineReader:
@@ -73,12 +73,14 @@ class TerminalChannel:
         self.console = console or Console(highlight=False, soft_wrap=True, emoji=False)
 
     async def ask(self, question: Question) -> dict[str, Any]:
+        """The question and then its fields, one line each. The prompt, role and fields were written by other
+        members (models) and the society's file: shown as text, a control character as its escape, never acted on."""
         if self.reader.drop_late():
             self.console.print("[dim](a line typed after the last turn's time ran out was left out)[/]")
-        self.console.rule(f"[bold]{escape(question.member)}[/], your turn")
+        self.console.rule(f"[bold]{markup_safe(question.member)}[/], your turn")
         if question.role:
-            self.console.print(f"[dim]{escape(question.role)}[/]")
-        self.console.print(escape(question.prompt))
+            self.console.print(f"[dim]{markup_safe(question.role)}[/]")
+        self.console.print(markup_safe(question.prompt))
         if question.timeout_s is not None:
             self.console.print(f"[dim](answer within {question.timeout_s:g} s, or the turn is forfeited)[/]")
         return {field.name: await self._field(question, field) for field in question.fields}
@@ -86,7 +88,8 @@ class TerminalChannel:
     async def _field(self, question: Question, field: Field) -> Any:
         about = f" — {field.description}" if field.description else ""
         while True:
-            self.console.print(f"[bold]{escape(field.name)}[/]{escape(about)} [dim]({escape(field.hint())})[/]")
+            self.console.print(f"[bold]{markup_safe(field.name)}[/]{markup_safe(about)} "
+                               f"[dim]({markup_safe(field.hint())})[/]")
             self.console.print("> ", end="")
             line = await self.reader.line()
             if line is None:
@@ -95,4 +98,4 @@ class TerminalChannel:
             try:
                 return read_value(field, line)
             except FormError as wrong:
-                self.console.print(f"[yellow]{escape(str(wrong))}[/]")
+                self.console.print(f"[yellow]{markup_safe(wrong)}[/]")
