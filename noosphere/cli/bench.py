@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from noosphere.bench import bfcl as bfcl_bench
 from noosphere.bench import classification_report
@@ -21,10 +21,17 @@ from noosphere.bench.runner import Solve
 from noosphere.cli.ask import ModelOpener
 from noosphere.cli.bench_embodied import add_embodied_benchmark
 from noosphere.cli.bench_games import add_game_benchmarks
-from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, benchmark_command, select_items, with_option_group
+from noosphere.cli.bench_run import (
+    Items,
+    OffsetOption,
+    RunOptions,
+    benchmark_command,
+    check_saved,
+    select_items,
+    with_option_group,
+)
 from noosphere.cli.bench_societies import add_society_benchmarks
 from noosphere.cli.bench_web import add_web_benchmarks
-from noosphere.datafiles import describe
 from noosphere.errors import DataError, UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.llm.scoring import NO, YES
@@ -96,12 +103,7 @@ class SavedWorkspaceRun(BaseModel):
 
 def check_saved_workspace(saved: dict[str, Any], benchmark: str) -> None:
     """A MUStARD or BFCL run's config, as `SavedWorkspaceRun` reads it: one line before the model opens."""
-    try:
-        SavedWorkspaceRun.model_validate(saved)
-    except ValidationError as exc:
-        raise UsageError(f"the run's config.json: {describe(exc, 'a benchmark config')} (edited by hand, or written "
-                         f"by another version of noosphere): correct it, or make a new run with `noosphere bench "
-                         f"{benchmark}`") from None
+    check_saved(SavedWorkspaceRun, saved, benchmark)
 
 
 def _check_motor(workspace: WorkspaceOptions, motor: str, gate: float | None) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from noosphere.bench import games as games_bench
 from noosphere.bench.game_figures import write_game_figures
@@ -21,6 +21,7 @@ from noosphere.cli.bench_run import (
     QuietOption,
     RunOptions,
     benchmark_command,
+    check_saved,
     checked_config,
     run_together,
     warn,
@@ -28,7 +29,6 @@ from noosphere.cli.bench_run import (
     with_option_group,
 )
 from noosphere.cli.otel_cmd import OtelContentOption, OtelOption, otel_export
-from noosphere.datafiles import describe
 from noosphere.envs.alfworld import DEFAULT_SPLIT, data_split
 from noosphere.envs.textworld_games import CHALLENGES
 from noosphere.errors import UnknownNameError, UsageError
@@ -201,12 +201,7 @@ def check_keys(saved: dict[str, Any], benchmark: str) -> None:
     """A saved config (hand-edited, or from an older noosphere) that holds a setting of the wrong type or out of
     its option's bounds, or lacks a key the run reads, is one line (the missing keys all named), before the model
     opens; a new run's config has them all, as its options made them."""
-    try:
-        SavedGameRun.model_validate(saved)
-    except ValidationError as exc:
-        raise UsageError(f"the run's config.json: {describe(exc, 'a game run config')} (edited by hand, or written "
-                         f"by another version of noosphere): correct it, or make a new run with `noosphere bench "
-                         f"{benchmark}`") from None
+    check_saved(SavedGameRun, saved, benchmark)
     needed = ["system", "max_actions", *SAVED_KEYS[benchmark]]
     if saved.get("system", "metaagent") == "metaagent":
         needed.append("memory")

@@ -77,17 +77,34 @@ UsesModel = Callable[[dict[str, Any]], bool]
 
 
 class SavedBenchmark(BaseModel):
-    """What reopening a benchmark run needs of its `config.json`, and the item selection that benchmarks share, as
-    their options take it (`select_items`, the data loaders): hand-edited to another type, it was a traceback while
-    the items were loaded; a limit below 1 scored and reported fewer items, silently."""
+    """What reopening a benchmark run needs of its `config.json`: without it, the folder is not a benchmark run."""
 
     model_config = ConfigDict(extra="allow", strict=True)
     benchmark: str
     model: str
     seed: int
+
+
+class SavedSelection(BaseModel):
+    """The item selection that benchmarks share, as their options take it (`select_items`, the data loaders):
+    hand-edited to another type, it was a traceback while the items were loaded; a limit below 1 scored and reported
+    fewer items, silently."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
     limit: int | None = Field(None, ge=1)
     offset: int | None = Field(None, ge=0)
     data: str | None = None
+
+
+def check_saved(schema: type[BaseModel], saved: dict[str, Any], benchmark: str) -> BaseModel:
+    """A run's saved config as `schema` (its settings' types and bounds, as the options take them) reads it: a
+    hand-edited one, or one written by another version, is one line before the model opens."""
+    try:
+        return schema.model_validate(saved)
+    except ValidationError as exc:
+        raise UsageError(f"the run's config.json: {describe(exc, 'a benchmark config')} (edited by hand, or written "
+                         f"by another version of noosphere): correct it, or make a new run with `noosphere bench "
+                         f"{benchmark}`") from None
 
 
 def select_items(items: list[T], saved: dict[str, Any]) -> list[T]:
@@ -112,6 +129,7 @@ def checked_config(config: dict[str, Any], resume: Path | None, check: Check | N
         if asked is not None and saved["benchmark"] != asked:  # its items would join another benchmark's rows
             raise UsageError(f"{resume} is a run of {saved['benchmark']}, not {asked}: resume it with "
                              f"`noosphere bench {saved['benchmark']} --resume {resume}`")
+        check_saved(SavedSelection, saved, saved["benchmark"])
     if saved.get("deterministic"):
         check_deterministic(saved["model"])
     if check is not None:

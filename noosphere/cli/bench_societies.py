@@ -16,8 +16,15 @@ from noosphere.bench.answer_spread import answer_spread
 from noosphere.bench.roleplay_tasks import TASKS as CODING_TASKS
 from noosphere.bench.runner import Solve, load_done
 from noosphere.cli.ask import ModelOpener
-from noosphere.cli.bench_run import Items, OffsetOption, RunOptions, benchmark_command, member_models, select_items
-from noosphere.datafiles import describe
+from noosphere.cli.bench_run import (
+    Items,
+    OffsetOption,
+    RunOptions,
+    benchmark_command,
+    check_saved,
+    member_models,
+    select_items,
+)
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.runs import Run
@@ -109,12 +116,8 @@ class SavedGsm8kRun(BaseModel):
 def check_saved_gsm8k(saved: dict[str, Any]) -> None:
     """A GSM8K run's config, as `SavedGsm8kRun` reads it (and a best-of-N's N present): one line before the model
     opens."""
-    try:
-        checked = SavedGsm8kRun.model_validate(saved)
-    except ValidationError as exc:
-        raise UsageError(f"the run's config.json: {describe(exc, 'a benchmark config')} (edited by hand, or written "
-                         "by another version of noosphere): correct it, or make a new run with `noosphere bench "
-                         "gsm8k`") from None
+    checked = check_saved(SavedGsm8kRun, saved, "gsm8k")
+    assert isinstance(checked, SavedGsm8kRun)
     if checked.system == "best-of-n" and checked.n is None:
         raise UsageError("the run's config.json: a best-of-n run lacks its n (edited by hand?): add it, or make a new "
                          "run with `noosphere bench gsm8k`")
