@@ -332,6 +332,10 @@ def test_oversized_prompts_are_400_and_oversized_bodies_413(tmp_path: Path) -> N
         message = assert_error(post(url, {"model": "noosphere-base", "messages": long}), 400,
                                code="context_length_exceeded", param="messages")
         assert "200 characters" in message and "at most 100" in message
+        # empty earlier turns: no text of their own, but a line each in the query the system is asked
+        empty = [*[{"role": "assistant", "content": ""}] * 50, {"role": "user", "content": "why?"}]
+        assert_error(post(url, {"model": "noosphere-base", "messages": empty}), 400, code="context_length_exceeded",
+                     param="messages")
         assert_error(post(url, {"model": "noosphere-base", "messages": [{"role": "user", "content": "x" * 5000}]}),
                      413, code="request_too_large")
         assert not (tmp_path / "runs").exists()

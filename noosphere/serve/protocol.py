@@ -241,7 +241,9 @@ class Conversation:
 
     @property
     def characters(self) -> int:
-        return len(self.instructions) + len(self.question) + sum(len(text) for _, text in self.turns)
+        """The length of the instructions and of what the system is asked: the query, with a line per earlier turn
+        (so that thousands of short turns count as the query they make, not as their texts alone)."""
+        return len(self.instructions) + len(self.query)
 
     @property
     def query(self) -> str:

@@ -36,7 +36,8 @@ class ServeSettings:
     total_budget: Budget | None = None
     """What all the requests together may spend while the server runs."""
     max_prompt_chars: int = 32_000
-    """The longest conversation (all its messages' text) a request may send."""
+    """The longest conversation a request may send: its instructions and the query its messages make
+    (`Conversation.characters`)."""
     max_body_bytes: int = 1_000_000
     """The largest request body read at all."""
     on_disconnect: DisconnectAction = "cancel"
