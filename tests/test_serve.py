@@ -359,6 +359,19 @@ def test_a_spent_budget_is_429_and_the_folder_says_so(tmp_path: Path) -> None:
         assert len(list((tmp_path / "total" / "runs").iterdir())) == 1  # refused before any run
 
 
+def test_a_run_folder_outside_latin_1_is_named_percent_encoded_in_the_header(tmp_path: Path) -> None:
+    """A header holds Latin-1 only: an --out of `прогоны` made every reply, whole or streamed, a 500 once its run
+    had answered."""
+    from urllib.parse import unquote
+
+    with server(tmp_path, society=False, out=tmp_path / "прогоны 100%") as (url, _):
+        for stream in (False, True):
+            response = post(url, {"model": "noosphere-base", "messages": QUESTION, "stream": stream})
+            assert response.status_code == 200, response.text
+            run_dir = Path(unquote(response.headers["x-noosphere-run-dir"]))
+            assert run_dir.parent == tmp_path / "прогоны 100%" and result_of(run_dir)["status"] == "ok"
+
+
 def test_faults_of_the_server_are_5xx_with_the_folder_saying_failed(tmp_path: Path) -> None:
     down = ScriptedBackend([ModelError("scripted", "the model process died", retryable=False)])
     with server(tmp_path, society=False, backend=down) as (url, _):

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import string
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from noosphere.errors import BudgetExceededError, ModelError, RuntimeFault, UsageError
 from noosphere.llm import Model
@@ -37,6 +39,10 @@ from noosphere.systems import Answer
 from noosphere.trace import Event, Trace
 
 log = logging.getLogger(__name__)
+
+HEADER_SAFE = string.punctuation.replace("%", "") + " "
+"""What the run folder's header keeps as it is: printable ASCII but `%`; anything else is percent-encoded (a header
+holds Latin-1 only, and an --out of `/home/дарья/runs` made every reply a 500 after its run had answered)."""
 
 
 class ObservedTrace(Trace):
@@ -134,7 +140,8 @@ class ServedRun:
 
     @property
     def headers(self) -> dict[str, str]:
-        return {"x-noosphere-run-id": self.run.run_id, "x-noosphere-run-dir": str(self.run.directory)}
+        return {"x-noosphere-run-id": self.run.run_id,
+                "x-noosphere-run-dir": quote(str(self.run.directory), safe=HEADER_SAFE)}
 
     def _post(self, item: Event | Outcome) -> None:
         """Events may come from a backend's thread: they join the queue on the loop, in the order posted."""
