@@ -308,6 +308,17 @@ def test_malformed_bodies_are_400_and_start_no_run(served: tuple[str, Service], 
     assert set(service.settings.out.glob("*")) == before
 
 
+def test_null_switches_are_their_defaults(served: tuple[str, Service]) -> None:
+    """OpenAI's API takes `"stream": null` as false; clients that send every field they have send it (a 400 here)."""
+    url, _ = served
+    whole = post(url, {"model": "noosphere-base", "messages": QUESTION, "stream": None, "stream_options": None})
+    assert whole.status_code == 200 and whole.json()["choices"][0]["message"]["content"] == ANSWER
+    streamed = post(url, {"model": "noosphere-base", "messages": QUESTION, "stream": True,
+                          "stream_options": {"include_usage": None}})
+    assert streamed.status_code == 200 and streamed.text.endswith("data: [DONE]\n\n")
+    assert '"usage"' not in streamed.text
+
+
 def test_unknown_model_is_404_and_a_wrong_key_401(served: tuple[str, Service], client: openai.OpenAI) -> None:
     url, _ = served
     with pytest.raises(openai.NotFoundError) as unknown:

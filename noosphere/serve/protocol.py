@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from noosphere.errors import UsageError
 
@@ -44,6 +44,11 @@ class Refused(UsageError):
 def error_body(message: str, *, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
     """OpenAI's error object."""
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+Flag = Annotated[bool, BeforeValidator(lambda value: False if value is None else value)]
+"""A switch that is off when null: OpenAI's API takes `"stream": null` as its default, and clients that send every
+field they have send it."""
 
 
 class ContentPart(BaseModel):
@@ -91,7 +96,7 @@ class ResponseFormat(BaseModel):
 
 class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="allow")
-    include_usage: bool = False
+    include_usage: Flag = False
 
 
 class ChatRequest(BaseModel):
@@ -100,7 +105,7 @@ class ChatRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
     model: str = Field(min_length=1)
     messages: list[ChatMessage] = Field(min_length=1)
-    stream: bool = False
+    stream: Flag = False
     stream_options: StreamOptions | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
