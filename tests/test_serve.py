@@ -276,6 +276,12 @@ def assert_error(response: httpx.Response, status: int, *, code: str | None = No
     ({"model": "noosphere-base", "messages": QUESTION, "stream_options": {"include_usage": True}}, "stream_options",
      "only allowed when stream is true"),
     ({"model": "noosphere-base", "messages": QUESTION, "tools": [{"type": "function"}]}, "tools", "not served"),
+    # a call demanded without tools: the system's text came back as if nothing had been asked
+    ({"model": "noosphere-base", "messages": QUESTION, "tool_choice": "required"}, "tool_choice", "cannot be required"),
+    ({"model": "noosphere-base", "messages": QUESTION, "tool_choice": {"type": "function", "function": {"name": "f"}}},
+     "tool_choice", "cannot be required"),
+    ({"model": "noosphere-base", "messages": QUESTION, "function_call": {"name": "f"}}, "function_call",
+     "cannot be required"),
     ({"model": "noosphere-base", "messages": [*QUESTION, {"role": "assistant", "content": "4"}]}, "messages.1",
      "last message"),
     ({"model": "noosphere-base", "messages": [{"role": "user", "content": [
@@ -306,6 +312,13 @@ def test_malformed_bodies_are_400_and_start_no_run(served: tuple[str, Service], 
     message = assert_error(post(url, body), 400, param=param)
     assert says in message
     assert set(service.settings.out.glob("*")) == before
+
+
+def test_a_tool_choice_that_requires_no_call_is_accepted(served: tuple[str, Service]) -> None:
+    url, _ = served
+    for choice in ("none", "auto"):
+        reply = post(url, {"model": "noosphere-base", "messages": QUESTION, "tool_choice": choice})
+        assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"] == ANSWER
 
 
 def test_null_switches_are_their_defaults(served: tuple[str, Service]) -> None:

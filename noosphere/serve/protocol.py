@@ -2,9 +2,9 @@
 the conversation it holds, and the replies, chunks and error objects written back.
 
 Requests are checked here, before any run starts: a body that is not a chat request, a content part that is not
-text, a parameter no system can honour (`n` above 1, `tools`, `logprobs`) is a `Refused` with the status and the
-error object OpenAI would send. Parameters that change nothing here (`max_tokens`, `user`, `presence_penalty`, ...)
-are accepted and left alone, so that clients which always send them keep working.
+text, a parameter no system can honour (`n` above 1, `tools`, a `tool_choice` that requires a call, `logprobs`) is a
+`Refused` with the status and the error object OpenAI would send. Parameters that change nothing here (`max_tokens`,
+`user`, `presence_penalty`, ...) are accepted and left alone, so that clients which always send them keep working.
 """
 
 from __future__ import annotations
@@ -116,6 +116,8 @@ class ChatRequest(BaseModel):
     response_format: ResponseFormat | None = None
     tools: list[Any] | None = None
     functions: list[Any] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    function_call: str | dict[str, Any] | None = None
     logprobs: bool | None = None
 
     @classmethod
@@ -143,6 +145,9 @@ class ChatRequest(BaseModel):
         if self.tools or self.functions:
             raise Refused(400, "tools are not served: a noosphere system answers, it does not call your functions",
                           param="tools" if self.tools else "functions")
+        if self.tool_choice not in (None, "none", "auto") or isinstance(self.function_call, dict):
+            raise Refused(400, "a tool call cannot be required: tools are not served, a noosphere system answers in "
+                               "text", param="tool_choice" if self.tool_choice is not None else "function_call")
         if self.logprobs:
             raise Refused(400, "logprobs are not served: the answer comes from a whole run, not from one sampling",
                           param="logprobs")
