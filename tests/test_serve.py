@@ -314,6 +314,18 @@ def test_malformed_bodies_are_400_and_start_no_run(served: tuple[str, Service], 
     assert set(service.settings.out.glob("*")) == before
 
 
+def test_stop_cuts_the_reply_before_its_first_sequence(client: openai.OpenAI) -> None:
+    """`stop` was accepted and ignored: the reply came back whole, past the sequence the client stops at."""
+    terse = [{"role": "system", "content": "Be terse."}, *QUESTION]  # composed: REPLY, "The answer is 42."
+    reply = client.chat.completions.create(model="noosphere-base", messages=terse, stop=[" is", "4"])
+    assert reply.choices[0].message.content == "The answer" and reply.model_extra["noosphere"]["answer"] == ANSWER
+    assert result_of(reply.model_extra["noosphere"]["run_dir"])["reply"] == "The answer"
+    pieces = client.chat.completions.create(model="noosphere-base", messages=terse, stop="42", stream=True)
+    assert "".join(p.choices[0].delta.content or "" for p in pieces if p.choices) == "The answer is "
+    assert client.chat.completions.create(model="noosphere-base", messages=terse, stop=["no such", ""]
+                                          ).choices[0].message.content == REPLY
+
+
 def test_a_tool_choice_that_requires_no_call_is_accepted(served: tuple[str, Service]) -> None:
     url, _ = served
     for choice in ("none", "auto"):

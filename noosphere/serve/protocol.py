@@ -113,6 +113,7 @@ class ChatRequest(BaseModel):
     n: int | None = None
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
+    stop: str | list[str] | None = None
     response_format: ResponseFormat | None = None
     tools: list[Any] | None = None
     functions: list[Any] | None = None
@@ -138,6 +139,14 @@ class ChatRequest(BaseModel):
             raise Refused(400, f"{where or 'body'}: {error['msg']}", param=where) from None
         request.check_supported()
         return request
+
+    @property
+    def stop_sequences(self) -> list[str]:
+        return [sequence for sequence in ([self.stop] if isinstance(self.stop, str) else self.stop or []) if sequence]
+
+    def until_stop(self, reply: str) -> str:
+        """The reply as `stop` leaves it, as OpenAI's API does: up to the first stop sequence in it, without it."""
+        return reply[:min((reply.find(s) for s in self.stop_sequences if s in reply), default=len(reply))]
 
     def check_supported(self) -> None:
         if self.n not in (None, 1):

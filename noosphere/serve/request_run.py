@@ -125,7 +125,8 @@ class ServedRun:
                   "model": settings.default_model, "query": conversation.query,
                   "instructions": conversation.instructions, "response_format": schema, "stream": request.stream,
                   "seed": settings.seed if request.seed is None else request.seed,
-                  "temperature": request.temperature, "top_p": request.top_p, "budget": settings.budget}
+                  "temperature": request.temperature, "top_p": request.top_p, "stop": request.stop_sequences,
+                  "budget": settings.budget}
         run = await asyncio.to_thread(Run.create, settings.out, command="serve", config=config,
                                       redactor=service.redactor)
         if settings.on_run is not None:
@@ -182,6 +183,7 @@ class ServedRun:
                 if needs_composing(self.conversation, self.schema):
                     content = await compose(models(default_model), self.conversation, answer, self.served.name,
                                             self.schema)
+                content = self.request.until_stop(content)
         except asyncio.CancelledError:
             why = ("the client disconnected before the answer" if self.client_left == "cancel"
                    else "the server stopped before the answer")
