@@ -276,6 +276,7 @@ def assert_error(response: httpx.Response, status: int, *, code: str | None = No
     ({"model": "noosphere-base", "messages": QUESTION, "stream_options": {"include_usage": True}}, "stream_options",
      "only allowed when stream is true"),
     ({"model": "noosphere-base", "messages": QUESTION, "tools": [{"type": "function"}]}, "tools", "not served"),
+    ({"model": "noosphere-base", "messages": QUESTION, "top_logprobs": 3}, "top_logprobs", "logprobs are not served"),
     # a call demanded without tools: the system's text came back as if nothing had been asked
     ({"model": "noosphere-base", "messages": QUESTION, "tool_choice": "required"}, "tool_choice", "cannot be required"),
     ({"model": "noosphere-base", "messages": QUESTION, "tool_choice": {"type": "function", "function": {"name": "f"}}},

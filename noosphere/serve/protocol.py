@@ -120,6 +120,7 @@ class ChatRequest(BaseModel):
     tool_choice: str | dict[str, Any] | None = None
     function_call: str | dict[str, Any] | None = None
     logprobs: bool | None = None
+    top_logprobs: int | None = None
 
     @classmethod
     def parse(cls, body: bytes) -> ChatRequest:
@@ -157,9 +158,9 @@ class ChatRequest(BaseModel):
         if self.tool_choice not in (None, "none", "auto") or isinstance(self.function_call, dict):
             raise Refused(400, "a tool call cannot be required: tools are not served, a noosphere system answers in "
                                "text", param="tool_choice" if self.tool_choice is not None else "function_call")
-        if self.logprobs:
+        if self.logprobs or self.top_logprobs:
             raise Refused(400, "logprobs are not served: the answer comes from a whole run, not from one sampling",
-                          param="logprobs")
+                          param="logprobs" if self.logprobs else "top_logprobs")
         if self.stream_options is not None and not self.stream:  # as OpenAI's API answers it
             raise Refused(400, "stream_options is only allowed when stream is true", param="stream_options")
         schema = self.response_format.schema_wanted() if self.response_format is not None else None
