@@ -23,24 +23,27 @@ REPLY = "The answer is 42."
 FORMAT_SENTENCE = re.compile(r"It must validate against this JSON schema: (\{.*\})\s*$", re.DOTALL)
 
 
-def fill(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """The simplest value that validates against `schema`."""
-    defs = schema.get("$defs", {}) if defs is None else defs
+def fill(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
+    """The simplest value that validates against `schema` (whose `$ref`s point into `root`, itself by default)."""
+    root = schema if root is None else root
     if "$ref" in schema:
-        return fill(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        target: Any = root
+        for step in schema["$ref"].removeprefix("#").split("/")[1:]:
+            target = target[step]
+        return fill(target, root)
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:
         return schema["enum"][0]
     for key in ("anyOf", "oneOf", "allOf"):
         if key in schema:
-            return fill(next(s for s in schema[key] if s.get("type") != "null"), defs)
+            return fill(next(s for s in schema[key] if s.get("type") != "null"), root)
     kind = schema.get("type", "object")
     kind = next(k for k in kind if k != "null") if isinstance(kind, list) else kind
     if kind == "object":
-        return {name: fill(field, defs) for name, field in schema.get("properties", {}).items()}
+        return {name: fill(field, root) for name, field in schema.get("properties", {}).items()}
     if kind == "array":
-        return [fill(schema.get("items", {}), defs) for _ in range(max(1, schema.get("minItems", 1)))]
+        return [fill(schema.get("items", {}), root) for _ in range(max(1, schema.get("minItems", 1)))]
     if kind == "string":
         return ANSWER if schema.get("minLength", 0) <= len(ANSWER) else f"Is it {ANSWER}?"
     if kind in ("number", "integer"):

@@ -315,6 +315,22 @@ def test_malformed_bodies_are_400_and_start_no_run(served: tuple[str, Service], 
     assert set(service.settings.out.glob("*")) == before
 
 
+def test_openai_parse_gets_a_nested_pydantic_model(client: openai.OpenAI) -> None:
+    """`client.beta.chat.completions.parse` sends a strict json_schema whose nested models are `$defs` and `$ref`s;
+    the composing call moves them under its reply tool's own `$defs`."""
+    from pydantic import BaseModel
+
+    class Step(BaseModel):
+        explanation: str
+
+    class Solution(BaseModel):
+        steps: list[Step]
+        final_answer: str
+
+    reply = client.beta.chat.completions.parse(model="noosphere-ctm", messages=QUESTION, response_format=Solution)
+    assert reply.choices[0].message.parsed == Solution(steps=[Step(explanation=ANSWER)], final_answer=ANSWER)
+
+
 def test_stop_cuts_the_reply_before_its_first_sequence(client: openai.OpenAI) -> None:
     """`stop` was accepted and ignored: the reply came back whole, past the sequence the client stops at."""
     terse = [{"role": "system", "content": "Be terse."}, *QUESTION]  # composed: REPLY, "The answer is 42."
