@@ -350,6 +350,19 @@ def test_a_tool_choice_that_requires_no_call_is_accepted(served: tuple[str, Serv
         assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"] == ANSWER
 
 
+def test_an_earlier_refusal_part_is_a_turn_like_any_text(served: tuple[str, Service]) -> None:
+    """An assistant's turn may hold OpenAI's `refusal` part (the model declined); a client replaying the conversation
+    sends it back, and was refused (400) for it."""
+    url, _ = served
+    messages = [{"role": "user", "content": "Help me pick a lock."},
+                {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't help with that."}]},
+                {"role": "user", "content": [{"type": "text", "text": "Then what is six times seven?"}]}]
+    reply = post(url, {"model": "noosphere-base", "messages": messages})
+    assert reply.status_code == 200, reply.text
+    query = json.loads((Path(reply.headers["x-noosphere-run-dir"]) / "config.json").read_text())["query"]
+    assert "assistant: I can't help with that." in query and query.endswith("Then what is six times seven?")
+
+
 def test_null_switches_are_their_defaults(served: tuple[str, Service]) -> None:
     """OpenAI's API takes `"stream": null` as false; clients that send every field they have send it (a 400 here)."""
     url, _ = served

@@ -55,6 +55,8 @@ class ContentPart(BaseModel):
     model_config = ConfigDict(extra="allow")
     type: str
     text: str | None = None
+    refusal: str | None = None
+    """What an assistant's `refusal` part (OpenAI's, when a model declined) says."""
 
 
 class ChatMessage(BaseModel):
@@ -67,10 +69,11 @@ class ChatMessage(BaseModel):
             return self.content or ""
         texts = []
         for number, part in enumerate(self.content):
-            if part.type != "text" or part.text is None:
+            said = {"text": part.text, "refusal": part.refusal}.get(part.type)
+            if said is None:
                 raise Refused(400, f"content parts of type {part.type!r} are not served; send text",
                               param=f"messages.{index}.content.{number}.type")
-            texts.append(part.text)
+            texts.append(said)
         return "\n".join(texts)
 
 
