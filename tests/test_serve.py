@@ -287,6 +287,9 @@ def assert_error(response: httpx.Response, status: int, *, code: str | None = No
      "last message"),
     ({"model": "noosphere-base", "messages": [{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]}, "messages.0.content.0.type", "image_url"),
+    # a text part without its text was "content parts of type 'text' are not served"
+    ({"model": "noosphere-base", "messages": [{"role": "user", "content": [{"type": "text"}]}]},
+     "messages.0.content.0.text", "needs its 'text' string"),
     ({"model": "noosphere-base", "messages": QUESTION, "response_format": {"type": "json_schema", "json_schema": {
         "name": "x", "schema": {"type": "strin"}}}}, "response_format.json_schema.schema", "not a JSON schema"),
     ({"model": "noosphere-base", "messages": QUESTION, "response_format": {"type": "json_schema", "json_schema": {

@@ -70,6 +70,9 @@ class ChatMessage(BaseModel):
         texts = []
         for number, part in enumerate(self.content):
             said = {"text": part.text, "refusal": part.refusal}.get(part.type)
+            if said is None and part.type in ("text", "refusal"):
+                raise Refused(400, f"a content part of type {part.type!r} needs its {part.type!r} string",
+                              param=f"messages.{index}.content.{number}.{part.type}")
             if said is None:
                 raise Refused(400, f"content parts of type {part.type!r} are not served; send text",
                               param=f"messages.{index}.content.{number}.type")
