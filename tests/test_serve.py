@@ -483,6 +483,39 @@ def test_a_client_that_times_out_has_its_run_cancelled(tmp_path: Path) -> None:
         assert result_of(run_dir)["status"] == "cancelled"
 
 
+def test_a_server_that_stops_past_its_grace_tells_its_waiting_clients_so(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the grace period uvicorn cancels the replies under way: a whole reply was uvicorn's plain-text 500
+    ("Internal Server Error"), a stream was cut off mid-chunk; both are now OpenAI's error, 503 server_stopped."""
+    import noosphere.serve.server as serve_server
+
+    monkeypatch.setattr(serve_server, "GRACE_S", 0.1)
+    slow = ScriptedBackend(answer_anything, latency_s=3)
+    outcomes: dict[bool, Any] = {}
+
+    def ask(url: str, stream: bool) -> None:
+        body = {"model": "noosphere-ctm", "messages": QUESTION, "stream": stream}
+        if stream:
+            with httpx.stream("POST", f"{url}/chat/completions", json=body, timeout=20) as response:
+                outcomes[stream] = [line for line in response.iter_lines() if line]
+        else:
+            outcomes[stream] = post(url, body, key=None)
+
+    with server(tmp_path, society=False, backend=slow) as (url, _):
+        askers = [threading.Thread(target=ask, args=(url, stream)) for stream in (False, True)]
+        for asker in askers:
+            asker.start()
+        eventually(lambda: (tmp_path / "runs").is_dir() and len(list((tmp_path / "runs").iterdir())) == 2)
+    for asker in askers:
+        asker.join()
+    assert_error(outcomes[False], 503, code="server_stopped")
+    assert outcomes[True][-1] == "data: [DONE]"
+    assert json.loads(outcomes[True][-2].removeprefix("data: "))["error"]["code"] == "server_stopped"
+    for run_dir in (tmp_path / "runs").iterdir():
+        eventually(partial(finished, run_dir))
+        assert result_of(run_dir)["status"] == "cancelled"
+
+
 def test_a_stream_whose_result_cannot_be_written_ends_with_an_error(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """result.json failing to be written (a full disk, the folder removed) ends the stream with an error and [DONE]

@@ -7,6 +7,7 @@ start. Every error is OpenAI's error object; a status of 500 means a fault of th
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,7 +19,7 @@ from starlette.exceptions import HTTPException
 
 from noosphere.errors import NoosphereError
 from noosphere.serve.protocol import ChatRequest, Conversation, Refused, error_body
-from noosphere.serve.request_run import Answered, ServedRun, refusal_for
+from noosphere.serve.request_run import Answered, ServedRun, refusal_for, server_stopped
 from noosphere.serve.service import Service
 
 
@@ -116,7 +117,10 @@ def make_api(service: Service) -> FastAPI:
         if chat.stream:
             return StreamingResponse(run.stream(), media_type="text/event-stream",
                                      headers={**run.headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        outcome = await run.reply(lambda: disconnection(request))
+        try:
+            outcome = await run.reply(lambda: disconnection(request))
+        except asyncio.CancelledError:  # the server stopped, its grace period over: the run is cancelled
+            return refused(server_stopped(), run.headers)
         if outcome is None:  # nobody is left to read it
             return JSONResponse(error_body("the client disconnected", type="invalid_request_error"), status_code=499)
         if isinstance(outcome, Answered):

@@ -77,6 +77,13 @@ class Failed:
 Outcome = Answered | Failed
 
 
+def server_stopped() -> Refused:
+    """What a client still waiting is told when the server stops and its grace period is over (its run is cancelled):
+    OpenAI's error object, not uvicorn's plain-text 500 or a stream cut off mid-chunk."""
+    return Refused(503, "The server stopped before the answer; the run was cancelled.", type="server_error",
+                   code="server_stopped")
+
+
 def refusal_for(error: BaseException, service: Service) -> Refused:
     """What a client is told when a run stops on an error: a spent budget is 429 (and not worth retrying), a model
     that failed 502, anything else 500 (the run folder has the details). The request was checked before the run
@@ -252,6 +259,12 @@ class ServedRun:
                 except TimeoutError:
                     yield ": keep-alive\n\n"
                     continue
+                except asyncio.CancelledError:  # the server stopped (or the client left: then nothing is sent)
+                    self.client_gone()
+                    stopped = server_stopped()
+                    yield sse(error_body(str(stopped), type=stopped.type, code=stopped.code))
+                    yield sse("[DONE]")
+                    return
                 if isinstance(item, Event):
                     phase = phase_of(item, self.service.redactor)
                     yield sse(chunk(rid, name, extension={"run_id": rid, "phase": phase}))
