@@ -14,6 +14,7 @@ from noosphere.llm import Message, Settings, ToolSpec, open_model
 from noosphere.llm import model as model_module
 from noosphere.llm.litellm_backend import _reply, import_litellm
 from noosphere.runs import Run
+from noosphere.trace import Trace
 
 pytestmark = pytest.mark.provider_double
 
@@ -155,3 +156,34 @@ async def test_a_providers_4xx_is_one_error_not_litellms_own_exception(monkeypat
         assert calls == 1 and type(error).__name__ in str(caught.value)
         assert str(caught.value).startswith("litellm:openai/gpt-4o: ")
         assert forfeits(caught.value) == (kind is ModelError)
+
+
+async def test_a_reply_without_choices_is_a_fault_asked_again_not_an_index_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`choices: []` (a proxy's or a content filter's) was an IndexError traceback; it is a malformed reply, retried
+    and traced, then the turn's `ModelError`."""
+    litellm = import_litellm()
+    monkeypatch.setattr(model_module, "BACKOFF_BASE_S", 0.001)
+    model = open_model("litellm:openai/gpt-4o", extra={"mock_response": "fine"}, trace=Trace(None))
+    real = litellm.acompletion
+    empty = 1
+
+    async def none_then_fine(**kwargs: object) -> object:
+        nonlocal empty
+        if empty:
+            empty -= 1
+            return litellm.ModelResponse(choices=[])
+        return await real(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", none_then_fine)
+    assert (await model.complete("hi")).text == "fine"
+    assert "no choices" in model.trace.of_kind("model_retried")[0].error
+
+    async def never(**kwargs: object) -> object:
+        return litellm.ModelResponse(choices=[])
+
+    monkeypatch.setattr(litellm, "acompletion", never)
+    for call in (model.complete("hi again"), model.score_options("Is it?", ["Yes", "No"])):
+        with pytest.raises(ModelError, match="no choices") as caught:
+            await call
+        assert caught.value.retryable and forfeits(caught.value)

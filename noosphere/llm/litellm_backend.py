@@ -177,7 +177,7 @@ class LiteLLMBackend:
         retryable = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
                      litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError)
         try:
-            return await litellm.acompletion(**args)
+            response = await litellm.acompletion(**args)
         except litellm.ContextWindowExceededError as exc:
             raise ContextOverflowError(self.model_id, self.count_tokens(messages) or 0,
                                        settings.max_tokens, self.context_window or 0) from exc
@@ -197,6 +197,9 @@ class LiteLLMBackend:
             if status in CALLER_REFUSED:  # the key or the model id is wrong: the same for every call, the run stops
                 raise ProviderRefusedError(self.model_id, status, f"{type(exc).__name__}: {exc}") from exc
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}") from exc
+        if not getattr(response, "choices", None):  # `choices: []` (a proxy's, a filter's): no reply, asked again
+            raise ModelError(self.model_id, "the provider's reply had no choices", retryable=True)
+        return response
 
 
 def _input_window(litellm: Any, model: str) -> int | None:
