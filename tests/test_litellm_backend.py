@@ -143,6 +143,9 @@ async def test_a_providers_4xx_is_one_error_not_litellms_own_exception(monkeypat
              ProviderRefusedError),
             (litellm.NotFoundError(message="no such model", llm_provider="openai", model="gpt-4o"),
              ProviderRefusedError),
+            # an OpenAI-compatible server's 403 comes through LiteLLM's catch-all, not as a typed error
+            (litellm.APIError(status_code=403, message="no access", llm_provider="openai", model="gpt-4o"),
+             ProviderRefusedError),
             (litellm.BadRequestError(message="LLM Provider NOT provided", llm_provider="", model="foo"), ModelError)):
         async def refuse(error: Exception = error, **kwargs: object) -> object:
             nonlocal calls

@@ -187,7 +187,9 @@ class LiteLLMBackend:
         except retryable as exc:
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}", retryable=True) from exc
         except litellm.APIError as exc:  # LiteLLM's catch-all: a server's fault (5xx, "overloaded") passes
-            status = getattr(exc, "status_code", None)
+            status = getattr(exc, "status_code", None)  # and an OpenAI-compatible server's 403 (no typed error)
+            if status in CALLER_REFUSED:
+                raise ProviderRefusedError(self.model_id, status, f"{type(exc).__name__}: {exc}") from exc
             raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}",
                              retryable=isinstance(status, int) and status >= 500) from exc
         except OpenAIError as exc:  # the rest, a provider's 4xx among them: a wrong key, an unknown model, a request
