@@ -463,6 +463,11 @@ def test_nan_or_infinite_scores_are_refused_and_minus_infinity_for_one_option_is
         first_token_scores(("Yes", "No"), [("Yes", 0.5), ("No", -1.0)])
     yes, _ = first_token_scores(("Yes", "No"), [("Yes", 1e-7), ("No", -20.0)])  # a float's rounding above 0
     assert yes == pytest.approx(1e-7)
+    # -inf alternatives (a provider's probability 0) were a ValueError from math.log(0): the option gets -inf, and
+    # options that all do are the turn's ModelError
+    assert first_token_scores(("Yes", "No"), [("Yes", -math.inf), ("No", -0.1)]) == (-math.inf, pytest.approx(-0.1))
+    with pytest.raises(ModelError, match="probability 0"):
+        check_logprobs("m", ("Yes", "No"), first_token_scores(("Yes", "No"), [("Yes", -math.inf), ("No", -math.inf)]))
 
 
 async def test_a_cached_score_no_probability_has_is_asked_again(tmp_path: Path) -> None:

@@ -256,7 +256,14 @@ def first_token_scores(options: tuple[str, ...], top: list[tuple[str, float]], *
     # alternatives leave over (with a single alternative, the smallest is the found option itself).
     left = 1.0 - sum(math.exp(logprob) for _, logprob in top)
     floor = min(min(logprob for _, logprob in top), math.log(max(left, 1e-12)))
-    return tuple(math.log(sum(math.exp(lp) for lp in found)) if found else floor for found in mass)
+    return tuple(_log_total(found) if found else floor for found in mass)
+
+
+def _log_total(logprobs: list[float]) -> float:
+    """The log of the probabilities' total: -inf where each is 0 (a provider's -inf alternatives, which the caller's
+    check refuses when every option has them), not the ValueError `math.log(0)` raises."""
+    total = sum(math.exp(logprob) for logprob in logprobs)
+    return math.log(total) if total > 0 else -math.inf
 
 
 def _arguments_of(raw: str | None) -> dict[str, Any]:
