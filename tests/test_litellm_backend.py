@@ -190,3 +190,25 @@ async def test_a_reply_without_choices_is_a_fault_asked_again_not_an_index_error
         with pytest.raises(ModelError, match="no choices") as caught:
             await call
         assert caught.value.retryable and forfeits(caught.value)
+
+
+async def test_an_unreadable_reply_is_one_bounded_line_not_litellms_traceback_and_the_whole_reply(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """LiteLLM's error for a reply it cannot read (a token count of 3.7) goes on with a traceback and the reply: a
+    long reply made a ModelError of megabytes, traced at every retry and printed by the command line."""
+    litellm = import_litellm()
+    monkeypatch.setattr(model_module, "BACKOFF_BASE_S", 0.001)
+    model = open_model("litellm:openai/gpt-4o", extra={"mock_response": "fine"}, trace=Trace(None))
+    said = ("Invalid response object Traceback (most recent call last):\n  File \"convert_dict_to_response.py\", "
+            "line 727\npydantic_core.ValidationError: 1 validation error\n\n"
+            f"received_args={{'content': '{'x' * 50_000}'}}")
+
+    async def unreadable(**kwargs: object) -> object:
+        raise litellm.InternalServerError(message=said, llm_provider="openai", model="gpt-4o")
+
+    monkeypatch.setattr(litellm, "acompletion", unreadable)
+    with pytest.raises(ModelError) as caught:
+        await model.complete("hi")
+    message = str(caught.value)
+    assert message.endswith("Invalid response object") and "\n" not in message and "Traceback" not in message
+    assert all(len(event.error) < 2000 for event in model.trace.of_kind("model_retried"))

@@ -183,22 +183,22 @@ class LiteLLMBackend:
                                        settings.max_tokens, self.context_window or 0) from exc
         except litellm.RateLimitError as exc:  # a quota that ran out (a provider's, or a `noosphere serve` budget)
             spent = _quota_spent(exc)  # is not a rate limit: asking again later gets the same answer
-            raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}", retryable=not spent) from exc
+            raise ModelError(self.model_id, _said(exc), retryable=not spent) from exc
         except retryable as exc:
-            raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}", retryable=True) from exc
+            raise ModelError(self.model_id, _said(exc), retryable=True) from exc
         except litellm.APIError as exc:  # LiteLLM's catch-all: a server's fault (5xx, "overloaded") passes
             status = getattr(exc, "status_code", None)  # and an OpenAI-compatible server's 403 (no typed error)
             if status in CALLER_REFUSED:
-                raise ProviderRefusedError(self.model_id, status, f"{type(exc).__name__}: {exc}") from exc
-            raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}",
+                raise ProviderRefusedError(self.model_id, status, _said(exc)) from exc
+            raise ModelError(self.model_id, _said(exc),
                              retryable=isinstance(status, int) and status >= 500) from exc
         except OpenAIError as exc:  # the rest, a provider's 4xx among them: a wrong key, an unknown model, a request
             # refused (LiteLLM's BadRequestError, AuthenticationError, NotFoundError... derive from openai's errors,
             # not from its own OpenAIError)
             status = getattr(exc, "status_code", None)
             if status in CALLER_REFUSED:  # the key or the model id is wrong: the same for every call, the run stops
-                raise ProviderRefusedError(self.model_id, status, f"{type(exc).__name__}: {exc}") from exc
-            raise ModelError(self.model_id, f"{type(exc).__name__}: {exc}") from exc
+                raise ProviderRefusedError(self.model_id, status, _said(exc)) from exc
+            raise ModelError(self.model_id, _said(exc)) from exc
         if not getattr(response, "choices", None):  # `choices: []` (a proxy's, a filter's): no reply, asked again
             raise ModelError(self.model_id, "the provider's reply had no choices", retryable=True)
         return response
@@ -214,6 +214,20 @@ def _input_window(litellm: Any, model: str) -> int | None:
         return None
     window = info.get("max_input_tokens") or info.get("max_tokens")
     return int(window) if window else None
+
+
+SAID_LIMIT = 1000
+"""Characters of a provider's error kept in its `ModelError`: a message, not the reply it is about."""
+
+
+def _said(error: Exception) -> str:
+    """A LiteLLM error in one bounded line. One about a reply it could not read ("Invalid response object") goes on
+    with a traceback and the whole reply: every retry would trace it (megabytes for a long reply) and the command
+    line would print it."""
+    text = " ".join(str(error).split("Traceback (most recent call last):")[0].split())
+    if len(text) > SAID_LIMIT:
+        text = f"{text[:SAID_LIMIT]}... ({len(text):,} characters)"
+    return f"{type(error).__name__}: {text}"
 
 
 def _quota_spent(error: Any) -> bool:
