@@ -212,3 +212,22 @@ async def test_an_unreadable_reply_is_one_bounded_line_not_litellms_traceback_an
     message = str(caught.value)
     assert message.endswith("Invalid response object") and "\n" not in message and "Traceback" not in message
     assert all(len(event.error) < 2000 for event in model.trace.of_kind("model_retried"))
+
+
+async def test_negative_token_counts_are_a_malformed_reply_not_a_refund(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy's negative token counts were counted as they came, and LiteLLM priced them: the ledger went below
+    zero and every budget on tokens or money got further away with each call."""
+    litellm = import_litellm()
+    monkeypatch.setattr(model_module, "BACKOFF_BASE_S", 0.001)
+    model = open_model("litellm:openai/gpt-4o", trace=Trace(None))
+
+    async def refund(**kwargs: object) -> object:
+        return litellm.ModelResponse(
+            model="gpt-4o", choices=[{"message": {"role": "assistant", "content": "Yes"}, "finish_reason": "stop"}],
+            usage=litellm.Usage(prompt_tokens=-100_000, completion_tokens=1))
+
+    monkeypatch.setattr(litellm, "acompletion", refund)
+    with pytest.raises(ModelError, match="-100000 prompt tokens") as caught:
+        await model.complete("hi")
+    assert caught.value.retryable and len(model.trace.of_kind("model_retried")) == model_module.FAULT_RETRIES
+    assert model.ledger.total.total_tokens == 0 and not model.ledger.total.cost_usd

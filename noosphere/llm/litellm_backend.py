@@ -155,13 +155,14 @@ class LiteLLMBackend:
             raise ModelError(self.model_id, "the provider returned no top_logprobs for the first token")
         scores = first_token_scores(request.options, top, model_id=self.model_id)
         usage = getattr(response, "usage", None)
-        return ScoreReply(scores, tuple(1 for _ in request.options),
-                          Usage(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0),
+        return ScoreReply(scores, tuple(1 for _ in request.options), _counted(self.model_id, Usage(
+            getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)),
                           method="first_token")
 
     async def generate(self, request: Request) -> Reply:
         response = await self._acompletion(self._arguments(request), request.messages, request.settings)
         reply = _reply(import_litellm(), response)
+        _counted(self.model_id, reply.usage)
         if not request.logprobs:
             return reply
         content = _field(_field(response.choices[0], "logprobs"), "content")
@@ -228,6 +229,17 @@ def _said(error: Exception) -> str:
     if len(text) > SAID_LIMIT:
         text = f"{text[:SAID_LIMIT]}... ({len(text):,} characters)"
     return f"{type(error).__name__}: {text}"
+
+
+def _counted(model_id: str, usage: Usage) -> Usage:
+    """A provider's token counts, where they can be counts: a negative one (a broken proxy's) would take what the
+    call cost, and the price LiteLLM makes of it, off the run's budgets. Such a reply is malformed: asked again."""
+    for name in ("prompt_tokens", "completion_tokens", "reused_prompt_tokens"):
+        value = getattr(usage, name)
+        if value < 0:
+            raise ModelError(model_id, f"the provider reported {value} {name.replace('_', ' ')}, which no call has",
+                             retryable=True)
+    return usage
 
 
 def _quota_spent(error: Any) -> bool:
