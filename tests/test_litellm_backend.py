@@ -231,3 +231,25 @@ async def test_negative_token_counts_are_a_malformed_reply_not_a_refund(monkeypa
         await model.complete("hi")
     assert caught.value.retryable and len(model.trace.of_kind("model_retried")) == model_module.FAULT_RETRIES
     assert model.ledger.total.total_tokens == 0 and not model.ledger.total.cost_usd
+
+
+async def test_a_key_a_server_quotes_in_its_error_is_redacted_however_it_is_shaped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A self-hosted server's key need not look like one (vLLM's example is `token-abc123`): quoted back in a refusal
+    or a fault, it was in the error the command line prints and in every retry's trace event."""
+    litellm = import_litellm()
+    monkeypatch.setattr(model_module, "BACKOFF_BASE_S", 0.001)
+    key = "token-abc123"
+    for error in (litellm.AuthenticationError(message=f"invalid key Bearer {key}", llm_provider="openai", model="m"),
+                  litellm.InternalServerError(message=f"overloaded for {key}", llm_provider="openai", model="m")):
+        async def refuse(error: Exception = error, **kwargs: object) -> object:
+            raise error
+
+        monkeypatch.setattr(litellm, "acompletion", refuse)
+        trace = Trace(tmp_path / f"{type(error).__name__}.jsonl")
+        model = open_model("litellm:openai/m@http://127.0.0.1:9/v1", api_key=key, trace=trace)
+        with pytest.raises((ModelError, ProviderRefusedError)) as caught:
+            await model.complete("hi")
+        trace.close()
+        assert key not in str(caught.value) and "[REDACTED]" in str(caught.value)
+        assert key not in (tmp_path / f"{type(error).__name__}.jsonl").read_text()

@@ -22,6 +22,7 @@ from noosphere.llm.messages import Message
 from noosphere.llm.scoring import NO_LOGPROBS, PREFIX_REFUSED, check_first_tokens
 from noosphere.llm.tools import UNPARSED
 from noosphere.llm.types import Capabilities, Reply, Request, ScoreReply, ScoreRequest, Settings, ToolCall, Usage
+from noosphere.redact import Redactor
 
 LOGPROB_SLACK = 1e-4
 CALLER_REFUSED = (401, 403, 404)
@@ -184,22 +185,22 @@ class LiteLLMBackend:
                                        settings.max_tokens, self.context_window or 0) from exc
         except litellm.RateLimitError as exc:  # a quota that ran out (a provider's, or a `noosphere serve` budget)
             spent = _quota_spent(exc)  # is not a rate limit: asking again later gets the same answer
-            raise ModelError(self.model_id, _said(exc), retryable=not spent) from exc
+            raise ModelError(self.model_id, _said(exc, self._api_key), retryable=not spent) from exc
         except retryable as exc:
-            raise ModelError(self.model_id, _said(exc), retryable=True) from exc
+            raise ModelError(self.model_id, _said(exc, self._api_key), retryable=True) from exc
         except litellm.APIError as exc:  # LiteLLM's catch-all: a server's fault (5xx, "overloaded") passes
             status = getattr(exc, "status_code", None)  # and an OpenAI-compatible server's 403 (no typed error)
             if status in CALLER_REFUSED:
-                raise ProviderRefusedError(self.model_id, status, _said(exc)) from exc
-            raise ModelError(self.model_id, _said(exc),
+                raise ProviderRefusedError(self.model_id, status, _said(exc, self._api_key)) from exc
+            raise ModelError(self.model_id, _said(exc, self._api_key),
                              retryable=isinstance(status, int) and status >= 500) from exc
         except OpenAIError as exc:  # the rest, a provider's 4xx among them: a wrong key, an unknown model, a request
             # refused (LiteLLM's BadRequestError, AuthenticationError, NotFoundError... derive from openai's errors,
             # not from its own OpenAIError)
             status = getattr(exc, "status_code", None)
             if status in CALLER_REFUSED:  # the key or the model id is wrong: the same for every call, the run stops
-                raise ProviderRefusedError(self.model_id, status, _said(exc)) from exc
-            raise ModelError(self.model_id, _said(exc)) from exc
+                raise ProviderRefusedError(self.model_id, status, _said(exc, self._api_key)) from exc
+            raise ModelError(self.model_id, _said(exc, self._api_key)) from exc
         if not getattr(response, "choices", None):  # `choices: []` (a proxy's, a filter's): no reply, asked again
             raise ModelError(self.model_id, "the provider's reply had no choices", retryable=True)
         return response
@@ -221,11 +222,13 @@ SAID_LIMIT = 1000
 """Characters of a provider's error kept in its `ModelError`: a message, not the reply it is about."""
 
 
-def _said(error: Exception) -> str:
-    """A LiteLLM error in one bounded line. One about a reply it could not read ("Invalid response object") goes on
-    with a traceback and the whole reply: every retry would trace it (megabytes for a long reply) and the command
-    line would print it."""
-    text = " ".join(str(error).split("Traceback (most recent call last):")[0].split())
+def _said(error: Exception, api_key: str | None) -> str:
+    """A LiteLLM error in one bounded line, without the key. One about a reply it could not read ("Invalid response
+    object") goes on with a traceback and the whole reply: every retry would trace it (megabytes for a long reply)
+    and the command line would print it. A server may quote the key it refused ("invalid key Bearer token-abc123"):
+    the key given, or one of the environment's, is redacted however it is shaped."""
+    said = Redactor.from_environment((api_key,) if api_key else ())(str(error))
+    text = " ".join(said.split("Traceback (most recent call last):")[0].split())
     if len(text) > SAID_LIMIT:
         text = f"{text[:SAID_LIMIT]}... ({len(text):,} characters)"
     return f"{type(error).__name__}: {text}"
