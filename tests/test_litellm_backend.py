@@ -9,10 +9,11 @@ import pytest
 from pydantic import BaseModel
 
 from noosphere.concurrent import forfeits
-from noosphere.errors import CapabilityError, ModelError, OutputParseError, ProviderRefusedError
-from noosphere.llm import Message, Settings, ToolSpec, open_model
+from noosphere.errors import BudgetExceededError, CapabilityError, ModelError, OutputParseError, ProviderRefusedError
+from noosphere.llm import Budget, Message, Settings, ToolSpec, open_model
 from noosphere.llm import model as model_module
 from noosphere.llm.litellm_backend import _reply, import_litellm
+from noosphere.llm.usage import UsageLedger
 from noosphere.runs import Run
 from noosphere.trace import Trace
 
@@ -253,3 +254,23 @@ async def test_a_key_a_server_quotes_in_its_error_is_redacted_however_it_is_shap
         trace.close()
         assert key not in str(caught.value) and "[REDACTED]" in str(caught.value)
         assert key not in (tmp_path / f"{type(error).__name__}.jsonl").read_text()
+
+
+async def test_a_reply_without_usage_is_counted_here_so_budgets_still_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that sends no `usage` (LiteLLM reads it as 0 and 0 tokens) was counted as free: a budget on tokens or
+    money was never reached. Its tokens are counted with LiteLLM's tokenizer and priced where the model is."""
+    litellm = import_litellm()
+    model = open_model("litellm:openai/gpt-4o", trace=Trace(None), ledger=UsageLedger(Budget(max_tokens=40)))
+
+    async def unreported(**kwargs: object) -> object:
+        return litellm.ModelResponse(
+            model="gpt-4o", choices=[{"message": {"role": "assistant", "content": "Oslo, the capital of Norway"},
+                                      "finish_reason": "stop"}], usage=litellm.Usage(prompt_tokens=0,
+                                                                                    completion_tokens=0))
+
+    monkeypatch.setattr(litellm, "acompletion", unreported)
+    usage = (await model.complete("Which city is the capital of Norway?")).usage
+    assert usage.prompt_tokens > 5 and usage.completion_tokens > 3 and (usage.cost_usd or 0) > 0
+    with pytest.raises(BudgetExceededError):
+        for _ in range(10):
+            await model.complete("Which city is the capital of Norway?")

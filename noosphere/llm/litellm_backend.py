@@ -107,6 +107,28 @@ class LiteLLMBackend:
         except Exception:
             return None
 
+    def _count_text(self, text: str) -> int:
+        try:
+            return int(import_litellm().token_counter(model=self.model, text=text)) if text else 0
+        except Exception:
+            return 0
+
+    def _reported(self, usage: Usage, messages: tuple[Message, ...], *, completion_tokens: int) -> Usage:
+        """The usage a provider reported, or, where it reported none (no `usage`, which LiteLLM reads as 0 and 0
+        tokens, which no call has), the tokens counted here with LiteLLM's tokenizer for the model, and priced where
+        the model is: an estimate, which keeps budgets on tokens and money working instead of never reached."""
+        if usage.prompt_tokens or usage.completion_tokens or not messages:
+            return usage
+        prompt_tokens = self.count_tokens(messages) or 0
+        cost = usage.cost_usd
+        if cost is not None:  # priced from the 0 tokens reported
+            try:
+                cost = float(sum(import_litellm().cost_per_token(model=self.model, prompt_tokens=prompt_tokens,
+                                                                 completion_tokens=completion_tokens)))
+            except Exception:
+                cost = None
+        return replace(usage, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost)
+
     def _arguments(self, request: Request) -> dict[str, Any]:
         settings = request.settings
         args: dict[str, Any] = {
@@ -156,14 +178,17 @@ class LiteLLMBackend:
             raise ModelError(self.model_id, "the provider returned no top_logprobs for the first token")
         scores = first_token_scores(request.options, top, model_id=self.model_id)
         usage = getattr(response, "usage", None)
-        return ScoreReply(scores, tuple(1 for _ in request.options), _counted(self.model_id, Usage(
-            getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)),
-                          method="first_token")
+        counted = _counted(self.model_id, Usage(getattr(usage, "prompt_tokens", 0) or 0,
+                                                getattr(usage, "completion_tokens", 0) or 0))
+        return ScoreReply(scores, tuple(1 for _ in request.options),
+                          self._reported(counted, request.messages, completion_tokens=1), method="first_token")
 
     async def generate(self, request: Request) -> Reply:
         response = await self._acompletion(self._arguments(request), request.messages, request.settings)
         reply = _reply(import_litellm(), response)
-        _counted(self.model_id, reply.usage)
+        written = reply.text + "".join(f"{call.name}{json.dumps(call.arguments)}" for call in reply.tool_calls)
+        reply = replace(reply, usage=self._reported(_counted(self.model_id, reply.usage), request.messages,
+                                                    completion_tokens=self._count_text(written)))
         if not request.logprobs:
             return reply
         content = _field(_field(response.choices[0], "logprobs"), "content")
