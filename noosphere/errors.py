@@ -113,9 +113,12 @@ class DataError(ConfigError):
 class ModelError(RuntimeFault):
     """A model call failed (provider fault, timeout, crash of the backend)."""
 
-    def __init__(self, model: str, message: str, *, retryable: bool = False) -> None:
+    def __init__(self, model: str, message: str, *, retryable: bool = False,
+                 retry_after_s: float | None = None) -> None:
         self.model = model
         self.retryable = retryable
+        self.retry_after_s = retry_after_s
+        """How long the provider asked to be left alone before the next call (its `Retry-After`), where it said."""
         super().__init__(f"{model}: {message}")
 
 

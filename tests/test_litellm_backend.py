@@ -274,3 +274,34 @@ async def test_a_reply_without_usage_is_counted_here_so_budgets_still_hold(monke
     with pytest.raises(BudgetExceededError):
         for _ in range(10):
             await model.complete("Which city is the capital of Norway?")
+
+
+async def test_a_providers_retry_after_is_waited_before_the_retry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 429 or 503 that says `Retry-After: 30` was retried on the backoff alone (1, 2, 4, 8 s): every retry came too
+    soon and the turn was forfeited. The retry now waits at least what the provider asked (up to a minute)."""
+    litellm = import_litellm()
+    monkeypatch.setattr(model_module, "BACKOFF_BASE_S", 0.001)
+    waited: list[float] = []
+
+    async def no_wait(delay: float) -> None:
+        waited.append(delay)
+
+    monkeypatch.setattr(model_module.asyncio, "sleep", no_wait)
+    model = open_model("litellm:openai/gpt-4o", extra={"mock_response": "fine"}, trace=Trace(None))
+    real = litellm.acompletion
+    refusals = [litellm.RateLimitError(message="slow down", llm_provider="openai", model="gpt-4o"),
+                litellm.ServiceUnavailableError(message="busy", llm_provider="openai", model="gpt-4o"),
+                litellm.RateLimitError(message="later", llm_provider="openai", model="gpt-4o")]
+    for refusal, header in zip(refusals, ({"retry-after": "30"}, {"retry-after-ms": "1500"},
+                                          {"retry-after": "86400"}), strict=True):
+        refusal.litellm_response_headers = header  # type: ignore[attr-defined]
+
+    async def refused_first(**kwargs: object) -> object:
+        if refusals:
+            raise refusals.pop(0)
+        return await real(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", refused_first)
+    assert (await model.complete("hi")).text == "fine"
+    assert waited == [30.0, 1.5, model_module.MAX_RETRY_AFTER_S]
+    assert [event.delay_s for event in model.trace.of_kind("model_retried")] == waited

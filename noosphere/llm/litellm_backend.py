@@ -12,6 +12,8 @@ import hashlib
 import json
 import math
 from dataclasses import replace
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import json_repair
@@ -210,9 +212,11 @@ class LiteLLMBackend:
                                        settings.max_tokens, self.context_window or 0) from exc
         except litellm.RateLimitError as exc:  # a quota that ran out (a provider's, or a `noosphere serve` budget)
             spent = _quota_spent(exc)  # is not a rate limit: asking again later gets the same answer
-            raise ModelError(self.model_id, _said(exc, self._api_key), retryable=not spent) from exc
+            raise ModelError(self.model_id, _said(exc, self._api_key), retryable=not spent,
+                             retry_after_s=_retry_after(exc)) from exc
         except retryable as exc:
-            raise ModelError(self.model_id, _said(exc, self._api_key), retryable=True) from exc
+            raise ModelError(self.model_id, _said(exc, self._api_key), retryable=True,
+                             retry_after_s=_retry_after(exc)) from exc
         except litellm.APIError as exc:  # LiteLLM's catch-all: a server's fault (5xx, "overloaded") passes
             status = getattr(exc, "status_code", None)  # and an OpenAI-compatible server's 403 (no typed error)
             if status in CALLER_REFUSED:
@@ -268,6 +272,27 @@ def _counted(model_id: str, usage: Usage) -> Usage:
             raise ModelError(model_id, f"the provider reported {value} {name.replace('_', ' ')}, which no call has",
                              retryable=True)
     return usage
+
+
+def _retry_after(error: Any) -> float | None:
+    """The seconds a provider's `Retry-After` (or `retry-after-ms`) header asks a client to wait, where its reply
+    (a 429, a 503) has one that says a number of seconds or a date."""
+    headers = getattr(error, "litellm_response_headers", None) or getattr(getattr(error, "response", None),
+                                                                          "headers", None)
+    if not headers:
+        return None
+    try:
+        if headers.get("retry-after-ms") is not None:
+            return max(float(headers["retry-after-ms"]) / 1000, 0.0)
+        said = headers.get("retry-after")
+        if said is None:
+            return None
+        try:
+            return max(float(said), 0.0)
+        except ValueError:
+            return max((parsedate_to_datetime(said) - datetime.now(UTC)).total_seconds(), 0.0)
+    except (TypeError, ValueError, AttributeError):
+        return None
 
 
 def _quota_spent(error: Any) -> bool:

@@ -72,6 +72,8 @@ R = TypeVar("R")
 
 FAULT_RETRIES = 4
 BACKOFF_BASE_S = 1.0
+MAX_RETRY_AFTER_S = 60.0
+"""The longest a provider's `Retry-After` makes a retry wait (longer is a quota, not a moment's load)."""
 
 
 class Model:
@@ -395,7 +397,8 @@ class Model:
     async def _with_retries(self, call: Callable[[], Awaitable[R]], agent: str | None, timeout_s: float, *,
                             seed: str) -> R:
         """One backend call behind the model's gate, with a timeout for providers (none in process) and
-        seeded exponential backoff on retryable faults, each retry traced. `seed` names the call (its seed and
+        seeded exponential backoff on retryable faults (at least as long as a provider's `Retry-After` asks, up to
+        `MAX_RETRY_AFTER_S`), each retry traced. `seed` names the call (its seed and
         prompt), so that calls refused together (a rate limit) do not all come back at the same moment."""
         jitter = random.Random(seed)
         for retry in range(FAULT_RETRIES + 1):
@@ -409,6 +412,9 @@ class Model:
             if not error.retryable or retry == FAULT_RETRIES:
                 raise error
             delay = BACKOFF_BASE_S * 2**retry * (1 + jitter.random() / 2)
+            asked = getattr(error, "retry_after_s", None)  # a provider's Retry-After: waited at least so long
+            if asked is not None:
+                delay = max(delay, min(asked, MAX_RETRY_AFTER_S))
             self.trace.emit(ModelRetried(model=self.id, agent=agent, error=str(error), delay_s=delay))
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
