@@ -488,3 +488,30 @@ async def test_a_cached_score_no_probability_has_is_asked_again(tmp_path: Path) 
 async def test_relative_weights_of_a_scripted_scorer_are_their_shares() -> None:
     model, _, _ = scripted([], scorer=lambda request: [3.0, 1.0])
     assert (await model.score_options("q", ["a", "b"])).probs == pytest.approx((0.75, 0.25))
+
+
+@pytest.mark.provider_double
+async def test_a_providers_reply_whose_token_logprobs_no_probability_has_is_the_turns_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A NaN or positive token logprob made the reply's logprob NaN or above 0, and its `token_probability` (a weighted
+    vote's weight) NaN or above 1, silently; it is now the turn's ModelError, as such first-token scores are."""
+    from noosphere.llm import open_model
+    from noosphere.llm.litellm_backend import import_litellm
+
+    litellm = import_litellm()
+    replies = iter([math.nan, 3.0, -math.inf])
+
+    async def fake_acompletion(**kwargs: Any) -> Any:
+        tokens = SimpleNamespace(content=[SimpleNamespace(token="Re", logprob=-0.25),
+                                          SimpleNamespace(token="d", logprob=next(replies))])
+        return SimpleNamespace(choices=[SimpleNamespace(logprobs=tokens, message=SimpleNamespace(content="Red"),
+                                                        finish_reason="stop")],
+                               usage=SimpleNamespace(prompt_tokens=9, completion_tokens=2))
+
+    monkeypatch.setattr(litellm, "acompletion", fake_acompletion)
+    model = open_model("litellm:openai/gpt-4o-mini", trace=Trace(None))
+    for _ in range(2):
+        with pytest.raises(ModelError, match="no probability has") as caught:
+            await model.complete("Name a primary colour.", logprobs=True)
+        assert not isinstance(caught.value, CapabilityError)
+    assert (await model.complete("Name a primary colour.", logprobs=True)).token_probability == 0.0  # probability 0

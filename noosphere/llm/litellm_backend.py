@@ -197,7 +197,11 @@ class LiteLLMBackend:
         values = [_field(token, "logprob") for token in content or ()]
         if not values or any(value is None for value in values):
             return reply  # no `logprob`: the model refuses it after counting what the reply cost
-        return replace(reply, logprob=sum(float(value) for value in values))
+        tokens = [(_field(token, "token"), float(value)) for token, value in zip(content, values, strict=True)]
+        if any(math.isnan(logprob) or logprob > LOGPROB_SLACK for _, logprob in tokens):  # as a score's are refused
+            raise ModelError(self.model_id, f"the reply's tokens came back with log-probabilities no probability has: "
+                                            f"{tokens[:5]}")
+        return replace(reply, logprob=sum(logprob for _, logprob in tokens))
 
     async def _acompletion(self, args: dict[str, Any], messages: tuple[Message, ...], settings: Settings) -> Any:
         litellm = import_litellm()
