@@ -515,3 +515,24 @@ async def test_a_providers_reply_whose_token_logprobs_no_probability_has_is_the_
             await model.complete("Name a primary colour.", logprobs=True)
         assert not isinstance(caught.value, CapabilityError)
     assert (await model.complete("Name a primary colour.", logprobs=True)).token_probability == 0.0  # probability 0
+
+
+@pytest.mark.provider_double
+async def test_a_providers_scoring_call_has_the_callers_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scoring call went to LiteLLM with the default 120 s whatever `Settings.timeout_s` said: a slow
+    self-hosted server given 300 s had every long prompt's scoring cut at 120 s, retried and forfeited."""
+    from noosphere.llm import Settings, open_model
+    from noosphere.llm.litellm_backend import import_litellm
+
+    litellm = import_litellm()
+    sent: list[dict[str, Any]] = []
+
+    async def fake_acompletion(**kwargs: Any) -> Any:
+        sent.append(kwargs)
+        return _fake_response([("Yes", math.log(0.8)), ("No", math.log(0.15))])
+
+    monkeypatch.setattr(litellm, "acompletion", fake_acompletion)
+    model = open_model("litellm:openai/gpt-4o-mini", settings=Settings(timeout_s=300.0))
+    await model.score_options("Is it raining?", ["Yes", "No"])
+    await model.score_options("Is it snowing?", ["Yes", "No"], settings=Settings(timeout_s=30.0))
+    assert [args["timeout"] for args in sent] == [300.0, 30.0]

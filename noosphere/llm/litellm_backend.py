@@ -162,7 +162,7 @@ class LiteLLMBackend:
         if request.prefix:  # `Model.score_options` refuses it before the call; kept for a backend called alone
             raise CapabilityError(self.model_id, PREFIX_REFUSED)
         check_first_tokens(self.model_id, request.options)
-        settings = Settings(temperature=0.0, max_tokens=1)
+        settings = Settings(temperature=0.0, max_tokens=1, timeout_s=request.timeout_s)
         args = {**self._arguments(Request(request.messages, settings)), "logprobs": True,
                 "top_logprobs": TOP_LOGPROBS}
         response = await self._acompletion(args, request.messages, settings)

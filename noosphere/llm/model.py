@@ -193,7 +193,8 @@ class Model:
         """
         option_tuple = self.check_scoring(options, prefix=prefix, normalise=normalise, method=method,
                                           fallback=fallback, samples=samples)
-        request = ScoreRequest(as_messages(messages), option_tuple, prefix, agent)
+        request = ScoreRequest(as_messages(messages), option_tuple, prefix, agent,
+                               timeout_s=(settings or self.settings).timeout_s)
         missing = self.capabilities.missing(request.needs())
         if missing:
             raise CapabilityError(self.id, ", ".join(missing))
@@ -263,7 +264,7 @@ class Model:
             check_logprobs(self.id, request.options, reply.logprobs)  # a NaN one is the turn's fault, not a score
             return reply
 
-        return await self._with_retries(checked, agent, self.settings.timeout_s,
+        return await self._with_retries(checked, agent, request.timeout_s,
                                         seed=f"0:{_digest(request.messages)}:{request.options}")
 
     async def _score_by_sampling(self, request: ScoreRequest, normalise: Normalise, samples: int,

@@ -144,6 +144,8 @@ class ScoreRequest:
     options: tuple[str, ...]
     prefix: str = ""
     agent: str | None = None
+    timeout_s: float = Settings.timeout_s
+    """Wall-clock limit of the provider's call (the caller's `Settings.timeout_s`); not part of the cache key."""
 
     def needs(self) -> set[str]:
         needed: set[str] = set()
