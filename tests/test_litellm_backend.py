@@ -305,3 +305,14 @@ async def test_a_providers_retry_after_is_waited_before_the_retry(monkeypatch: p
     assert (await model.complete("hi")).text == "fine"
     assert waited == [30.0, 1.5, model_module.MAX_RETRY_AFTER_S]
     assert [event.delay_s for event in model.trace.of_kind("model_retried")] == waited
+
+
+async def test_a_native_tool_call_without_a_name_is_sent_back_not_a_validation_traceback() -> None:
+    """`"name": null` in a tool call was a pydantic ValidationError out of `complete` (a traceback); it names no
+    tool, so it is refused and told to the model as an unknown name is, then `OutputParseError`."""
+    weather = ToolSpec("get_weather", "weather", {"type": "object", "properties": {"city": {"type": "string"}}})
+    nameless = [{"id": "c1", "type": "function", "function": {"name": None, "arguments": "{}"}}]
+    model = open_model("litellm:openai/gpt-4o", extra={"mock_tool_calls": nameless, "mock_response": ""})
+    with pytest.raises(OutputParseError) as caught:
+        await model.complete("Weather in Oslo?", tools=[weather], settings=Settings(max_retries=1))
+    assert "is not one of ['get_weather']" in caught.value.errors[0]

@@ -365,7 +365,8 @@ def _reply(litellm: Any, response: Any) -> Reply:
     calls = []
     for index, call in enumerate(getattr(message, "tool_calls", None) or ()):
         arguments = _arguments_of(call.function.arguments)
-        calls.append(ToolCall(call.function.name, arguments, call.id or f"call_{index}"))
+        # a call without a name (`"name": null`) names no tool: refused and told as an unknown name is
+        calls.append(ToolCall(call.function.name or "", arguments, call.id or f"call_{index}"))
     try:
         cost: float | None = float(litellm.completion_cost(completion_response=response))
     except Exception:
