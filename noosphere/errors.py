@@ -125,15 +125,16 @@ class ModelError(RuntimeFault):
 class ContextOverflowError(ModelError):
     """The prompt plus the requested output does not fit the model's context window."""
 
-    def __init__(self, model: str, prompt_tokens: int, max_tokens: int, context: int) -> None:
+    def __init__(self, model: str, prompt_tokens: int, max_tokens: int, context: int, *,
+                 said: str | None = None) -> None:
         self.prompt_tokens = prompt_tokens
         self.max_tokens = max_tokens
         self.context = context
-        super().__init__(
-            model,
-            f"prompt of {prompt_tokens} tokens plus {max_tokens} output tokens exceeds the context "
-            f"window of {context}",
-        )
+        """0 where it is not known (a provider's model whose window noosphere was not told): then `said` is what the
+        provider said instead."""
+        window = f"window of {context}" if context > 0 else f"window (the provider said: {said or 'it is too long'})"
+        super().__init__(model, f"prompt of {prompt_tokens} tokens plus {max_tokens} output tokens exceeds the "
+                                f"context {window}")
 
 
 class ScriptExhaustedError(ModelError):

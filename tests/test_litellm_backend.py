@@ -9,7 +9,14 @@ import pytest
 from pydantic import BaseModel
 
 from noosphere.concurrent import forfeits
-from noosphere.errors import BudgetExceededError, CapabilityError, ModelError, OutputParseError, ProviderRefusedError
+from noosphere.errors import (
+    BudgetExceededError,
+    CapabilityError,
+    ContextOverflowError,
+    ModelError,
+    OutputParseError,
+    ProviderRefusedError,
+)
 from noosphere.llm import Budget, Message, Settings, ToolSpec, open_model
 from noosphere.llm import model as model_module
 from noosphere.llm.litellm_backend import _reply, import_litellm
@@ -316,3 +323,21 @@ async def test_a_native_tool_call_without_a_name_is_sent_back_not_a_validation_t
     with pytest.raises(OutputParseError) as caught:
         await model.complete("Weather in Oslo?", tools=[weather], settings=Settings(max_retries=1))
     assert "is not one of ['get_weather']" in caught.value.errors[0]
+
+
+async def test_a_providers_context_overflow_on_a_model_of_unknown_window_says_what_the_provider_said(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A self-hosted model's window is not in LiteLLM's table: its overflow said "exceeds the context window of 0",
+    which no model has. It now says what the provider said (its window, the tokens it counted)."""
+    litellm = import_litellm()
+    said = "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens"
+
+    async def too_long(**kwargs: object) -> object:
+        raise litellm.ContextWindowExceededError(message=said, model="m", llm_provider="openai")
+
+    monkeypatch.setattr(litellm, "acompletion", too_long)
+    model = open_model("litellm:openai/m@http://127.0.0.1:9/v1")
+    assert model.backend.context_window is None
+    with pytest.raises(ContextOverflowError) as caught:
+        await model.complete("hi")
+    assert "window of 0" not in str(caught.value) and "maximum context length is 4096" in str(caught.value)

@@ -212,8 +212,8 @@ class LiteLLMBackend:
         try:
             response = await litellm.acompletion(**args)
         except litellm.ContextWindowExceededError as exc:
-            raise ContextOverflowError(self.model_id, self.count_tokens(messages) or 0,
-                                       settings.max_tokens, self.context_window or 0) from exc
+            raise ContextOverflowError(self.model_id, self.count_tokens(messages) or 0, settings.max_tokens,
+                                       self.context_window or 0, said=_said(exc, self._api_key)) from exc
         except litellm.RateLimitError as exc:  # a quota that ran out (a provider's, or a `noosphere serve` budget)
             spent = _quota_spent(exc)  # is not a rate limit: asking again later gets the same answer
             raise ModelError(self.model_id, _said(exc, self._api_key), retryable=not spent,
