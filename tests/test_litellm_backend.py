@@ -16,6 +16,7 @@ from noosphere.errors import (
     ModelError,
     OutputParseError,
     ProviderRefusedError,
+    UsageError,
 )
 from noosphere.llm import Budget, Message, Settings, ToolSpec, open_model
 from noosphere.llm import model as model_module
@@ -341,3 +342,24 @@ async def test_a_providers_context_overflow_on_a_model_of_unknown_window_says_wh
     with pytest.raises(ContextOverflowError) as caught:
         await model.complete("hi")
     assert "window of 0" not in str(caught.value) and "maximum context length is 4096" in str(caught.value)
+
+
+async def test_no_api_key_is_one_usage_error_not_a_server_fault_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without OPENAI_API_KEY openai's client refuses to be made, and LiteLLM passes that on as a server's 500: it was
+    retried four times with backoff, then each turn forfeited. It is a usage error, at the first call."""
+    litellm = import_litellm()
+    for name in ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    real = litellm.acompletion
+    calls = 0
+
+    async def counted(**kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        return await real(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", counted)
+    model = open_model("litellm:openai/m@http://127.0.0.1:9/v1", trace=Trace(None))
+    with pytest.raises(UsageError, match="OPENAI_API_KEY") as caught:
+        await model.complete("hi")
+    assert calls == 1 and not model.trace.of_kind("model_retried") and not forfeits(caught.value)

@@ -219,6 +219,9 @@ class LiteLLMBackend:
             raise ModelError(self.model_id, _said(exc, self._api_key), retryable=not spent,
                              retry_after_s=_retry_after(exc)) from exc
         except retryable as exc:
+            if _unconfigured(exc, OpenAIError):  # no key: every call would be refused before it is sent
+                raise UsageError(f"{self.model_id}: the provider's client cannot be made: {_said(exc, self._api_key)} "
+                                 "(a server that takes no key still needs one set, any value)") from exc
             raise ModelError(self.model_id, _said(exc, self._api_key), retryable=True,
                              retry_after_s=_retry_after(exc)) from exc
         except litellm.APIError as exc:  # LiteLLM's catch-all: a server's fault (5xx, "overloaded") passes
@@ -276,6 +279,20 @@ def _counted(model_id: str, usage: Usage) -> Usage:
             raise ModelError(model_id, f"the provider reported {value} {name.replace('_', ' ')}, which no call has",
                              retryable=True)
     return usage
+
+
+def _unconfigured(error: BaseException, client_error: type[BaseException]) -> bool:
+    """Whether the error began in openai's client before any request was sent: its bare `OpenAIError` (`client_error`),
+    raised for a missing key or a client option it cannot do without, which LiteLLM passes on as a server's 500 and
+    would be retried as one."""
+    cause: BaseException | None = error
+    for _ in range(8):  # a chain, not a cycle
+        if cause is None:
+            return False
+        if type(cause) is client_error:
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _retry_after(error: Any) -> float | None:
