@@ -119,10 +119,13 @@ async def test_a_providers_5xx_through_litellms_catch_all_is_retried(monkeypatch
     model = open_model("litellm:openai/gpt-4o", extra={"mock_response": "fine"})
     real = litellm.acompletion
     failures = [litellm.APIError(status_code=529, message="overloaded", llm_provider="openai", model="gpt-4o"),
+                # a 200 whose body is no JSON (a proxy's page): how LiteLLM's httpx providers (hosted_vllm/) say it
+                litellm.APIError(status_code=200, message="Unable to get json response - Expecting value",
+                                 llm_provider="hosted_vllm", model="m"),
                 litellm.APIError(status_code=418, message="a teapot", llm_provider="openai", model="gpt-4o")]
 
     async def flaky(**kwargs: object) -> object:
-        if failures and failures[0].status_code == 529:
+        if failures and failures[0].status_code in (529, 200):
             raise failures.pop(0)
         return await real(**kwargs)
 

@@ -228,8 +228,9 @@ class LiteLLMBackend:
             status = getattr(exc, "status_code", None)  # and an OpenAI-compatible server's 403 (no typed error)
             if status in CALLER_REFUSED:
                 raise ProviderRefusedError(self.model_id, status, _said(exc, self._api_key)) from exc
+            # a 2xx whose body could not be read (not JSON: a proxy's page, a body cut short) is a malformed reply
             raise ModelError(self.model_id, _said(exc, self._api_key),
-                             retryable=isinstance(status, int) and status >= 500) from exc
+                             retryable=isinstance(status, int) and (status >= 500 or 200 <= status < 300)) from exc
         except OpenAIError as exc:  # the rest, a provider's 4xx among them: a wrong key, an unknown model, a request
             # refused (LiteLLM's BadRequestError, AuthenticationError, NotFoundError... derive from openai's errors,
             # not from its own OpenAIError)
