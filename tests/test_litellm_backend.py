@@ -366,3 +366,23 @@ async def test_no_api_key_is_one_usage_error_not_a_server_fault_retried(monkeypa
     with pytest.raises(UsageError, match="OPENAI_API_KEY") as caught:
         await model.complete("hi")
     assert calls == 1 and not model.trace.of_kind("model_retried") and not forfeits(caught.value)
+
+
+async def test_native_tool_arguments_cut_off_at_the_token_limit_are_sent_back_not_repaired(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arguments cut off at max_tokens (`{"city": "Osl`, finish_reason length) were closed by a repair and the call
+    accepted with "Osl" for "Oslo", silently; as a structured output closed by a repair at the limit is, they are
+    refused and the model told it was cut off."""
+    litellm = import_litellm()
+    weather = ToolSpec("get_weather", "weather", {"type": "object", "properties": {"city": {"type": "string"}}})
+
+    async def cut_off(**kwargs: object) -> object:
+        return litellm.ModelResponse(model="gpt-4o", choices=[{"finish_reason": "length", "message": {
+            "role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Osl'}}]}}])
+
+    monkeypatch.setattr(litellm, "acompletion", cut_off)
+    model = open_model("litellm:openai/gpt-4o")
+    with pytest.raises(OutputParseError) as caught:
+        await model.complete("Weather in Oslo?", tools=[weather], settings=Settings(max_retries=1))
+    assert "cut off at the limit" in caught.value.errors[0]

@@ -367,13 +367,15 @@ def _log_total(logprobs: list[float]) -> float:
     return math.log(total) if total > 0 else -math.inf
 
 
-def _arguments_of(raw: str | None) -> dict[str, Any]:
+def _arguments_of(raw: str | None, *, cut: bool = False) -> dict[str, Any]:
     """A native tool call's arguments as an object: parsed, repaired when that is all that is wrong (a closing
-    brace cut off), else kept as text under `UNPARSED`, which the call's check refuses and tells the model."""
+    brace cut off), else kept as text under `UNPARSED`, which the call's check refuses and tells the model. Not
+    repaired in a reply `cut` off at its token limit: its last value may be cut short too (`{"city": "Osl`), as a
+    structured output's closed by a repair is refused then."""
     try:
         value = json.loads(raw or "{}")
     except json.JSONDecodeError:
-        value = json_repair.loads(raw or "")
+        value = {UNPARSED: raw} if cut else json_repair.loads(raw or "")
     return value if isinstance(value, dict) and (value or (raw or "{}").strip() in ("", "{}")) else {UNPARSED: raw}
 
 
@@ -382,7 +384,7 @@ def _reply(litellm: Any, response: Any) -> Reply:
     message = choice.message
     calls = []
     for index, call in enumerate(getattr(message, "tool_calls", None) or ()):
-        arguments = _arguments_of(call.function.arguments)
+        arguments = _arguments_of(call.function.arguments, cut=choice.finish_reason == "length")
         # a call without a name (`"name": null`) names no tool: refused and told as an unknown name is
         calls.append(ToolCall(call.function.name or "", arguments, call.id or f"call_{index}"))
     try:
