@@ -178,6 +178,11 @@ def test_sigterm_inside_the_event_loop_cancels_its_task_as_ctrl_c_does() -> None
     async def main() -> None:
         await asyncio.gather(item())
 
-    with terminate_as_interrupt(), pytest.raises(KeyboardInterrupt):
-        asyncio.run(main())
+    # as in the command line's process; a pytest-xdist worker ignores SIGINT, and asyncio.run then leaves Ctrl-C alone
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with terminate_as_interrupt(), pytest.raises(KeyboardInterrupt):
+            asyncio.run(main())
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert seen == ["went on", "cancelled"]
