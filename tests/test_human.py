@@ -4,6 +4,7 @@ timeout, and a run stopped while it waits for them that is resumed from its fold
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -16,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -305,11 +307,13 @@ def asked_run(folder: Path) -> HumanAsked:
     return asked
 
 
-def request(url: str, *, token: str | None = None, body: Any = None) -> tuple[int, dict[str, Any]]:
-    headers = {"Content-Type": "application/json"} if body is not None else {}
+def request(url: str, *, token: str | None = None, body: Any = None, raw: bytes | None = None
+            ) -> tuple[int, dict[str, Any]]:
+    """A GET, or a POST of `body` as JSON (or of `raw` bytes as they are), with the page's token if given."""
+    headers = {"Content-Type": "application/json"} if body is not None or raw is not None else {}
     if token is not None:
         headers["X-Noosphere-Token"] = token
-    data = json.dumps(body).encode() if body is not None else None
+    data = raw if raw is not None else json.dumps(body).encode() if body is not None else None
     try:
         with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=10) as reply:
             return reply.status, json.loads(reply.read())
@@ -317,16 +321,25 @@ def request(url: str, *, token: str | None = None, body: Any = None) -> tuple[in
         return refused.code, json.loads(refused.read())
 
 
-def test_the_view_server_takes_a_persons_answer_only_from_its_page(tmp_path: Path) -> None:
-    asked_run(tmp_path / "run")
-    server = make_server(tmp_path / "run", port=0)
+@contextlib.contextmanager
+def served(folder: Path) -> Iterator[tuple[str, str]]:
+    """The view server on `folder`, in a thread: its base URL and the token its page carries."""
+    server = make_server(folder, port=0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}"
         with urllib.request.urlopen(base + "/", timeout=10) as reply:
             page = reply.read().decode()
-        token = json.loads(re.search(r'"live":(\{.*?\})', page).group(1))["token"]
         assert "connect-src 'self'" in page
+        yield base, json.loads(re.search(r'"live":(\{.*?\})', page).group(1))["token"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_view_server_takes_a_persons_answer_only_from_its_page(tmp_path: Path) -> None:
+    asked_run(tmp_path / "run")
+    with served(tmp_path / "run") as (base, token):
         assert request(base + "/live")[0] == 403  # another site's page cannot read it
         status, state = request(base + "/live", token=token)
         assert status == 200 and state["status"] == "running"  # no result.json: it has not finished
@@ -339,57 +352,29 @@ def test_the_view_server_takes_a_persons_answer_only_from_its_page(tmp_path: Pat
         assert request(base + "/answer", token=token, body=answer) == (200, {"ok": True, "message": "answered"})
         assert request(base + "/answer", token=token, body=answer)[0] == 409  # answered once
         assert request(base + "/live", token=token)[1]["waiting"][0]["answered"] is True
-    finally:
-        server.shutdown()
-        server.server_close()
     book = AnswerBook(tmp_path / "run" / "human")
     assert book.entry("q-1") == {"question": "q-1", "member": "you", "by": "viewer",
                                  "answer": {"reasoning": "both are 42", "choice": "B"}}
 
 
-def post_raw(url: str, token: str, data: bytes) -> tuple[int, dict[str, Any]]:
-    headers = {"Content-Type": "application/json", "X-Noosphere-Token": token}
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=10) as reply:
-            return reply.status, json.loads(reply.read())
-    except urllib.error.HTTPError as refused:
-        return refused.code, json.loads(refused.read())
-
-
 def test_an_answer_nested_too_deeply_is_a_bad_request_not_a_dropped_connection(tmp_path: Path) -> None:
     """Before, json.loads raised RecursionError in the handler: a traceback on the terminal and no reply."""
     asked_run(tmp_path / "run")
-    server = make_server(tmp_path / "run", port=0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{server.server_address[1]}"
-        with urllib.request.urlopen(base + "/", timeout=10) as reply:
-            token = json.loads(re.search(r'"live":(\{.*?\})', reply.read().decode()).group(1))["token"]
-        status, said = post_raw(base + "/answer", token, b"[" * 100_000 + b"]" * 100_000)
+    with served(tmp_path / "run") as (base, token):
+        status, said = request(base + "/answer", token=token, raw=b"[" * 100_000 + b"]" * 100_000)
         assert status == 400 and said["error"] == "the answer is not JSON"
-    finally:
-        server.shutdown()
-        server.server_close()
     assert not (tmp_path / "run" / "human" / "answers.jsonl").exists()
 
 
 def test_an_answer_with_a_lone_surrogate_is_a_bad_request_and_the_question_still_waits(tmp_path: Path) -> None:
     """Before, the answer book's UTF-8 write raised UnicodeEncodeError in the handler: a traceback, no reply."""
     asked_run(tmp_path / "run")
-    server = make_server(tmp_path / "run", port=0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{server.server_address[1]}"
-        with urllib.request.urlopen(base + "/", timeout=10) as reply:
-            token = json.loads(re.search(r'"live":(\{.*?\})', reply.read().decode()).group(1))["token"]
+    with served(tmp_path / "run") as (base, token):
         body = b'{"question": "q-1", "answer": {"reasoning": "\\ud800", "choice": "B"}}'
-        status, said = post_raw(base + "/answer", token, body)
+        status, said = request(base + "/answer", token=token, raw=body)
         assert status == 400 and "lone surrogate" in said["error"]
         answer = {"question": "q-1", "answer": {"reasoning": "both are 42", "choice": "B"}}
         assert request(base + "/answer", token=token, body=answer)[0] == 200
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.mark.parametrize(("fields", "given"), [
@@ -440,12 +425,7 @@ def test_a_run_folder_replaced_by_a_file_while_served_is_answered_in_json_not_a_
     """Before, the live state and the answer raised NotADirectoryError in the handler: a traceback on the terminal
     at every poll of the page, and no reply."""
     asked_run(tmp_path / "run")
-    server = make_server(tmp_path / "run", port=0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{server.server_address[1]}"
-        with urllib.request.urlopen(base + "/", timeout=10) as reply:
-            token = json.loads(re.search(r'"live":(\{.*?\})', reply.read().decode()).group(1))["token"]
+    with served(tmp_path / "run") as (base, token):
         shutil.rmtree(tmp_path / "run")
         (tmp_path / "run").write_text("not a run folder any more")
         status, said = request(base + "/live", token=token)
@@ -453,9 +433,6 @@ def test_a_run_folder_replaced_by_a_file_while_served_is_answered_in_json_not_a_
         answer = {"question": "q-1", "answer": {"reasoning": "both are 42", "choice": "B"}}
         status, said = request(base + "/answer", token=token, body=answer)
         assert status == 409 and said["error"].startswith("the answer could not be kept")
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_written_report_has_no_live_panel_and_fetches_nothing(tmp_path: Path) -> None:
