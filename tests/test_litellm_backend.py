@@ -386,3 +386,14 @@ async def test_native_tool_arguments_cut_off_at_the_token_limit_are_sent_back_no
     with pytest.raises(OutputParseError) as caught:
         await model.complete("Weather in Oslo?", tools=[weather], settings=Settings(max_retries=1))
     assert "cut off at the limit" in caught.value.errors[0]
+
+
+@pytest.mark.parametrize("model_id", ["litellm:foo", "litellm: ", "litellm:open ai/gpt-4o", "litellm:@http://127.0.0.1:9",
+                                      "litellm:nosuchprovider/model@http://127.0.0.1:9/v1", "litellm:openai/",
+                                      "litellm:openai/ "])
+def test_a_model_id_without_a_provider_and_a_model_litellm_can_tell_is_refused_on_opening(model_id: str) -> None:
+    """Every call would fail (LiteLLM's "LLM Provider NOT provided", or a request for a model named ""): one usage
+    error before any run or call. `litellm:openai/` is what an unset `$MODEL` makes of `litellm:openai/$MODEL`."""
+    with pytest.raises(UsageError, match="cannot tell a provider and a model"):
+        open_model(model_id)
+    assert open_model("litellm:someone/model", extra={"custom_llm_provider": "openai"}).id == "litellm:someone/model"

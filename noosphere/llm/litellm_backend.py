@@ -75,10 +75,12 @@ class LiteLLMBackend:
         self.extra = extra or {}
         litellm = import_litellm()
         try:  # a provider LiteLLM cannot tell would fail every call: refused before any (`litellm:gpt4o`, `: `)
-            litellm.get_llm_provider(model, custom_llm_provider=self.extra.get("custom_llm_provider"),
-                                     api_base=api_base)
+            named = litellm.get_llm_provider(model, custom_llm_provider=self.extra.get("custom_llm_provider"),
+                                             api_base=api_base)[0]
         except Exception:
-            raise UsageError(f"LiteLLM cannot tell which provider serves the model {model!r} (of litellm:{model}); "
+            named = None
+        if not (named or "").strip():  # `litellm:openai/` (an unset $MODEL, say): a provider and no model
+            raise UsageError(f"LiteLLM cannot tell a provider and a model in {model!r} (of litellm:{model}); "
                              "give it as litellm:<provider>/<model>, e.g. litellm:openai/gpt-4o or "
                              "litellm:ollama/llama3") from None
         self.capabilities = replace(capabilities or Capabilities(
