@@ -55,11 +55,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from noosphere.bench.answer_spread import answer_spread
 from noosphere.bench.runner import averages, load_done
@@ -392,6 +395,24 @@ def finished(folder: Path) -> bool:
         return False
 
 
+def bench(command: list[str], **options: Any) -> subprocess.CompletedProcess:
+    """Run a bench command to its end. Ctrl-C reaches the command as well (the terminal signals the whole process
+    group) and it stops on its own, writing what it scored and its result; the suite waits for that and then stops
+    as interrupted. (Interrupted inside `subprocess.run`, the suite killed the command 0.25 s later, mid-stop: its
+    result said "running" and its report was stale.) A handler, not SIG_IGN, so that the command keeps its Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        return subprocess.run(command, check=False, **options)
+    interrupted: list[int] = []
+    before = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+    try:
+        done = subprocess.run(command, check=False, **options)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    if interrupted:
+        raise KeyboardInterrupt
+    return done
+
+
 def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> subprocess.CompletedProcess | None:
     """Start or resume the configuration's run: the bench process, or None when none was started (the run is
     finished, or waits for the run it matches)."""
@@ -413,7 +434,7 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> su
                 return None
             command += ["--match-run", str(matched[-1])]
     print(f"== {config.name}: {' '.join(command[3:])}", flush=True)
-    return subprocess.run(command, check=False)
+    return bench(command)
 
 
 def _offset(args: argparse.Namespace, config: Config | None = None) -> int:
@@ -455,8 +476,7 @@ def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.
         return failed
     print(f"== together: {', '.join(Path(folder).parent.name for folder in folders)}", flush=True)
     parallel = str(args.parallel or suite.parallel)  # for the runs whose games need not go in order
-    done = subprocess.run([sys.executable, "-m", "noosphere", "bench", "together", *folders, "--parallel", parallel],
-                          check=False)
+    done = bench([sys.executable, "-m", "noosphere", "bench", "together", *folders, "--parallel", parallel])
     return [*failed, "together"] if done is not None and done.returncode != 0 else failed
 
 

@@ -406,3 +406,29 @@ def test_ctrl_c_stops_the_suite_in_one_line_and_starts_no_other_run(suite: Any, 
         code = exited.code
     assert code == 130 and len(ran) == 1
     assert capsys.readouterr().err.strip() == "suite: stopped (Ctrl-C); run it again to go on where each run stopped"
+
+
+def test_ctrl_c_waits_for_the_bench_command_to_stop_on_its_own(suite: Any, tmp_path: Path) -> None:
+    """Interrupted inside `subprocess.run`, the suite killed the bench command 0.25 s later, in the middle of its own
+    stop (its result left "running", its report stale). Now the suite waits for the command, which has the Ctrl-C
+    too and stops when it has written what it scored, and then stops as interrupted."""
+    import os
+    import signal
+    import threading
+    import time
+
+    started, stopped = tmp_path / "started", tmp_path / "stopped"
+    command = [sys.executable, "-c", "import pathlib, sys, time; pathlib.Path(sys.argv[1]).touch(); time.sleep(1.5); "
+                                     "pathlib.Path(sys.argv[2]).touch()", str(started), str(stopped)]
+
+    def ctrl_c() -> None:  # to the suite alone: the command, as if it had the Ctrl-C too, takes its time to stop
+        while not started.exists():
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    handler = signal.getsignal(signal.SIGINT)
+    threading.Thread(target=ctrl_c, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        suite.bench(command)
+    assert stopped.exists()  # the command was waited for, not killed mid-stop
+    assert signal.getsignal(signal.SIGINT) is handler  # the suite's own Ctrl-C handling is back
