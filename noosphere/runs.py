@@ -54,7 +54,7 @@ class Run:
         discarded run removes those it leaves empty."""
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            self._lock = _lock_folder(directory)
+            self._lock = lock_folder(directory)
             self.trace = Trace(directory / "trace.jsonl", redactor=self.redactor)
         except OSError as exc:
             raise UsageError(f"cannot write a run folder at {directory} ({exc.strerror or exc}); "
@@ -196,7 +196,7 @@ class Run:
 LOCK_FILE = ".lock"
 
 
-def _lock_folder(directory: Path) -> Any:
+def lock_folder(directory: Path) -> Any:
     """Hold the run folder for this process until the run finishes: a second process resuming the same folder (two
     shells, or `bench together` beside `--resume`) would score its items twice and overwrite its totals. The lock
     goes with the process, however it ends. (Within one process, `bench together` refuses a folder given twice.)"""

@@ -270,3 +270,30 @@ def test_a_reset_empties_every_table_and_clusters_of_one_size_come_in_label_orde
     assert [c.label for c in store.clusters()] == [0, 1]
     store.reset()
     assert store.episodes() == [] and store.concepts() == [] and store.clusters() == []
+
+
+def test_memory_reset_of_a_run_that_is_playing_is_refused_and_keeps_the_memory(tmp_path: Path) -> None:
+    """`memory reset RUN/memory` while the run played succeeded, and the run went on with its memory emptied under
+    it; the run holds its folder (its `.lock`, as against a second process resuming it), and the reset is refused."""
+    import subprocess
+    import sys
+
+    from tests.test_cli import invoke
+
+    run = tmp_path / "run"
+    MemoryStore(run / "memory").add_concept(RULES[0], "g")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from noosphere.runs import lock_folder; "
+                               "held = lock_folder(Path(sys.argv[1])); print('held', flush=True); time.sleep(60)",
+         str(run)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        code, _, err = invoke(["memory", "reset", str(run / "memory"), "--yes"])
+        assert code == 2 and "is in use by another run" in err, err
+        assert MemoryStore(run / "memory").concepts() == [RULES[0]]
+    finally:
+        holder.kill()
+        holder.wait()
+    code, _, _ = invoke(["memory", "reset", str(run / "memory"), "--yes"])  # the run gone, its lock with it
+    assert code == 0 and MemoryStore(run / "memory").concepts() == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,6 +12,7 @@ from rich.table import Table
 from noosphere.memory import MemoryStore
 from noosphere.memory.check import check_memory, check_writable
 from noosphere.printable import markup_safe
+from noosphere.runs import LOCK_FILE, lock_folder
 
 DirArgument = Annotated[Path, typer.Argument(help="a memory folder (it holds memory.sqlite)")]
 
@@ -22,6 +23,13 @@ def _existing(folder: Path) -> MemoryStore:
     check_memory(folder)
     check_writable(folder)
     return MemoryStore(folder)
+
+
+def _run_held(folder: Path) -> Any:
+    """The lock of the run whose memory `folder` is (`RUN/memory`), taken for the reset, or None for a memory of no
+    run: a run playing with it refuses it, as it refuses a second process resuming it."""
+    run = folder.resolve().parent
+    return lock_folder(run) if folder.resolve().name == "memory" and (run / LOCK_FILE).exists() else None
 
 
 def add_memory(app: typer.Typer) -> None:
@@ -61,7 +69,12 @@ def add_memory(app: typer.Typer) -> None:
     def reset(folder: DirArgument, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False) -> None:
         """Forget every episode, concept and cluster in FOLDER."""
         store = _existing(folder)
+        held = _run_held(folder)  # a run playing with this memory would go on with it emptied under it
         if not yes and not typer.confirm(f"Forget everything in {folder}?"):
             raise typer.Exit(1)
-        store.reset()
+        try:
+            store.reset()
+        finally:
+            if held is not None:
+                held.close()
         Console(emoji=False).print(f"memory at {markup_safe(folder)} is empty", highlight=False)
