@@ -344,6 +344,14 @@ SUITES: dict[str, Suite] = {
                                                "know,execute", "--vote", "sequence", "--offset", "50"), 30),
         Config("best-of-n-sequence-match-nochange", ("--system", "best-of-n", "--weights", "sequence", "--offset",
                                                      "50"), 30, match="democracy-sequence-nochange"),
+        # a society whose calls all give answers, spent where the members disagree: the debate's three solvers answer
+        # alone; only if they split is a round held (each reads the others and answers again); every answer of the
+        # run counted with its reply's probability. On the 100 held-out problems best-of-n-sequence-heldout played:
+        # `cisc_table.py RUN --against` that run, at the calls this one measured, and `--adaptive 3` for the same
+        # calls spent on three more samples instead of the round
+        Config("debate-every-consensus", ("--system", "society", "--society", DEBATE, "--set", "editor=null",
+                                          "--vote", "every", "--set", "until_consensus=true", "--rounds", "1",
+                                          "--offset", "50"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,

@@ -552,3 +552,62 @@ def test_a_resume_refuses_another_match_run_or_weighting_and_takes_the_runs_own(
     code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), *made, "--no-weighted", "--quiet",
                            "--no-cache"], lambda model_id, **kwargs: opener(**kwargs))
     assert code == 0, err
+
+
+def scored_statement(number: str, logprob: float) -> Any:
+    from noosphere.llm import Reply, Usage
+
+    return Reply(json.dumps({"reasoning": "r", "answer": number}), usage=Usage(10, 2), logprob=logprob)
+
+
+def debate_until_consensus(data: Path, out: Path, script: Any, limit: int = 1) -> dict[str, Any]:
+    from noosphere.llm import Capabilities
+
+    backend = ScriptedBackend(script, capabilities=Capabilities(json_schema=True, logprobs=True))
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society",
+                           str(EXAMPLES / "debate-solvers.toml"), "--set", "editor=null", "--vote", "every",
+                           "--set", "until_consensus=true", "--rounds", "2", "--data", str(data),
+                           "--limit", str(limit), "--out", str(out), "--no-cache", "--quiet"],
+                          lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 0, err
+    [run_dir] = list(out.iterdir())
+    [row] = rows(run_dir)
+    return row
+
+
+def test_a_debate_until_consensus_counts_every_answer_by_its_probability(data: Path, tmp_path: Path) -> None:
+    """`--vote every --set until_consensus=true`: the members split 7 / 8 / 8 at the mission, so one round is held;
+    after it all hold 8 and the second round is not. Every answer of the run is a weighted sample: the one likely 7
+    (0.95) outweighs the five unlikely 8s (0.135 each: 0.68 in all), which a count of the standing answers (all 8)
+    could not do."""
+    likely, unlikely = -0.1, -4.0  # a reply of 2 tokens: 0.95 and 0.135
+    row = debate_until_consensus(data, tmp_path / "split", by_agent({
+        "planner": [scored_statement("7", likely), scored_statement("8", unlikely)],
+        "calculator": [scored_statement("8", unlikely), scored_statement("8", unlikely)],
+        "checker": [scored_statement("8", unlikely), scored_statement("8", unlikely)]}))
+    assert (row["decided_by"], row["prediction"], row["calls"]) == ("every", "7", 6)
+    assert [(a["member"], a["round"], a["number"]) for a in row["answers"]] == [
+        ("planner", 0, "7"), ("calculator", 0, "8"), ("checker", 0, "8"),
+        ("planner", 1, "8"), ("calculator", 1, "8"), ("checker", 1, "8")]
+    assert row["answers"][0]["token_probability"] == pytest.approx(math.exp(-0.05), abs=1e-6)
+
+
+def test_a_unanimous_mission_ends_the_debate_before_any_round(data: Path, tmp_path: Path) -> None:
+    row = debate_until_consensus(data, tmp_path / "agreed", by_agent({
+        name: [scored_statement("8", -0.5)] for name in ("planner", "calculator", "checker")}))
+    assert (row["prediction"], row["calls"], len(row["answers"])) == ("8", 3, 3)
+    [run_dir] = list((tmp_path / "agreed").iterdir())
+    events = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
+    [consensus] = [e for e in events if e["kind"] == "soc_consensus"]
+    assert (consensus["phase"], consensus["round"], consensus["answer"]) == ("debate", 1, "8")
+    assert not [e for e in events if e["kind"] == "soc_phase" and e["phase"] == "debate"]
+
+
+@pytest.mark.parametrize("organisation", ["democracy.yaml", "monarchy.yaml"])
+def test_every_answer_is_a_debate_vote(organisation: str, data: Path, tmp_path: Path) -> None:
+    """A democracy's rounds repeat each standing answer: counting every answer would count it once a round."""
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society", str(EXAMPLES / organisation),
+                           "--vote", "every", "--data", str(data), "--out", str(tmp_path / "runs"), "--quiet"],
+                          opener_for(scripted([])))
+    assert code == 2 and "vote: every" in err, err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

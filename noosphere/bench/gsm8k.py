@@ -24,7 +24,7 @@ from noosphere.concurrent import Forfeit, attempt, gather_turns
 from noosphere.datafiles import read_json_lines
 from noosphere.errors import CapabilityError
 from noosphere.llm import Message, Model
-from noosphere.society import Society, Statement
+from noosphere.society import MembersVote, Society, Statement
 from noosphere.society.spec import SocietySpec
 
 SOLVER_ROLE = ("You solve grade-school maths word problems. In the reasoning, compute step by step: write each "
@@ -196,12 +196,20 @@ async def solve_society(society: Society, item: GsmItem) -> Scored:
     likely = {r.member: r.probability for r in result.records if r.member in present}
     if any(p is not None for p in likely.values()):  # a vote by sequence probability: what each answer weighed
         detail["standing_probability"] = likely
+    if _counts_every_answer(society):  # each answer any member gave, with its reply's probability: the vote's samples
+        detail["answers"] = [{"member": r.member, "round": r.round, "number": normalise_number(r.answer),
+                              "token_probability": round(r.probability, 6) if r.probability is not None else None}
+                             for r in result.records if r.member in present and r.answer.strip()]
     if result.ballots:  # each voter's first choice: with `standing`, whether it voted for its own answer
         detail["ballots"] = {b.voter: normalise_number(b.ranking[0]) if b.ranking else None for b in result.ballots}
     if society.economy is not None:  # the ledger lives across problems: record how it stands after each
         detail["balances"] = {name: round(v, 2) for name, v in society.economy.balances.items()}
         detail["ledger"] = society.economy.snapshot()  # exact, so that a resumed run goes on from here
     return _scored(item, result.answer, result.support, **detail)  # confidence: the share of the society behind it
+
+
+def _counts_every_answer(society: Society) -> bool:
+    return any(isinstance(phase, MembersVote) and phase.every_answer for phase in society.phases)
 
 
 async def solve_in_new_society(build: Callable[[], Society], item: GsmItem) -> Scored:

@@ -152,8 +152,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             help="democracy rights, comma-separated (know,change,execute), overriding the society file")] = None,
         vote: Annotated[str | None, typer.Option(
             help="how members vote where they do: ballot (each is asked), standing (each one's last answer is "
-                 "counted), weighted (counted with the member's P(True)) or sequence (with its reply's "
-                 "probability), overriding the society file")] = None,
+                 "counted), weighted (counted with the member's P(True)), sequence (with its reply's "
+                 "probability) or every (a debate's: every answer each member gave, with its reply's probability), "
+                 "overriding the society file")] = None,
         set_: Annotated[list[str] | None, typer.Option(
             "--set", help="any society setting, overriding the file: KEY=VALUE with a YAML value, repeatable "
                           "(e.g. --set editor=null for a debate whose members vote)")] = None,

@@ -18,7 +18,7 @@ from noosphere.society.ballots import choice_model, lettered, named_option, opti
 from noosphere.society.events import BallotCast, MemberSpoke, Tallied
 from noosphere.society.member import Member
 from noosphere.society.phases import said_line, transcript
-from noosphere.society.session import Session, Statement
+from noosphere.society.session import Contribution, Session, Statement
 from noosphere.society.voting import Ballot, tally
 
 VoteWeights = Literal["none", "p-true", "sequence"]
@@ -145,6 +145,11 @@ class MembersVote:
     at all): under the right to change, every member's pick is that reply (the short one that kept or changed its
     answer; one whose pick forfeited keeps its statement's); a sub-society's answer, which has none, counts the
     mean of the others'."""
+    every_answer: bool = False
+    """With `weights="sequence"`: every answer a member gave in the run (its mission statement and each debate
+    round's) is counted with its reply's probability, not only its standing one; so each call that gave an answer
+    is a weighted sample, as in a best-of-N. Where they differ, a member's earlier answer still counts for what it
+    weighed."""
     shows_summary: bool = False
     """Whether the ballot repeats the organizer's summary. Off, each member votes on its own reading of the
     discussion, which is what makes a plurality of independent voters more often right than any one of them."""
@@ -152,12 +157,17 @@ class MembersVote:
     def __post_init__(self) -> None:
         if self.weights != "none" and not self.by_standing:
             raise UsageError(f"weights={self.weights!r} weigh the members' standing answers: give by_standing=True")
+        if self.every_answer and self.weights != "sequence":
+            raise UsageError("every_answer counts each answer with its reply's probability: give weights='sequence'")
 
     async def run(self, session: Session) -> None:
         round_ = session.phase(self.name, session.rounds + 2)
         options = session.options()
         if self.by_standing and self.weights == "p-true" and len(options) > 1:
             await count_weighted(session, self.name, round_)
+            return
+        if self.every_answer and len({session.answer_key(r.answer) for r in given_answers(session)}) > 1:
+            count_every_answer(session)
             return
         if self.by_standing and self.weights == "sequence" and len(options) > 1:
             count_by_probability(session)
@@ -255,6 +265,30 @@ def count_by_probability(session: Session) -> None:
     weights = {name: r.probability if r.probability is not None else fill for name, r in latest.items()}
     ballots = [Ballot(name, (r.answer,)) for name, r in latest.items()]
     MembersVote.count(session, ballots, decided_by="sequence", standing=True, weights=weights)
+
+
+def given_answers(session: Session) -> list[Contribution]:
+    """Every answer a present member gave in the run, in the order given."""
+    present = {m.name for m in session.members}
+    return [r for r in session.records if r.member in present and r.answer.strip()]
+
+
+def count_every_answer(session: Session) -> None:
+    """Count every answer the members gave (`MembersVote.every_answer`), each a ballot of its own (voter
+    `member@phase:round`) with the weight of its reply's probability; an answer without one (a sub-society's)
+    counts the mean of the others'."""
+    given = given_answers(session)
+    unweighed = sorted({r.member for r in given if r.probability is None and any(
+        m.name == r.member and m.gives_probability for m in session.members)})
+    if unweighed:
+        raise UsageError(f"a vote over every answer by its reply's probability, but {', '.join(unweighed)} gave one "
+                         "without it: a phase that gives a member's answer asks it with `session.answering(...)`")
+    known = [r.probability for r in given if r.probability is not None]
+    fill = sum(known) / len(known) if known else 1.0
+    ballots = [Ballot(f"{r.member}@{r.phase}:{r.round}", (r.answer,)) for r in given]
+    weights = {b.voter: r.probability if r.probability is not None else fill
+               for b, r in zip(ballots, given, strict=True)}
+    MembersVote.count(session, ballots, decided_by="every", standing=True, weights=weights)
 
 
 def hold_vote(session: Session, ballots: list[Ballot], options: list[str], *, standing: bool = False,

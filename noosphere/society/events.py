@@ -93,6 +93,16 @@ class Tallied(Event):
     tied: list[str]
 
 
+class ConsensusReached(Event):
+    """Every member holds the same answer before mindstorm round `round`, so the rounds stop there (a debate
+    `until_consensus`): the calls a problem costs then follow how hard the members found it."""
+
+    kind: str = "soc_consensus"
+    phase: str
+    round: int
+    answer: str
+
+
 class BudgetSpent(Event):
     """The society's own budget ran out in `phase`: it stopped there and decided with what it had."""
 

@@ -17,12 +17,13 @@ from noosphere.society.society import Society
 RIGHTS = ("know", "change", "execute")
 """Democracy's rights: to know the others' answers each round, to change to another's answer, to vote."""
 
-VOTES = ("ballot", "standing", "weighted", "sequence")
+VOTES = ("ballot", "standing", "weighted", "sequence", "every")
 """How members vote where they do: each fills in a ballot, or each one's standing answer is counted, or
 counted with the weight of the member's probability that it is right (`weighted`: P(True), as CISC weighs
 samples, one scoring call a member), or of the probability its model gave the reply that made it the member's
-answer (`sequence`: taken in that call, no call more)."""
-WEIGHTS_OF_VOTE: dict[str, VoteWeights] = {"weighted": "p-true", "sequence": "sequence"}
+answer (`sequence`: taken in that call, no call more), or every answer each member gave in the run, each
+with its reply's probability (`every`: each answering call a weighted sample, as best-of-N counts them)."""
+WEIGHTS_OF_VOTE: dict[str, VoteWeights] = {"weighted": "p-true", "sequence": "sequence", "every": "sequence"}
 
 
 def _weights(vote: str) -> VoteWeights:
@@ -37,6 +38,14 @@ def _by_standing(vote: str, *, decider: Member | None = None) -> bool:
     if vote != "ballot" and decider is not None:
         raise UsageError(f"vote={vote!r} counts the members' answers where they vote, but {decider.name} decides")
     return vote != "ballot"
+
+
+def _every_in_debate(organisation: str, vote: str) -> None:
+    """`every` counts each answer a member gave: in a debate each round's statement is a new answer, where a
+    democracy's or an economy's rounds repeat the standing one (it would be counted once a round)."""
+    if vote == "every":
+        raise UsageError(f"vote='every' counts each debate round's answers; a {organisation}'s rounds repeat the "
+                         "members' standing answers: use vote='sequence'")
 
 
 def _weighable(members: list[Member], vote: str) -> None:
@@ -98,6 +107,7 @@ def democracy(members: list[Member], organizer: Member, leader: Member | None = 
         raise UsageError("a democracy without the right to execute needs a leader to decide")
     decider = None if "execute" in granted else leader
     by_standing = _by_standing(vote, decider=decider)
+    _every_in_debate("democracy", vote)
     _weighable(members, vote)
     if ballot_summary and (decider is not None or by_standing):
         raise UsageError("ballot_summary=True puts the summary on ballots, but the members fill in none here")
@@ -114,15 +124,18 @@ def democracy(members: list[Member], organizer: Member, leader: Member | None = 
 
 
 def debate(members: list[Member], editor: Member | None = None, *, rounds: int = 2, voting_rule: str = "plurality",
-           vote: str = "ballot", seed: int = 0, leader_confidence: bool = False) -> Society:
-    """Members with different views of the input exchange statements; an editor decides, or they vote."""
+           vote: str = "ballot", seed: int = 0, leader_confidence: bool = False,
+           until_consensus: bool = False) -> Society:
+    """Members with different views of the input exchange statements; an editor decides, or they vote.
+    `until_consensus`: the rounds stop once every member holds the same answer."""
     by_standing = _by_standing(vote, decider=editor)
     _weighable(members, vote)
     if editor is None:
         _no_leader(leader_confidence)
     execution = (_leader(editor, members, leader_confidence) if editor is not None
-                 else MembersVote(by_standing=by_standing, weights=_weights(vote)))
-    return Society("debate", members, [SolveAlone(), DebateRounds(), GatherOpinions(), execution], rounds=rounds,
+                 else MembersVote(by_standing=by_standing, weights=_weights(vote), every_answer=vote == "every"))
+    return Society("debate", members, [SolveAlone(), DebateRounds(until_consensus), GatherOpinions(), execution],
+                   rounds=rounds,
                    voting_rule=voting_rule, staff=[editor] if editor is not None else [], seed=seed)
 
 
@@ -134,6 +147,7 @@ def economy_of_minds(members: list[Member], arbiter: Member, *, rounds: int = 2,
     The ledger lives as long as the society, so wealth, departures and spawned variants carry over
     from one task to the next (`society.economy`).
     """
+    _every_in_debate("economy", vote)
     _weighable(members, vote)
     ledger = Economy({m.name: start for m in members}, rent=rent, brigade_share=brigade_share)
     return Society("economy", members, [SolveAlone(), MarketRounds(ledger, arbiter, spawn_above),

@@ -191,14 +191,19 @@ class DebateRounds:
     """R rounds: each member reads the others' latest statements and answers again.
 
     Members who perceive different views of the input are told the others may know what they do not;
-    members who all read the same problem (a GSM8K debate) are asked to check the others' reasoning."""
+    members who all read the same problem (a GSM8K debate) are asked to check the others' reasoning.
 
+    `until_consensus`: a round is held only while the members disagree, so a problem they all answer alike
+    costs the mission's calls alone and the calls go to the problems they split on (as adaptive
+    self-consistency stops sampling once the samples agree)."""
+
+    until_consensus: bool = False
     name: str = "debate"
 
     async def run(self, session: Session) -> None:
         split = session.observation is not None and any(m.sees is not None for m in session.members)
         lead = prompts.DEBATE_SPLIT if split else prompts.DEBATE_SAME
-        for round_ in session.phase_rounds(self.name):
+        for round_ in session.phase_rounds(self.name, until_consensus=self.until_consensus):
             latest = session.latest()
 
             async def turn(member: Member, latest: dict[str, Contribution] = latest) -> tuple[Statement, float | None]:

@@ -15,7 +15,7 @@ from noosphere.concurrent import Forfeit, gather_turns
 from noosphere.errors import BudgetExceededError
 from noosphere.llm.messages import MediaPart
 from noosphere.observation import Observation
-from noosphere.society.events import MemberForfeited, MemberSpoke, PhaseStarted
+from noosphere.society.events import ConsensusReached, MemberForfeited, MemberSpoke, PhaseStarted
 from noosphere.society.member import Member
 from noosphere.society.voting import Ballot
 from noosphere.trace import Trace
@@ -88,11 +88,14 @@ class Session:
     def __post_init__(self) -> None:
         self._gate = asyncio.Semaphore(self.max_concurrency)
 
-    def phase_rounds(self, name: str) -> Iterator[int]:
+    def phase_rounds(self, name: str, *, until_consensus: bool = False) -> Iterator[int]:
         """The rounds 1 to `rounds` of phase `name`, each begun (`phase`) as it is reached; ending early once a
-        budget has run out."""
+        budget has run out, and with `until_consensus` once every member holds the same answer (traced)."""
         for round_ in range(1, self.rounds + 1):
             if self.spent:
+                return
+            if until_consensus and self.unanimous():
+                self.trace.emit(ConsensusReached(phase=name, round=round_, answer=self.options()[0]))
                 return
             self.phase(name, round_)
             yield round_
@@ -132,6 +135,13 @@ class Session:
             if record.member in names:
                 last[record.member] = record
         return {name: last[name] for name in names if name in last}
+
+    def unanimous(self) -> bool:
+        """Whether every member holds an answer and all hold the same one (a member whose turns all forfeited
+        holds none, so the society is not unanimous without it)."""
+        latest = self.latest()
+        return (len(latest) == len(self.members) and all(r.answer.strip() for r in latest.values())
+                and len(self.options()) == 1)
 
     def agreement(self) -> float:
         """The share of the members (those still here) whose standing answer is the society's answer."""

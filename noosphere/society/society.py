@@ -141,4 +141,6 @@ class Society:
 def _vote_name(voting: MembersVote) -> str:
     if not voting.by_standing:
         return "ballot"
+    if voting.every_answer:
+        return "every"
     return {"none": "standing", "p-true": "weighted", "sequence": "sequence"}[voting.weights]

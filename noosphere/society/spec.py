@@ -109,7 +109,7 @@ USED_BY: dict[str, tuple[str, ...]] = {
     "voting": ("democracy", "debate", "economy"), "rights": ("democracy",),
     "members": ("monarchy", "democracy", "debate", "economy", "roleplay", "interview"),
     "organizer": ("monarchy", "democracy", "interview"), "leader": ("monarchy", "democracy", "interview"),
-    "editor": ("debate",), "instructions": ("interview",),
+    "editor": ("debate",), "until_consensus": ("debate",), "instructions": ("interview",),
     "arbiter": _ECONOMY, "start_balance": _ECONOMY, "rent": _ECONOMY, "spawn_above": _ECONOMY,
     "brigade_share": _ECONOMY, "specifier": ("roleplay",), "max_messages": ("roleplay",),
     "token_budget": ("roleplay",), "styles": ("artist-critic",), "professions": ("artist-critic",),
@@ -141,12 +141,15 @@ class SocietySpec(BaseModel):
     rounds: int = Field(default=3, ge=0, le=50)
     voting: Literal["plurality", "borda", "approval"] = "plurality"
     rights: list[Literal["know", "change", "execute"]] = Field(default_factory=lambda: list(RIGHTS))
-    vote: Literal["ballot", "standing", "weighted", "sequence"] = "ballot"
+    vote: Literal["ballot", "standing", "weighted", "sequence", "every"] = "ballot"
     """Where members vote (the right to execute, a debate without an editor, an economy): each fills in a
     `ballot`, or each one's `standing` answer is counted as its vote, with no call, or `weighted`: counted
     with the weight of the member's P(True) that it is right (one scoring call a member), or `sequence`:
     with the weight of the probability the member's model gave the reply that made it its answer (from
-    that reply's own call, no call more). Both weights need models that give probabilities."""
+    that reply's own call, no call more), or `every` (a debate's): every answer each member gave, its mission
+statement's and each round's, with its reply's probability. The weights need models that give probabilities."""
+    until_consensus: bool = False
+    """Debate: a round is held only while the members disagree (all holding one answer, the rounds stop)."""
     leader_confidence: bool = False
     """Monarchy, democracy without the right to execute, debate with an editor: whether the one who decides sees,
     beside each member holding an answer, that member's P(True) that it is right (one scoring call a member; its
@@ -205,6 +208,9 @@ class SocietySpec(BaseModel):
         if self.vote != "ballot" and not self._members_vote():
             return ("vote",), (f"vote: {self.vote} counts the members' answers where they vote: a democracy with the "
                                "right to execute, a debate without an editor, or an economy")
+        if self.vote == "every" and self.organisation != "debate":
+            return ("vote",), (f"vote: every counts each debate round's answers; a {self.organisation}'s rounds "
+                               "repeat the members' standing answers: use vote: sequence")
         if self.ballot_summary and not (self.organisation == "democracy" and "execute" in self.rights
                                         and self.vote == "ballot"):
             return ("ballot_summary",), ("ballot_summary repeats the organizer's summary on the members' ballots: "
