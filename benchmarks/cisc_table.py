@@ -11,11 +11,19 @@ A society run whose vote weighs standing answers by their replies' probability (
 --vote sequence`) is recounted the same way, its members' standing answers standing for the samples: the plain
 count and the weighted vote over the same answers, in the same run, at the society's calls.
 
+A debate that counts every answer its members gave (`--vote every`) is recounted over all of them, in the order
+given (each member's mission answer first, then each round's).
+
+`--adaptive F` recounts a best-of-N run as adaptive self-consistency: the first F samples, and only where they do
+not all give the same number, the rest up to k; each k with the mean calls it spent, beside the fixed vote at the
+nearest k. It is what a society that stops once its members agree (`until_consensus`) spends its calls like, with
+samples where the society holds a round.
+
 `--against OTHER_RUN` sets two such runs side by side on the problems both scored (a society and best-of-N at the
 calls it measured): each one's calls a problem, plain and weighted votes over all its answers, and the problems
 the first run's weighted vote gets right and the other's wrong, and the other way round.
 
-    python benchmarks/cisc_table.py RUN_DIR [--against OTHER_RUN] [--json]
+    python benchmarks/cisc_table.py RUN_DIR [--against OTHER_RUN | --adaptive F] [--json]
 """
 
 from __future__ import annotations
@@ -67,14 +75,59 @@ def paired(rows: list[dict[str, Any]], k: int, field: str) -> tuple[int, int]:
 
 
 def with_samples(row: dict[str, Any]) -> dict[str, Any]:
-    """A society row's standing answers, in member order, as samples weighted by their replies' probability."""
-    if "samples" in row or "standing_probability" not in row:
+    """A society row's answers as samples weighted by their replies' probability: every answer given, where its vote
+    counted them all (`answers`), else the standing answers in member order."""
+    if "samples" in row:
+        return row
+    if "answers" in row:
+        given = [a for a in row["answers"] if a.get("number") is not None or a.get("token_probability") is not None]
+        known = [a["token_probability"] for a in given if a.get("token_probability") is not None]
+        fill = sum(known) / len(known) if known else 1.0
+        return {**row, "samples": [{"number": a.get("number"), "token_probability": a["token_probability"]
+                                    if a.get("token_probability") is not None else fill} for a in given]}
+    if "standing_probability" not in row:
         return row
     likely = row["standing_probability"]
     known = [p for p in likely.values() if p is not None]
     fill = sum(known) / len(known) if known else 1.0  # a sub-society's answer, as the society counted it
     return {**row, "samples": [{"number": number, "token_probability": likely.get(member) if likely.get(member)
                                 is not None else fill} for member, number in row["standing"].items()]}
+
+
+def adaptive(rows: list[dict[str, Any]], first: int, k: int, field: str) -> tuple[list[bool], float]:
+    """Adaptive self-consistency over each row's samples: the weighted vote of the first `first` where they all
+    gave one number, else of the first `k`; whether each is right, and the mean calls spent (a sample a call)."""
+    right, calls = [], 0
+    for row in rows:
+        head = row["samples"][:first]
+        numbers = {s["number"] for s in head}
+        agreed = len(head) == first and len(numbers) == 1 and None not in numbers
+        drawn = head if agreed else row["samples"][:k]
+        calls += len(drawn)
+        samples = [(s["number"], s.get(field)) for s in drawn]
+        votes = weighted_votes(samples)
+        right.append(majority(votes, [n for n, _ in samples if n is not None]) == row["gold"])
+    return right, calls / len(rows) if rows else 0.0
+
+
+def adaptive_table(run: Path, first: int) -> dict[str, Any]:
+    """`adaptive` at every k above `first`, each beside the fixed weighted vote at the k nearest its mean calls."""
+    rows = sorted((r for r in load_done(run / "items.jsonl").values() if r.get("samples")), key=lambda r: r["id"])
+    if not rows:
+        raise SystemExit(f"cisc_table: {run} has no best-of-N rows with samples")
+    field, n = weight_field(rows), min(len(r["samples"]) for r in rows)
+    if not 1 <= first < n:
+        raise SystemExit(f"cisc_table: --adaptive {first} needs 1 <= F < {n}, the samples every row has")
+    results = []
+    for k in range(first + 1, n + 1):
+        right, calls = adaptive(rows, first, k, field)
+        nearest = min(n, max(1, round(calls)))
+        fixed = verdicts(rows, nearest, True, field)
+        results.append({"k": k, "calls": round(calls, 2), "adaptive": round(100 * sum(right) / len(rows), 1),
+                        "fixed_k": nearest, "fixed": round(100 * sum(fixed) / len(rows), 1),
+                        "won_lost": [sum(a and not f for a, f in zip(right, fixed, strict=True)),
+                                     sum(f and not a for a, f in zip(right, fixed, strict=True))]})
+    return {"run": str(run), "problems": len(rows), "first": first, "weight": field, "rows": results}
 
 
 def table(run: Path) -> dict[str, Any]:
@@ -133,11 +186,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=Path)
     parser.add_argument("--against", type=Path, help="another weighted run, compared on the problems both scored")
+    parser.add_argument("--adaptive", type=int, metavar="F",
+                        help="recount a best-of-N run adaptively: F samples, the rest only where they disagree")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.adaptive is not None and args.against is not None:
+        parser.error("--adaptive recounts one best-of-N run; it does not go with --against")
     for folder in (args.run, args.against):
         if folder is not None and not (folder / "items.jsonl").is_file():
             raise SystemExit(f"cisc_table: {folder} is not a run folder (no items.jsonl)")
+    if args.adaptive is not None:
+        found = adaptive_table(args.run, args.adaptive)
+        if args.json:
+            print(json.dumps(found, indent=2))
+            return
+        print(f"{found['problems']} problems of {found['run']}, weighted by {WEIGHT_FIELDS[found['weight']][0]}\n\n"
+              f"| first {found['first']}, then up to k | mean calls | adaptive | fixed, at the nearest k | "
+              "adaptive vs fixed |\n|---|---|---|---|---|")
+        for row in found["rows"]:
+            won, lost = row["won_lost"]
+            print(f"| {row['k']} | {row['calls']} | {row['adaptive']} | {row['fixed']} (k = {row['fixed_k']}) | "
+                  f"+{won} / -{lost} |")
+        return
     if args.against is not None:
         compared = side_by_side(args.run, args.against)
         if args.json:

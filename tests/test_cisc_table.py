@@ -78,3 +78,35 @@ def test_a_society_and_best_of_n_are_set_side_by_side_on_the_problems_both_score
     assert (first["calls"], first["plain"], first["weighted"], first["decided"]) == (14.0, 0.0, 50.0, 50.0)
     assert (other["plain"], other["weighted"]) == (50.0, 50.0)  # best-of-N: a is 8 either way, b is 5
     assert (compared["won"], compared["lost"]) == (["a"], ["b"])
+
+
+def test_adaptive_recount_draws_the_rest_only_where_the_first_samples_disagree(tmp_path: Path) -> None:
+    cisc = load_script(SCRIPT, "cisc_table_script")
+    field = "token_probability"
+    rows = [row("a", "7", [("7", 0.9), ("7", 0.8), ("3", 0.9), ("3", 0.9)], field),  # agreed: 2 calls, right
+            row("b", "5", [("6", 0.5), ("5", 0.9), ("5", 0.6), ("6", 0.1)], field),  # split: the rest drawn
+            row("c", "1", [(None, 0.5), (None, 0.5), ("1", 0.6), ("2", 0.3)], field)]  # no number is no agreement
+    result = cisc.adaptive_table(write(tmp_path / "run", rows), 2)
+    by_k = {r["k"]: r for r in result["rows"]}
+    assert by_k[4]["calls"] == pytest.approx((2 + 4 + 4) / 3, abs=0.01)
+    assert by_k[4]["adaptive"] == 100.0  # a: 7 from two; b: 5 (1.5 against 0.6); c: 1
+    # fixed at the nearest k (3): a goes to 7 (1.7 against 0.9), b to 5, c to 1: the same
+    assert by_k[4]["fixed_k"] == 3 and by_k[4]["won_lost"] == [0, 0]
+    assert by_k[3]["calls"] == pytest.approx((2 + 3 + 3) / 3, abs=0.01)
+    with pytest.raises(SystemExit, match="1 <= F < 4"):
+        cisc.adaptive_table(tmp_path / "run", 4)
+
+
+def test_a_debate_that_counts_every_answer_is_recounted_over_all_of_them(tmp_path: Path) -> None:
+    cisc = load_script(SCRIPT, "cisc_table_script")
+    answers = [{"member": "m1", "round": 0, "number": "7", "token_probability": 0.9},
+               {"member": "m2", "round": 0, "number": "8", "token_probability": 0.2},
+               {"member": "m1", "round": 1, "number": "8", "token_probability": 0.3},
+               {"member": "m2", "round": 1, "number": "8", "token_probability": None}]  # a sub-society's: the mean
+    society = {"id": "a", "gold": "7", "correct": True, "error": None, "standing": {"m1": "8", "m2": "8"},
+               "standing_probability": {"m1": 0.3, "m2": None}, "answers": answers}
+    result = cisc.table(write(tmp_path / "run", [society]))
+    by_k = {r["samples"]: r for r in result["rows"]}
+    assert len(by_k) == 4 and result["signal"]["samples"] == 4
+    assert by_k[4]["weighted"] == 0.0  # 8: 0.2 + 0.3 + 0.467 against 7: 0.9
+    assert by_k[3]["weighted"] == 100.0 and by_k[4]["plain"] == 0.0

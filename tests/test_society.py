@@ -374,6 +374,31 @@ def test_a_standing_answer_recorded_without_its_probability_is_refused_not_count
     assert trace.of_kind("soc_started")[0].vote == "sequence"
     with pytest.raises(UsageError, match="by_standing=True"):
         MembersVote(weights="sequence")
+    with pytest.raises(UsageError, match="weights='sequence'"):
+        MembersVote(by_standing=True, every_answer=True)
+    every = Society("custom", members(model), [SolveAlone(), AskedPlainly(),
+                                               MembersVote(by_standing=True, weights="sequence", every_answer=True)],
+                    rounds=1)
+    with pytest.raises(UsageError, match="a, b, c gave one without it"):
+        every.run_sync("What is 3 x 2?")
+
+
+def test_until_consensus_is_a_debate_setting_and_every_a_debate_vote() -> None:
+    from noosphere.society.spec import SocietySpec
+
+    members_ = [{"name": "a", "role": "r"}, {"name": "b", "role": "r"}]
+    organizer = {"name": "o", "role": "r"}
+    spec = SocietySpec.model_validate({"organisation": "democracy", "members": members_, "organizer": organizer,
+                                       "until_consensus": True})
+    assert spec.problem() == (("until_consensus",), "until_consensus means nothing to a democracy (only to: debate)")
+    spec = SocietySpec.model_validate({"organisation": "democracy", "members": members_, "organizer": organizer,
+                                       "vote": "every"})
+    assert spec.problem()[0] == ("vote",) and "vote: sequence" in spec.problem()[1]
+    model, _, _ = scripted([])
+    with pytest.raises(UsageError, match="vote='every' counts each debate round's answers"):
+        democracy(members(model), Member("o", model, "r"), vote="every")
+    assert SocietySpec.model_validate({"organisation": "debate", "members": members_, "vote": "every",
+                                       "until_consensus": True}).problem() is None
 
 
 def test_a_reply_without_a_probability_forfeits_its_turn_in_a_vote_by_sequence_probability() -> None:
