@@ -69,6 +69,18 @@ def test_the_answer_spread_shows_where_a_decision_lost() -> None:
     assert answer_spread([{"gold": "1", "correct": True}]) == {}
 
 
+def test_the_answer_spread_of_a_vote_over_every_answer_is_over_every_answer() -> None:
+    """`vote: every` chose among all the answers the members gave, not only their last: the right 7 of the mission
+    was among them (and won), though every member then stood by 8."""
+    rounds = [("7", "8", "8"), ("8", "8", "8")]
+    answers = [{"member": m, "round": r, "number": n, "token_probability": 0.5}
+               for r, numbers in enumerate(rounds) for m, n in zip("abc", numbers, strict=True)]
+    row = {"gold": "7", "correct": True, "standing": {"a": "8", "b": "8", "c": "8"}, "answers": answers}
+    spread = answer_spread([row])
+    assert (spread["answer_accuracy"], spread["gold_among_answers"]) == (16.67, 100.0)
+    assert (spread["plurality_accuracy"], spread["right_without_plurality"]) == (0.0, 1)
+
+
 def test_planned_calls_bound_a_societys_calls_before_it_has_run() -> None:
     monarchy = load_society_spec(EXAMPLES / "monarchy.yaml")
     assert planned_calls(monarchy) == 3 + 2 * (1 + 3) + 1 + 1

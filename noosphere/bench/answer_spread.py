@@ -3,7 +3,8 @@
 
 A society's accuracy alone does not say where it lost: its members may rarely have had the right
 number, or had it and been overruled. Over the rows that record their answers (`standing`: member ->
-number; `votes`: number -> count, with `failed` and `no_number` samples) this gives the accuracy of
+number; `answers`: every answer each member gave, where a debate's vote counted them all; `votes`: number ->
+count, with `failed` and `no_number` samples) this gives the accuracy of
 one answer on its own (an answer without a number is a wrong one), how often the right number was
 among the answers (what a perfect judge could reach), how often it was the strict plurality (what
 counting alone would reach), and how often the decision went against a right plurality or was right
@@ -22,6 +23,8 @@ from typing import Any
 
 def answers_of(row: dict[str, Any]) -> Counter[str | None] | None:
     """The answers a row's decision chose among, counted; None when the row does not record them."""
+    if isinstance(row.get("answers"), list):  # a vote over every answer given (`vote: every`), not only the last
+        return Counter(answer.get("number") for answer in row["answers"])
     if isinstance(row.get("standing"), dict):
         return Counter(row["standing"].values())
     if isinstance(row.get("votes"), dict):  # rows from before `no_number` was recorded count only failures
