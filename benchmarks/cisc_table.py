@@ -96,7 +96,7 @@ def with_samples(row: dict[str, Any]) -> dict[str, Any]:
 
 def adaptive(rows: list[dict[str, Any]], first: int, k: int, field: str) -> tuple[list[bool], float]:
     """Adaptive self-consistency over each row's samples: the weighted vote of the first `first` where they all
-    gave one number, else of the first `k`; whether each is right, and the mean calls spent (a sample a call)."""
+    gave one number, else of the first `k`; whether each is right, and the mean samples drawn."""
     right, calls = [], 0
     for row in rows:
         head = row["samples"][:first]
@@ -118,12 +118,14 @@ def adaptive_table(run: Path, first: int) -> dict[str, Any]:
     field, n = weight_field(rows), min(len(r["samples"]) for r in rows)
     if not 1 <= first < n:
         raise SystemExit(f"cisc_table: --adaptive {first} needs 1 <= F < {n}, the samples every row has")
+    per_sample = WEIGHT_FIELDS[field][1]  # a P(True) sample costs its scoring call too
     results = []
     for k in range(first + 1, n + 1):
-        right, calls = adaptive(rows, first, k, field)
-        nearest = min(n, max(1, round(calls)))
+        right, drawn = adaptive(rows, first, k, field)
+        nearest = min(n, max(1, round(drawn)))
         fixed = verdicts(rows, nearest, True, field)
-        results.append({"k": k, "calls": round(calls, 2), "adaptive": round(100 * sum(right) / len(rows), 1),
+        results.append({"k": k, "calls": round(per_sample * drawn, 2),
+                        "adaptive": round(100 * sum(right) / len(rows), 1),
                         "fixed_k": nearest, "fixed": round(100 * sum(fixed) / len(rows), 1),
                         "won_lost": [sum(a and not f for a, f in zip(right, fixed, strict=True)),
                                      sum(f and not a for a, f in zip(right, fixed, strict=True))]})

@@ -110,3 +110,13 @@ def test_a_debate_that_counts_every_answer_is_recounted_over_all_of_them(tmp_pat
     assert len(by_k) == 4 and result["signal"]["samples"] == 4
     assert by_k[4]["weighted"] == 0.0  # 8: 0.2 + 0.3 + 0.467 against 7: 0.9
     assert by_k[3]["weighted"] == 100.0 and by_k[4]["plain"] == 0.0
+
+
+def test_adaptive_recount_of_p_true_samples_counts_their_scoring_calls(tmp_path: Path) -> None:
+    """A sample weighted by P(True) costs two calls (its own and the judge's), as the fixed recount counts it: the
+    mean calls are twice the samples drawn, and the fixed vote is still taken at the nearest number of samples."""
+    cisc = load_script(SCRIPT, "cisc_table_script")
+    rows = [row("a", "7", [("7", 0.9), ("7", 0.8), ("3", 0.9), ("3", 0.9)], "p_true"),
+            row("b", "5", [("6", 0.5), ("5", 0.9), ("5", 0.6), ("6", 0.1)], "p_true")]
+    by_k = {r["k"]: r for r in cisc.adaptive_table(write(tmp_path / "run", rows), 2)["rows"]}
+    assert by_k[4]["calls"] == 2 * (2 + 4) / 2 and by_k[4]["fixed_k"] == 3
