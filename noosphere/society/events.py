@@ -21,7 +21,8 @@ class SocietyStarted(Event):
     """Members who run the society (organizer, leader, editor, arbiter) rather than answer."""
     vote: str | None = None
     """How the members vote (`ballot`, `standing`, or standing answers `weighted` by P(True) or by their replies'
-    `sequence` probability); None where a leader or editor decides."""
+    `sequence` probability, or `every` answer they gave weighted by its reply's probability); None where a leader or
+    editor decides."""
 
 
 class PhaseStarted(Event):
