@@ -180,6 +180,26 @@ def test_a_society_run_becomes_run_society_phases_and_member_calls(tmp_path: Pat
     assert sorted(s.start_time for s in later.get_finished_spans()) == sorted(s.start_time for s in spans)
 
 
+@pytest.mark.parametrize("content", [False, True])
+def test_a_debate_that_reaches_consensus_notes_it_with_its_answer_only_as_content(tmp_path: Path,
+                                                                                 content: bool) -> None:
+    """The society's answer is content (its `soc_finished` sends it only with `content`): so is the answer the
+    members agreed on, noted on the step where the rounds stopped."""
+    from noosphere.society import debate
+
+    exporter = InMemorySpanExporter()
+    backend = ScriptedBackend(lambda request: {"reasoning": "r", "answer": SECRET})
+    with Run(tmp_path / "run", command="ask", config={"system": "society"}) as run:
+        run.trace.add_sink(OtelSink.to(exporter, content=content))
+        members = [Member(name, Model(backend, trace=run.trace), f"You are {name}.") for name in ("a", "b")]
+        debate(members, rounds=1, until_consensus=True).run_sync("What is the key?", trace=run.trace)
+        run.finish({})
+    noted = [e for s in exporter.get_finished_spans() for e in s.events if e.name == "noosphere.soc_consensus"]
+    assert len(noted) == 1 and noted[0].attributes["noosphere.phase"] == "debate"
+    assert (SECRET in json.dumps([dict(s.attributes or {}) for s in exporter.get_finished_spans()]
+                                + [dict(e.attributes or {}) for e in noted])) == content
+
+
 def test_a_killed_run_is_exported_with_what_it_did(tmp_path: Path) -> None:
     exporter = InMemorySpanExporter()
     backend = ScriptedBackend(society_script)

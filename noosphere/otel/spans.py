@@ -288,8 +288,9 @@ class SpanBuilder:
 
     def _note(self, key: Key, event: Event, data: dict[str, Any]) -> None:
         shown = {name: value for name, value in data.items() if name not in ("kind", "ts", "item_id", "society")}
-        if not self.content:  # what a member said, a prompt: content; who and where is not
-            shown = {name: value for name, value in shown.items() if name not in ("prompt", "detail", "fields")}
+        if not self.content:  # what a member said, a prompt, the answer agreed on: content; who and where is not
+            shown = {name: value for name, value in shown.items()
+                     if name not in ("prompt", "detail", "fields", "answer")}
         attributes: Attributes = {}
         for name, value in shown.items():
             value = scalar(value) if not isinstance(value, dict) else json.dumps(value, default=str)
