@@ -290,10 +290,13 @@ def _reproduce(config: dict[str, Any]) -> str:
         parts += ["--rounds", str(society.get("rounds"))]
         if society.get("organisation") == "democracy":
             parts += ["--rights", ",".join(society.get("rights") or [])]
-        if society.get("vote") == "standing":
-            parts += ["--vote", "standing"]
-        if society.get("ballot_summary"):
-            parts += ["--set", "ballot_summary=true"]
+        if society.get("vote", "ballot") != "ballot":
+            parts += ["--vote", str(society["vote"])]
+        parts += _changed_settings(society, Path(society_file))
+    if config.get("weights") not in (None, "none"):
+        parts += ["--weights", str(config["weights"])]
+    if config.get("offset"):
+        parts += ["--offset", str(config["offset"])]
     if config.get("n"):
         parts += ["--n", str(config["n"])]
     if config.get("max_messages"):
@@ -305,6 +308,26 @@ def _reproduce(config: dict[str, Any]) -> str:
     if config.get("model"):
         parts += ["--model", str(config["model"])]
     return " ".join(parts)
+
+
+def _changed_settings(society: dict[str, Any], society_file: Path) -> list[str]:
+    """`--set KEY=VALUE` for each setting the run saved that its society file (as it reads today) does not say:
+    what `--set` changed for that run (`editor=null`, `until_consensus=true`). Rounds, rights and the vote have
+    options of their own; a file that no longer loads changes nothing here."""
+    from noosphere.society.config import load_society_spec
+
+    path = society_file if society_file.is_absolute() else ROOT / society_file
+    try:
+        in_file = load_society_spec(path).model_dump(mode="json")
+    except Exception:  # noqa: BLE001 - a moved or changed file: the command shows what it can
+        return []
+    changed = []
+    for key, value in society.items():
+        if key in ("rounds", "rights", "vote") or in_file.get(key) == value:
+            continue
+        shown = "null" if value is None else json.dumps(value, separators=(",", ":"))
+        changed += ["--set", f"{key}={shown}"]
+    return changed
 
 
 def _runs_table(suite: Path) -> str:

@@ -58,3 +58,21 @@ def test_every_event_kind_has_a_docstring_of_its_own() -> None:
     undocumented = sorted(f"{kind} ({cls.__module__}.{cls.__name__})" for kind, cls in Event.registry.items()
                           if not (isinstance(doc := cls.__dict__.get("__doc__"), str) and doc.strip()))
     assert not undocumented, f"event kinds without a docstring of their own: {', '.join(undocumented)}"
+
+
+def test_a_society_run_is_reproduced_with_every_setting_it_changed() -> None:
+    """`--vote every --set editor=null --set until_consensus=true --offset 50`: the command the results page shows
+    for a run holds each of them (it kept only standing votes and ballot summaries)."""
+    from noosphere.society.config import load_society_spec
+
+    gen = GEN
+    file = Path(__file__).resolve().parent.parent / "examples" / "societies" / "debate-solvers.toml"
+    spec = load_society_spec(file).model_dump(mode="json")
+    saved = {**spec, "editor": None, "vote": "every", "until_consensus": True, "rounds": 1}
+    command = gen._reproduce({"benchmark": "gsm8k", "system": "society", "society_file": str(file),
+                              "society": saved, "offset": 50, "limit": 100, "model": "local:m"})
+    assert command == ("noosphere bench gsm8k --system society --society examples/societies/debate-solvers.toml "
+                       "--rounds 1 --vote every --set until_consensus=true --set editor=null --offset 50 "
+                       "--limit 100 --model local:m")
+    assert "--weights sequence" in gen._reproduce({"benchmark": "gsm8k", "system": "best-of-n", "n": 6,
+                                                   "weights": "sequence"})
