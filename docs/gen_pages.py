@@ -314,12 +314,13 @@ def _changed_settings(society: dict[str, Any], society_file: Path) -> list[str]:
     """`--set KEY=VALUE` for each setting the run saved that its society file (as it reads today) does not say:
     what `--set` changed for that run (`editor=null`, `until_consensus=true`). Rounds, rights and the vote have
     options of their own; a file that no longer loads changes nothing here."""
+    from noosphere.errors import NoosphereError
     from noosphere.society.config import load_society_spec
 
     path = society_file if society_file.is_absolute() else ROOT / society_file
     try:
         in_file = load_society_spec(path).model_dump(mode="json")
-    except Exception:  # noqa: BLE001 - a moved or changed file: the command shows what it can
+    except (OSError, NoosphereError):  # a moved or changed file: the command shows what it can
         return []
     changed = []
     for key, value in society.items():
