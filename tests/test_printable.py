@@ -41,6 +41,10 @@ def _clean(out: str) -> None:
     ("keeps\ttab and\nnewline", "keeps\ttab and\nnewline"),
     ("a\rb, a windows end\r\n", "a\\x0db, a windows end\n"),
     ("nul\x00 del\x7f csi\x9b2J nel\x85 é ü", "nul\\x00 del\\x7f csi\\x9b2J nel\\x85 é ü"),
+    # Trojan Source: drawn, the override shows "answer: yes" for text that says "answer: sey"
+    ("answer: \u202esey\u202c", "answer: \\u202esey\\u202c"),
+    ("isolate \u2066x\u2069 and \u2067y\u2069", "isolate \\u2066x\\u2069 and \\u2067y\\u2069"),
+    ("שלום\u200f, joiner 👩\u200d💻", "שלום\u200f, joiner 👩\u200d💻"),  # marks and joiners shape, they stay
 ])
 def test_control_characters_are_shown_as_escapes(text: str, shown: str) -> None:
     assert terminal_safe(text) == shown
