@@ -4,9 +4,9 @@ safe to print on a terminal.
 A terminal acts on the control characters it is sent: ESC[2J clears the screen, OSC 52 (ESC]52;c;...BEL) writes
 the clipboard, OSC 8 draws a link to anywhere, ESC]0; retitles the window, a bare CR lets the rest of a line
 overwrite what came before. Rich strips only BEL, BS, VT, FF and CR, and its markup escaping only brackets, so a
-reply holding ESC reached the terminal as a command. The bidirectional embeddings, overrides and isolates (U+202A-U+202E,
-U+2066-U+2069) reorder how everything after them on the line is drawn, so that the text shown is not the text held
-(the "Trojan Source" trick); they are shown too (`\\u202e`). Each such character is shown instead as its escape (`\\x1b`):
+reply holding ESC reached the terminal as a command. The bidirectional embeddings, overrides and isolates
+(U+202A-U+202E, U+2066-U+2069) reorder how the rest of the line is drawn, so that the text shown is not the text
+held (the "Trojan Source" trick). Each such character is shown instead as its escape (`\\x1b`, `\\u202e`):
 the reader sees that the text held one, and nothing is silently lost. Only what is printed is changed; the run
 folder keeps the exact text.
 """
