@@ -8,7 +8,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +135,49 @@ def test_a_games_dir_that_cannot_hold_games_is_refused_before_any_run(where: str
                        "--games-dir", str(games), "--out", str(tmp_path / "runs"), *only])
         refused(outcome, f"--games-dir {games}", *says)
         assert not (tmp_path / "runs").exists()
+
+
+def bound_by_permissions(args: list[str]) -> Outcome:
+    """The CLI in a process that file permissions bind (as root, one without the capabilities that pass them by),
+    so that a folder made unreadable with chmod is one to root too. A run it makes or resumes should be one of the
+    scripted model, which cannot play there: nothing real is loaded if a check lets it through."""
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+        if shutil.which("setpriv") is None or subprocess.run([*prefix, "true"], capture_output=True).returncode:
+            pytest.skip("setpriv cannot drop root's file capabilities here")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "COLUMNS": "240"}
+    done = subprocess.run([*prefix, sys.executable, "-m", "noosphere", *args],
+                          capture_output=True, text=True, env=env, check=False)
+    return Outcome(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize(("command", "closed"), [("new", "tier1"), ("resume", "tier1"), ("resume", "games"),
+                                               ("together", "tier1"), ("together", "games")])
+def test_a_games_dir_that_cannot_be_looked_into_is_refused_before_any_run(closed: str, command: str,
+                                                                          tmp_path: Path) -> None:
+    """Where the games folder (or its tier's) could not be looked into, `Path.exists` raised: a traceback. (A new
+    run given a --games-dir it cannot read is refused by typer's own check of the option.)"""
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    games = tmp_path / "games"
+    cached_game(games, story(), DESCRIPTION)
+    args = ["bench", "textworld", "--system", "react", "--memory", "none", "--per-challenge", "1", "--challenges",
+            "coin_collector", "--games-dir", str(games), "--out", str(tmp_path / "runs"), "--model", "scripted"]
+    if command != "new":
+        made = cli([*args, "--create-only"])
+        assert made.code == 0, made
+        [run_dir] = (tmp_path / "runs").iterdir()
+        args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
+                else ["bench", "together", str(run_dir)])
+    folder = games if closed == "games" else games / "tier1"
+    before = snapshot(tmp_path)
+    folder.chmod(0)
+    try:
+        outcome = bound_by_permissions(args)
+    finally:
+        folder.chmod(0o755)
+    refused(outcome, f"--games-dir {games}: cannot look into {folder}", "Permission denied")
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize(("seed", "per_challenge", "says"), [

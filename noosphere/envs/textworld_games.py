@@ -119,17 +119,28 @@ def check_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: in
     check_seeds(seed, per_challenge)
     tier_folder = game_path(folder, CHALLENGES[0], tier, seed).parent
     for part in (folder, tier_folder):
-        if part.exists() and not part.is_dir():
+        if _found(folder, part) and not part.is_dir():
             where = "" if part == folder else f": {part}"
             raise UsageError(f"--games-dir {folder}{where} is a file, not a folder")
     for i in range(per_challenge):
         for challenge in challenges:
             path = game_path(folder, challenge, tier, seed + i)
-            if path.exists():
+            if _found(folder, path):
                 check_cached_game(path)
     if importlib.util.find_spec("textworld") is None:
         raise MissingDependencyError("textworld", "envs", "TextWorld games")
     make_folder(folder, tier_folder)
+
+
+def _found(folder: Path, path: Path) -> bool:
+    """Whether `path`, in the games folder `folder`, is there; a `UsageError` where the folder it would be in cannot
+    be looked into (its permissions: `Path.exists` raises that)."""
+    try:
+        return path.exists()
+    except OSError as exc:
+        raise UsageError(f"--games-dir {folder}: cannot look into {path.parent} "
+                         f"({exc.strerror or type(exc).__name__}): make it readable (chmod u+rx) and try again"
+                         ) from None
 
 
 def check_seeds(seed: int, per_challenge: int) -> None:
