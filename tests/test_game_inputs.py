@@ -180,6 +180,33 @@ def test_a_games_dir_that_cannot_be_looked_into_is_refused_before_any_run(closed
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("command", ["new", "create only", "resume", "together"])
+def test_a_games_dir_the_games_cannot_be_compiled_into_is_refused_before_any_run(command: str,
+                                                                                 tmp_path: Path) -> None:
+    """A read-only tier folder passed the checks; the games were compiled once the run had begun, and TextWorld's
+    PermissionError was a traceback with the run left failed. Games already compiled there are only read."""
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    games = tmp_path / "games"
+    cached_game(games, story(), DESCRIPTION)  # coin_collector-0 compiled, coin_collector-1 not yet
+    args = ["bench", "textworld", "--system", "react", "--memory", "none", "--per-challenge", "2", "--challenges",
+            "coin_collector", "--games-dir", str(games), "--out", str(tmp_path / "runs")]
+    if command in ("resume", "together"):
+        made = cli([*args, "--create-only"])
+        assert made.code == 0, made
+        [run_dir] = (tmp_path / "runs").iterdir()
+        args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
+                else ["bench", "together", str(run_dir)])
+    elif command == "create only":
+        args.append("--create-only")
+    before = snapshot(tmp_path)
+    with immutable(games / "tier1"):
+        refused(cli(args), f"--games-dir {games}: {games / 'tier1'} is read-only",
+                "not compiled yet (coin_collector-1.z8)", "chattr -i")
+        assert snapshot(tmp_path) == before
+        if command == "create only":  # the first game alone is compiled already
+            assert cli([*args, "--limit", "1"]).code == 0
+
+
 @pytest.mark.parametrize(("seed", "per_challenge", "says"), [
     ("-1", "1", "--seed -1: TextWorld makes games from seeds 0 to 4294967295"),
     ("4294967296", "1", "--seed 4294967296: TextWorld makes games from seeds 0 to 4294967295"),

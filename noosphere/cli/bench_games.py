@@ -239,7 +239,7 @@ def check_textworld(saved: dict[str, Any]) -> None:
 
     check_keys(saved, "textworld")
     check_games(Path(saved["games_dir"]), tier=saved["tier"], per_challenge=saved["per_challenge"],
-                seed=saved["seed"], challenges=_challenges(saved))
+                seed=saved["seed"], challenges=_challenges(saved), limit=saved.get("limit") or None)
 
 
 def _challenges(saved: dict[str, Any]) -> tuple[str, ...]:

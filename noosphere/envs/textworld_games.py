@@ -9,6 +9,7 @@ generic generator (rooms, objects and a quest of a given length).
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -113,9 +114,10 @@ def check_cached_game(path: Path) -> None:
 
 
 def check_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: int = 0,
-                challenges: tuple[str, ...] = CHALLENGES) -> None:
+                challenges: tuple[str, ...] = CHALLENGES, limit: int | None = None) -> None:
     """Before a run: TextWorld is installed, the games folder can hold games (its tier's folder is made, empty, if
-    it is not there), and the games already compiled there are whole. Nothing is generated."""
+    it is not there, and can be written if a game the run plays, the first `limit`, is still to be compiled), and
+    the games already compiled there are whole. Nothing is generated."""
     check_seeds(seed, per_challenge)
     tier_folder = game_path(folder, CHALLENGES[0], tier, seed).parent
     for part in (folder, tier_folder):
@@ -130,6 +132,14 @@ def check_games(folder: Path, *, tier: int = 1, per_challenge: int = 4, seed: in
     if importlib.util.find_spec("textworld") is None:
         raise MissingDependencyError("textworld", "envs", "TextWorld games")
     make_folder(folder, tier_folder)
+    chosen = [(challenge, seed + i) for i in range(per_challenge) for challenge in challenges][:limit]
+    uncompiled = [path.name for challenge, game_seed in chosen
+                  if not (path := game_path(folder, challenge, tier, game_seed)).exists()]
+    if uncompiled and not os.access(tier_folder, os.W_OK | os.X_OK):  # compiled mid-run, after the run began
+        more = f" and {len(uncompiled) - 2} more" if len(uncompiled) > 2 else ""
+        raise UsageError(f"--games-dir {folder}: {tier_folder} is read-only, and the games not compiled yet "
+                         f"({', '.join(uncompiled[:2])}{more}) would be compiled into it: make it writable (chmod u+w, "
+                         "or chattr -i) and try again")
 
 
 def _found(folder: Path, path: Path) -> bool:
