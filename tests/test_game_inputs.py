@@ -278,6 +278,36 @@ def test_an_alfworld_game_whose_pddl_does_not_parse_is_refused_before_any_run(ch
     assert not (tmp_path / "runs").exists() and str(game.parent) in outcome.err.replace("\n", "")
 
 
+@pytest.mark.parametrize(("command", "closed"), [("new", "split"), ("new", "task"), ("new", "trial"),
+                                               ("resume", "data"), ("together", "split")])
+def test_an_alfworld_folder_that_cannot_be_looked_into_is_refused_before_any_run(
+        command: str, closed: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The data folder or its split's, closed, was a PermissionError traceback (`Path.is_dir` inside it); a task's
+    or a trial's folder was passed by (`Path.glob` does), and its game left out of the run, silently."""
+    pytest.importorskip("alfworld", reason=GAME_EXTRAS)
+    game = _alfworld_data(tmp_path)
+    args = ["bench", "alfworld", "--system", "react", "--memory", "none", "--no-demo", "--data",
+            str(tmp_path / "alf"), "--out", str(tmp_path / "runs"), "--model", "scripted"]
+    if command != "new":
+        with monkeypatch.context() as patch:
+            patch.setattr("noosphere.cli.bench_games.check_alfworld", lambda saved: None)  # the stub's PDDL
+            made = cli([*args, "--create-only"])
+        assert made.code == 0, made
+        [run_dir] = (tmp_path / "runs").iterdir()
+        args = (["bench", "alfworld", "--resume", str(run_dir)] if command == "resume"
+                else ["bench", "together", str(run_dir)])
+    folder = {"data": tmp_path / "alf", "split": tmp_path / "alf" / "valid_seen", "task": game.parent.parent,
+              "trial": game.parent}[closed]
+    before = snapshot(tmp_path)
+    folder.chmod(0)
+    try:
+        outcome = bound_by_permissions(args)
+    finally:
+        folder.chmod(0o755)
+    refused(outcome, f"cannot look into the ALFWorld data folder {folder} (permission denied)")
+    assert snapshot(tmp_path) == before
+
+
 SMALL_DOMAIN = ("(define (domain alfred) (:requirements :typing) (:types agent object location)\n"
                 "(:predicates (atLocation ?a - agent ?l - location) (objectAt ?o - object ?l - location))\n"
                 "(:action look :parameters (?a - agent ?l - location) :precondition (atLocation ?a ?l)"

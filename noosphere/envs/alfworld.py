@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -86,7 +87,9 @@ def game_files(root: Path | None = None, *, split: str = DEFAULT_SPLIT) -> list[
     base = shared_data("alfworld", "json_2.1.1", root)
     if not base.is_dir():
         raise UsageError(f"{base} is not a folder; give --data the json_2.1.1 folder or its split folder")
+    _looked_into([base])
     folder = base / split if (base / split).is_dir() else base
+    _looked_into([folder])
     plays = (f"and the run plays {split}: give --split {{other}} to play {{it}}, or --data the {split} folder or a "
              f"json_2.1.1 folder that holds it")
     if folder == base and base.name in SPLITS and base.name != split:
@@ -95,6 +98,8 @@ def game_files(root: Path | None = None, *, split: str = DEFAULT_SPLIT) -> list[
     if others:
         raise UsageError(f"{base} has no {split} folder (it holds {', '.join(others)}), "
                          + plays.format(other=others[0], it="it" if len(others) == 1 else "one of them"))
+    # the games of a folder that cannot be looked into would be left out of the run, silently
+    _looked_into([path for pattern in ("*", "*/trial_*") for path in sorted(folder.glob(pattern)) if path.is_dir()])
     files = sorted(folder.glob("*/trial_*/game.tw-pddl"))
     if not files and (folder / "json_2.1.1").is_dir():  # given the data folder rather than json_2.1.1 itself
         return game_files(folder / "json_2.1.1", split=split)
@@ -104,6 +109,16 @@ def game_files(root: Path | None = None, *, split: str = DEFAULT_SPLIT) -> list[
     for path in files:
         read_json(path, GAME_FILE, expected=EXPECTED)
     return files
+
+
+def _looked_into(folders: list[Path]) -> None:
+    """Each folder of the data can be listed and looked into, or a usage error naming the first that cannot (its
+    permissions): `Path.is_dir` raised inside it, and `Path.glob` passes it by."""
+    closed = [folder for folder in folders if not os.access(folder, os.R_OK | os.X_OK)]
+    if closed:
+        more = f" (and {len(closed) - 1} more)" if len(closed) > 1 else ""
+        raise UsageError(f"cannot look into the ALFWorld data folder {closed[0]}{more} (permission denied): make it "
+                         "readable (chmod u+rx) and try again")
 
 
 def require_alfworld() -> None:
