@@ -677,6 +677,32 @@ def test_a_read_only_memory_is_refused_before_the_model_opens_and_changes_nothin
     assert snapshot(tmp_path) == before  # the result not rewritten as failed, the memory as it was
 
 
+@pytest.mark.parametrize("closed", ["file", "folder"])
+@pytest.mark.parametrize("command", ["resume", "together", "show", "reset"])
+def test_a_memory_that_cannot_be_read_is_refused_before_the_model_opens_and_changes_nothing(
+        command: str, closed: str, tmp_path: Path) -> None:
+    """A memory.sqlite that cannot be read, or in a folder that cannot be looked into, was a PermissionError
+    traceback (`Path.open`, `Path.exists`)."""
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
+                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only", "--model",
+                "scripted"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    path = _memory(run_dir / "memory", FORMAT)
+    args = {"resume": ["bench", "textworld", "--resume", str(run_dir)], "together": ["bench", "together", str(run_dir)],
+            "show": ["memory", "show", str(path.parent)], "reset": ["memory", "reset", "--yes", str(path.parent)]}
+    before = snapshot(tmp_path)
+    target, mode = (path, 0o644) if closed == "file" else (path.parent, 0o755)
+    target.chmod(0 if closed == "file" else 0o644)  # a folder that can be listed (typer's check) but not entered
+    try:
+        outcome = bound_by_permissions(args[command])
+    finally:
+        target.chmod(mode)
+    refused(outcome, f"the memory at {path.parent} cannot be read (Permission denied: {path})", "chmod u+rx")
+    assert snapshot(tmp_path) == before
+
+
 @pytest.mark.parametrize("read_only", ["folder", "file"])
 def test_a_read_only_memory_its_writer_left_mid_write_says_so_not_that_it_is_damaged(read_only: str,
                                                                                      tmp_path: Path) -> None:

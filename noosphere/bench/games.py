@@ -19,7 +19,7 @@ from noosphere.envs import Environment
 from noosphere.errors import UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.memory import METHODS, MemoryStore, default_embedder
-from noosphere.memory.check import check_memory, check_writable
+from noosphere.memory.check import check_memory, check_writable, unreadable
 from noosphere.metaagent import (
     CODE_AGENTS,
     DEFAULT_GRAPH,
@@ -153,7 +153,11 @@ def check_run_memory(run_dir: Path, saved: dict[str, Any]) -> None:
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"this run keeps its memory in the folder {folder}, and that is a file, not a folder")
     path = folder / "memory.sqlite"
-    if path.exists() and path.stat().st_size:  # at 0 bytes, a store killed as it began: `MemoryStore` begins it again
+    try:
+        begun = path.exists() and path.stat().st_size > 0
+    except OSError as exc:  # a folder that cannot be looked into: `exists` raises
+        raise unreadable(folder, exc) from None
+    if begun:  # at 0 bytes, a store killed as it began: `MemoryStore` begins it again
         check_memory(folder)
     check_writable(folder)  # the run writes every game's episode into it
 

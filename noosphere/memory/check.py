@@ -61,14 +61,21 @@ def check_memory(folder: Path) -> Path:
     """The folder's `memory.sqlite`, or a usage error (no memory there) or a `DataError` naming the table, row and
     column that is wrong."""
     path = folder / "memory.sqlite"
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError as exc:  # a folder that cannot be looked into: `is_file` raises
+        raise unreadable(folder, exc) from None
+    if not found:
         hint = (f"; a run keeps its memory in {folder / 'memory'}"
                 if (folder / "memory" / "memory.sqlite").is_file() else
                 f"; name the folder that holds it: {folder.parent}" if folder.is_file() and folder.name == path.name
                 else "")
         raise UsageError(f"no memory at {folder} (expected {path}){hint}")
-    with path.open("rb") as handle:
-        header = handle.read(len(SQLITE_HEADER))
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise unreadable(folder, exc) from None
     if not header:
         raise DataError(f"is empty; expected {EXPECTED}", source=str(path))
     if header != SQLITE_HEADER:
@@ -91,6 +98,12 @@ def check_memory(folder: Path) -> Path:
     except sqlite3.DatabaseError as exc:
         raise DataError(f"cannot be read as a database ({exc}); expected {EXPECTED}", source=str(path)) from None
     return path
+
+
+def unreadable(folder: Path, exc: OSError) -> UsageError:
+    """The memory in `folder` that cannot be read (its permissions, or the folder's), as the usage error it is."""
+    return UsageError(f"the memory at {folder} cannot be read ({exc.strerror or type(exc).__name__}: {exc.filename}): "
+                      "make it and its folder readable (chmod u+rx) and try again")
 
 
 def check_writable(folder: Path, why: str = "it would be written") -> None:
