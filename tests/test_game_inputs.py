@@ -740,6 +740,23 @@ def test_a_memory_that_cannot_be_written_is_a_usage_error(seen: str, tmp_path: P
         MemoryStore(path.parent)
 
 
+@pytest.mark.parametrize("command", ["resume", "together", "show", "reset"])
+def test_a_memory_file_that_is_a_folder_is_named_as_one(command: str, tmp_path: Path) -> None:
+    """It was "no memory at FOLDER (expected FOLDER/memory.sqlite)", with memory.sqlite there."""
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
+                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    path = run_dir / "memory" / "memory.sqlite"
+    path.mkdir(parents=True)
+    before = snapshot(tmp_path)
+    args = {"resume": ["bench", "textworld", "--resume", str(run_dir)], "together": ["bench", "together", str(run_dir)],
+            "show": ["memory", "show", str(path.parent)], "reset": ["memory", "reset", "--yes", str(path.parent)]}
+    refused(cli(args[command]), f"{path}: is a folder; expected a file holding noosphere's memory database")
+    assert snapshot(tmp_path) == before and path.is_dir()
+
+
 def test_a_memory_store_where_a_file_is_is_a_usage_error(tmp_path: Path) -> None:
     from noosphere.errors import UsageError
 

@@ -65,6 +65,8 @@ def check_memory(folder: Path) -> Path:
         found = path.is_file()
     except OSError as exc:  # a folder that cannot be looked into: `is_file` raises
         raise unreadable(folder, exc) from None
+    if path.is_dir():  # "no memory at FOLDER" sent the reader looking for the memory.sqlite that is there
+        raise DataError(f"is a folder; expected a file holding {EXPECTED}", source=str(path))
     if not found:
         hint = (f"; a run keeps its memory in {folder / 'memory'}"
                 if (folder / "memory" / "memory.sqlite").is_file() else
