@@ -985,6 +985,24 @@ def test_a_resume_refuses_a_meta_agent_option_the_run_was_made_without_and_takes
         refused(cli(["bench", "textworld", "--resume", str(run_dir), *same], opened), "the model was opened")
 
 
+def test_a_graph_file_given_to_a_resume_naming_an_unknown_agent_says_so(tmp_path: Path) -> None:
+    """Given again on a resume, a graph file was read without the engine's agents: a misspelt one was told as
+    "'planning' leads to ['motr'], which have no edges of their own", where a new run says it is unknown and what was
+    meant."""
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    (tmp_path / "graph.yaml").write_text(AUTOPILOT)
+    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "none", "--per-challenge", "1",
+                "--challenges", "coin_collector", "--games-dir", str(tmp_path / "games"), "--out",
+                str(tmp_path / "runs"), "--create-only", "--graph", str(tmp_path / "graph.yaml")])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    (tmp_path / "graph.yaml").write_text(AUTOPILOT.replace("planning: [motor]", "planning: [motr]"))
+    before = snapshot(tmp_path)
+    refused(cli(["bench", "textworld", "--resume", str(run_dir), "--graph", str(tmp_path / "graph.yaml")]),
+            f"{tmp_path / 'graph.yaml'}: field 'edges.planning': unknown agent 'motr'. Did you mean motor?")
+    assert snapshot(tmp_path) == before
+
+
 def test_bench_together_with_a_run_in_use_leaves_the_runs_before_it_as_they_were(tmp_path: Path) -> None:
     """The runs were reopened one by one, each with its model loaded: a later one in use by another process was
     refused after the first had gained a `run_started` with no end (and a model loaded for nothing)."""

@@ -307,9 +307,11 @@ def _society_differences(pairs: list[str], kept: dict[str, Any]) -> list[str]:
 
 def _same_setting(name: str, given: Any, saved: Any) -> bool:
     if name == "graph" and isinstance(given, Path):  # the run saved the graph the file held, whole
+        from noosphere.bench.games import KNOWN_AGENTS
         from noosphere.metaagent import TransitionGraph
 
-        return isinstance(saved, dict) and TransitionGraph.from_file(given).to_data() == saved
+        # read as a new run reads it: a misspelt agent is told as one, not as an agent without edges
+        return isinstance(saved, dict) and TransitionGraph.from_file(given, known=KNOWN_AGENTS).to_data() == saved
     if isinstance(given, Path):
         return isinstance(saved, str) and given.resolve() == Path(saved).resolve()
     if isinstance(given, str) and isinstance(saved, list | tuple):  # `--challenges a,b`, saved as a list
