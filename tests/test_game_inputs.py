@@ -471,6 +471,9 @@ def test_a_json_graph_indented_with_tabs_loads(tmp_path: Path) -> None:
 
     (tmp_path / "graph.json").write_text(json.dumps(DEFAULT_GRAPH.to_data(), indent="\t"))
     assert TransitionGraph.from_file(tmp_path / "graph.json") == DEFAULT_GRAPH
+    # saved by an editor that marks UTF-8: json.loads refused the mark, where the same graph in YAML loaded
+    (tmp_path / "marked.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(DEFAULT_GRAPH.to_data()).encode())
+    assert TransitionGraph.from_file(tmp_path / "marked.json") == DEFAULT_GRAPH
 
 
 def test_a_graph_left_without_successors_before_the_first_recall_says_why(tmp_path: Path) -> None:

@@ -100,7 +100,7 @@ class TransitionGraph:
         """A graph written in YAML or JSON (a `.json` file); `known` as in `from_data`. A key given twice in one
         mapping is refused (either parser would keep the last, silently)."""
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")  # an editor's byte-order mark, as the YAML reader allows
             if path.suffix.lower() == ".json":
                 data = json.loads(text, object_pairs_hook=unique_keys)
             else:
