@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from noosphere.envs.gamefiles import check_compiled_game, check_story_file
-from noosphere.errors import DataError
+from noosphere.errors import ConfigError, DataError
 from noosphere.memory import Episode, EpisodeStep, MemoryStore, default_embedder
 from noosphere.memory.check import FORMAT
 from tests.skip_policy import GAME_EXTRAS, shared_data
@@ -471,6 +471,12 @@ def test_a_json_graph_indented_with_tabs_loads(tmp_path: Path) -> None:
 
     (tmp_path / "graph.json").write_text(json.dumps(DEFAULT_GRAPH.to_data(), indent="\t"))
     assert TransitionGraph.from_file(tmp_path / "graph.json") == DEFAULT_GRAPH
+    for missing in (tmp_path / "nowhere.json", tmp_path):  # the path once, then why
+        with pytest.raises(ConfigError) as caught:
+            TransitionGraph.from_file(missing)
+        assert str(caught.value).count(str(missing)) == 1, str(caught.value)
+        assert caught.value.message in ("cannot read the transition graph: No such file or directory",
+                                        "cannot read the transition graph: Is a directory")
     # saved by an editor that marks UTF-8: json.loads refused the mark, where the same graph in YAML loaded
     (tmp_path / "marked.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(DEFAULT_GRAPH.to_data()).encode())
     assert TransitionGraph.from_file(tmp_path / "marked.json") == DEFAULT_GRAPH

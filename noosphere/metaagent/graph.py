@@ -111,7 +111,9 @@ class TransitionGraph:
         except json.JSONDecodeError as exc:
             raise ConfigError(f"cannot read the transition graph: not JSON ({exc.msg}, column {exc.colno})",
                               source=str(path), line=exc.lineno) from None
-        except (OSError, ValueError, yaml.YAMLError) as exc:  # ValueError: bytes that are not UTF-8
+        except OSError as exc:  # the error names the path the message already begins with: its reason alone
+            raise ConfigError(f"cannot read the transition graph: {exc.strerror or exc}", source=str(path)) from None
+        except (ValueError, yaml.YAMLError) as exc:  # ValueError: bytes that are not UTF-8
             mark = getattr(exc, "problem_mark", None)
             raise ConfigError(f"cannot read the transition graph: {' '.join(str(exc).split())}", source=str(path),
                               line=mark.line + 1 if mark is not None else None) from None
