@@ -594,6 +594,16 @@ def _steps_not_text(path: Path) -> None:
         db.commit()
 
 
+def memory_run(tmp_path: Path, *extra: str) -> Path:
+    """A new meta-agent run with episodic memory, made and not played (`--create-only`): its folder."""
+    pytest.importorskip("textworld", reason=GAME_EXTRAS)
+    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
+                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only", *extra])
+    assert made.code == 0, made
+    [run_dir] = (tmp_path / "runs").iterdir()
+    return run_dir
+
+
 @pytest.mark.parametrize(("version", "damage", "says"), [
     (7, None, ("memory.sqlite", "another version of noosphere")),
     (None, _steps_not_json, ("memory.sqlite", "row id=1", "column 'steps' is not JSON")),
@@ -602,11 +612,7 @@ def _steps_not_text(path: Path) -> None:
 @pytest.mark.parametrize("command", ["resume", "together"])
 def test_resuming_a_run_whose_memory_is_from_another_version_changes_nothing(
         command: str, version: int | None, damage: Any, says: tuple[str, ...], tmp_path: Path) -> None:
-    pytest.importorskip("textworld", reason=GAME_EXTRAS)
-    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
-                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
-    assert made.code == 0, made
-    [run_dir] = (tmp_path / "runs").iterdir()
+    run_dir = memory_run(tmp_path)
     path = _memory(run_dir / "memory", version)
     if damage is not None:
         damage(path)
@@ -619,11 +625,7 @@ def test_resuming_a_run_whose_memory_is_from_another_version_changes_nothing(
 
 @pytest.mark.parametrize("command", ["resume", "together"])
 def test_resuming_a_run_whose_memory_folder_is_a_file_changes_nothing(command: str, tmp_path: Path) -> None:
-    pytest.importorskip("textworld", reason=GAME_EXTRAS)
-    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
-                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
-    assert made.code == 0, made
-    [run_dir] = (tmp_path / "runs").iterdir()
+    run_dir = memory_run(tmp_path)
     (run_dir / "memory").write_text("not a folder")
     before = snapshot(tmp_path)
     args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
@@ -639,11 +641,7 @@ def test_resuming_a_run_whose_memory_was_killed_as_it_began_gets_past_the_memory
     begins again; the resume's check refused it as "is empty", and the run could not go on."""
     from noosphere.errors import UsageError
 
-    pytest.importorskip("textworld", reason=GAME_EXTRAS)
-    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
-                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
-    assert made.code == 0, made
-    [run_dir] = (tmp_path / "runs").iterdir()
+    run_dir = memory_run(tmp_path)
     (run_dir / "memory").mkdir()
     (run_dir / "memory" / "memory.sqlite").touch()
 
@@ -672,11 +670,7 @@ def immutable(path: Path) -> Any:
 @pytest.mark.parametrize("command", ["resume", "together", "reset"])
 def test_a_read_only_memory_is_refused_before_the_model_opens_and_changes_nothing(command: str,
                                                                                    tmp_path: Path) -> None:
-    pytest.importorskip("textworld", reason=GAME_EXTRAS)
-    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
-                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
-    assert made.code == 0, made
-    [run_dir] = (tmp_path / "runs").iterdir()
+    run_dir = memory_run(tmp_path)
     path = _memory(run_dir / "memory", None)  # from before the stamp: opening it would stamp it
     before = snapshot(tmp_path)
     args = {"resume": ["bench", "textworld", "--resume", str(run_dir)], "together": ["bench", "together", str(run_dir)],
@@ -692,12 +686,7 @@ def test_a_memory_that_cannot_be_read_is_refused_before_the_model_opens_and_chan
         command: str, closed: str, tmp_path: Path) -> None:
     """A memory.sqlite that cannot be read, or in a folder that cannot be looked into, was a PermissionError
     traceback (`Path.open`, `Path.exists`)."""
-    pytest.importorskip("textworld", reason=GAME_EXTRAS)
-    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
-                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only", "--model",
-                "scripted"])
-    assert made.code == 0, made
-    [run_dir] = (tmp_path / "runs").iterdir()
+    run_dir = memory_run(tmp_path, "--model", "scripted")
     path = _memory(run_dir / "memory", FORMAT)
     args = {"resume": ["bench", "textworld", "--resume", str(run_dir)], "together": ["bench", "together", str(run_dir)],
             "show": ["memory", "show", str(path.parent)], "reset": ["memory", "reset", "--yes", str(path.parent)]}
@@ -752,11 +741,7 @@ def test_a_memory_that_cannot_be_written_is_a_usage_error(seen: str, tmp_path: P
 @pytest.mark.parametrize("command", ["resume", "together", "show", "reset"])
 def test_a_memory_file_that_is_a_folder_is_named_as_one(command: str, tmp_path: Path) -> None:
     """It was "no memory at FOLDER (expected FOLDER/memory.sqlite)", with memory.sqlite there."""
-    pytest.importorskip("textworld", reason=GAME_EXTRAS)
-    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
-                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
-    assert made.code == 0, made
-    [run_dir] = (tmp_path / "runs").iterdir()
+    run_dir = memory_run(tmp_path)
     path = run_dir / "memory" / "memory.sqlite"
     path.mkdir(parents=True)
     before = snapshot(tmp_path)
@@ -872,11 +857,7 @@ def test_an_alfworld_config_without_its_games_per_type_is_refused_before_its_gam
 
 
 def test_resuming_a_run_with_memory_at_once_is_refused_before_the_model_opens(tmp_path: Path) -> None:
-    pytest.importorskip("textworld", reason=GAME_EXTRAS)
-    made = cli(["bench", "textworld", "--system", "metaagent", "--memory", "episodic", "--per-challenge", "1",
-                "--games-dir", str(tmp_path / "games"), "--out", str(tmp_path / "runs"), "--create-only"])
-    assert made.code == 0, made
-    [run_dir] = (tmp_path / "runs").iterdir()
+    run_dir = memory_run(tmp_path)
     before = snapshot(tmp_path)
     refused(cli(["bench", "textworld", "--resume", str(run_dir), "--parallel", "2"]), "--parallel 1")
     assert snapshot(tmp_path) == before
