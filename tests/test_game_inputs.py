@@ -137,6 +137,15 @@ def test_a_games_dir_that_cannot_hold_games_is_refused_before_any_run(where: str
         assert not (tmp_path / "runs").exists()
 
 
+def run_with_closed(folder: Path, args: list[str]) -> Outcome:
+    """`args` run while `folder` can be neither listed nor entered (as a user without root's override sees it)."""
+    folder.chmod(0)
+    try:
+        return bound_by_permissions(args)
+    finally:
+        folder.chmod(0o755)
+
+
 def bound_by_permissions(args: list[str]) -> Outcome:
     """The CLI in a process that file permissions bind (as root, one without the capabilities that pass them by),
     so that a folder made unreadable with chmod is one to root too. A run it makes or resumes should be one of the
@@ -171,11 +180,7 @@ def test_a_games_dir_that_cannot_be_looked_into_is_refused_before_any_run(closed
                 else ["bench", "together", str(run_dir)])
     folder = games if closed == "games" else games / "tier1"
     before = snapshot(tmp_path)
-    folder.chmod(0)
-    try:
-        outcome = bound_by_permissions(args)
-    finally:
-        folder.chmod(0o755)
+    outcome = run_with_closed(folder, args)
     refused(outcome, f"--games-dir {games}: cannot look into {folder}", "Permission denied")
     assert snapshot(tmp_path) == before
 
@@ -299,11 +304,7 @@ def test_an_alfworld_folder_that_cannot_be_looked_into_is_refused_before_any_run
     folder = {"data": tmp_path / "alf", "split": tmp_path / "alf" / "valid_seen", "task": game.parent.parent,
               "trial": game.parent}[closed]
     before = snapshot(tmp_path)
-    folder.chmod(0)
-    try:
-        outcome = bound_by_permissions(args)
-    finally:
-        folder.chmod(0o755)
+    outcome = run_with_closed(folder, args)
     refused(outcome, f"cannot look into the ALFWorld data folder {folder} (permission denied)")
     assert snapshot(tmp_path) == before
 
