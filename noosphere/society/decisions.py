@@ -7,6 +7,7 @@ voting rule; every ballot and tally goes into the trace.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -253,18 +254,11 @@ def count_by_probability(session: Session) -> None:
     that made it the member's answer (`Contribution.probability`); a sub-society's, which has none, counts the mean
     of the others'. A member that gives probabilities and has none answered outside `Session.answering`: a usage
     error of the phase that recorded it, refused rather than counted as a plain vote."""
-    latest = {name: r for name, r in session.latest().items() if r.answer.strip()}
-    unweighed = [m.name for m in session.members
-                 if m.gives_probability and m.name in latest and latest[m.name].probability is None]
-    if unweighed:
-        raise UsageError(f"a vote by the replies' probability, but {', '.join(unweighed)}'s standing answer was "
-                         "recorded without one: a phase that gives a member's answer asks it with "
-                         "`session.answering(...)` and passes the probability to `session.say`")
-    known = [r.probability for r in latest.values() if r.probability is not None]
-    fill = sum(known) / len(known) if known else 1.0
-    weights = {name: r.probability if r.probability is not None else fill for name, r in latest.items()}
-    ballots = [Ballot(name, (r.answer,)) for name, r in latest.items()]
-    MembersVote.count(session, ballots, decided_by="sequence", standing=True, weights=weights)
+    latest = [r for r in session.latest().values() if r.answer.strip()]
+    _count_by_replies(session, [(r.member, r) for r in latest], "sequence", lambda names: (
+        f"a vote by the replies' probability, but {names}'s standing answer was recorded without one: a phase "
+        "that gives a member's answer asks it with `session.answering(...)` and passes the probability to "
+        "`session.say`"))
 
 
 def given_answers(session: Session) -> list[Contribution]:
@@ -275,20 +269,28 @@ def given_answers(session: Session) -> list[Contribution]:
 
 def count_every_answer(session: Session) -> None:
     """Count every answer the members gave (`MembersVote.every_answer`), each a ballot of its own (voter
-    `member@phase:round`) with the weight of its reply's probability; an answer without one (a sub-society's)
-    counts the mean of the others'."""
-    given = given_answers(session)
-    unweighed = sorted({r.member for r in given if r.probability is None and any(
-        m.name == r.member and m.gives_probability for m in session.members)})
+    `member@phase:round`) with the weight of its reply's probability, as `count_by_probability` weighs each
+    member's standing one."""
+    _count_by_replies(session, [(f"{r.member}@{r.phase}:{r.round}", r) for r in given_answers(session)], "every",
+                      lambda names: (f"a vote over every answer by its reply's probability, but {names} gave one "
+                                     "without it: a phase that gives a member's answer asks it with "
+                                     "`session.answering(...)`"))
+
+
+def _count_by_replies(session: Session, voters: list[tuple[str, Contribution]], decided_by: str,
+                      refusal: Callable[[str], str]) -> None:
+    """Count each (voter, answer) as a ballot with the weight of its reply's probability; an answer without one (a
+    sub-society's) counts the mean of the others'. A member that gives probabilities and recorded an answer
+    without one is a usage error (`refusal` of the members' names), not a plain vote."""
+    scoring = {m.name for m in session.members if m.gives_probability}
+    unweighed = list(dict.fromkeys(r.member for _, r in voters if r.probability is None and r.member in scoring))
     if unweighed:
-        raise UsageError(f"a vote over every answer by its reply's probability, but {', '.join(unweighed)} gave one "
-                         "without it: a phase that gives a member's answer asks it with `session.answering(...)`")
-    known = [r.probability for r in given if r.probability is not None]
+        raise UsageError(refusal(", ".join(unweighed)))
+    known = [r.probability for _, r in voters if r.probability is not None]
     fill = sum(known) / len(known) if known else 1.0
-    ballots = [Ballot(f"{r.member}@{r.phase}:{r.round}", (r.answer,)) for r in given]
-    weights = {b.voter: r.probability if r.probability is not None else fill
-               for b, r in zip(ballots, given, strict=True)}
-    MembersVote.count(session, ballots, decided_by="every", standing=True, weights=weights)
+    weights = {voter: r.probability if r.probability is not None else fill for voter, r in voters}
+    ballots = [Ballot(voter, (r.answer,)) for voter, r in voters]
+    MembersVote.count(session, ballots, decided_by=decided_by, standing=True, weights=weights)
 
 
 def hold_vote(session: Session, ballots: list[Ballot], options: list[str], *, standing: bool = False,
