@@ -69,8 +69,9 @@ from noosphere.bench.runner import averages, load_done
 from noosphere.bench.script_args import at_least_one
 
 SOCIETIES = Path(__file__).resolve().parent.parent / "examples" / "societies"
-MONARCHY, DEMOCRACY, DEBATE = (str(SOCIETIES / name)
-                               for name in ("monarchy.yaml", "democracy.yaml", "debate-solvers.toml"))
+MONARCHY, DEMOCRACY, DEBATE, DEBATE_PROGRAMMER = (
+    str(SOCIETIES / name) for name in ("monarchy.yaml", "democracy.yaml", "debate-solvers.toml",
+                                       "debate-programmer.toml"))
 
 
 @dataclass(frozen=True)
@@ -352,6 +353,9 @@ SUITES: dict[str, Suite] = {
         Config("debate-every-consensus", ("--system", "society", "--society", DEBATE, "--set", "editor=null",
                                           "--vote", "every", "--set", "until_consensus=true", "--rounds", "1",
                                           "--offset", "50"), 100),
+        # the same debate with its calculator replaced by a member who answers with a program run in the sandbox
+        # (its settings, until consensus and every answer weighted, are in the file), on the same 100 problems
+        Config("debate-programmer", ("--system", "society", "--society", DEBATE_PROGRAMMER, "--offset", "50"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,

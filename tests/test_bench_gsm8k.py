@@ -17,6 +17,7 @@ from noosphere.errors import CapabilityError
 from noosphere.llm import Model, ScriptedBackend
 from noosphere.observation import Observation
 from noosphere.society.config import build_society, load_society_spec
+from noosphere.tools.bwrap import bwrap_path
 from tests.helpers import by_agent, opener_for, scripted
 from tests.test_cli import invoke
 
@@ -613,6 +614,38 @@ def test_a_unanimous_mission_ends_the_debate_before_any_round(data: Path, tmp_pa
     [consensus] = [e for e in events if e["kind"] == "soc_consensus"]
     assert (consensus["phase"], consensus["round"], consensus["answer"]) == ("debate", 1, "8")
     assert not [e for e in events if e["kind"] == "soc_phase" and e["phase"] == "debate"]
+
+
+@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed (.ci/run installs it)")
+def test_the_programmers_debate_counts_what_its_program_prints_weighted_by_the_reply_that_held_it(
+        data: Path, tmp_path: Path) -> None:
+    """`debate-programmer.toml`: the programmer's program prints 7.0, which counts as 7 with its reply's probability;
+    the members split at the mission, so one round is held (every answer counted, as in the debate above)."""
+    from noosphere.llm import Capabilities, Reply, Usage
+
+    def program(source: str, logprob: float) -> Reply:
+        return Reply(f"```python\n{source}\n```", usage=Usage(10, 2), logprob=logprob)
+
+    backend = ScriptedBackend(by_agent({
+        "planner": [scored_statement("8", -4.0), scored_statement("8", -4.0)],
+        "programmer": [program("apples = 3\nprint(apples + 4.0)", -0.1), program("print(3 + 4)", -0.1)],
+        "checker": [scored_statement("8", -4.0), scored_statement("7", -0.1)]}),
+        capabilities=Capabilities(json_schema=True, logprobs=True))
+    out = tmp_path / "runs"
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society",
+                           str(EXAMPLES / "debate-programmer.toml"), "--data", str(data), "--limit", "1",
+                           "--out", str(out), "--no-cache", "--quiet"],
+                          lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 0, err
+    [run_dir] = list(out.iterdir())
+    [row] = rows(run_dir)
+    assert (row["decided_by"], row["prediction"], row["calls"]) == ("every", "7", 6)
+    assert [(a["member"], a["round"], a["number"]) for a in row["answers"]] == [
+        ("planner", 0, "8"), ("programmer", 0, "7"), ("checker", 0, "8"),
+        ("planner", 1, "8"), ("programmer", 1, "7"), ("checker", 1, "7")]
+    assert row["answers"][1]["token_probability"] == pytest.approx(math.exp(-0.05), abs=1e-6)
+    programmer = [r for r in backend.history if r.agent == "programmer"]
+    assert all(r.json_schema is None and r.logprobs for r in programmer)
 
 
 @pytest.mark.parametrize("organisation", ["democracy.yaml", "monarchy.yaml"])

@@ -8,11 +8,13 @@ recorded again with `python -m tests.test_society_prompts --write`, and the chan
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import string
 import sys
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from noosphere.society import (
     monarchy,
     role_play,
 )
+from noosphere.tools.sandbox import UNSANDBOXED_ENV
 from noosphere.trace import Trace
 
 RECORDING = Path(__file__).parent / "fixtures" / "society_prompts.json"
@@ -50,6 +53,8 @@ class Responder:
             return "not json"
         properties = (request.json_schema or {}).get("properties", {})
         answer = ANSWERS.get(agent.rsplit(".", 1)[0], "12")
+        if not properties and agent == "programmer":  # a member who answers with a program
+            return "```python\nprint(5 + 7)\n```"
         if not properties:  # a conversation turn (role-play)
             if agent == "specifier":
                 return "Write a function f that returns 12."
@@ -127,6 +132,27 @@ def _debate_same(model: Model) -> None:
     debate(_crowd(model), rounds=1).run_sync("What is 5 + 7?")
 
 
+def _debate_programmer(model: Model) -> None:
+    """A debate with a member who answers with a program (run unconfined here, so that the recording does not
+    depend on bubblewrap: the program only prints a sum)."""
+    crowd = [*_crowd(model, ("a", "b")), Member("programmer", model, "You write programs.", answers="program")]
+    with _unsandboxed():
+        debate(crowd, rounds=1).run_sync("What is 5 + 7?")
+
+
+@contextlib.contextmanager
+def _unsandboxed() -> Iterator[None]:
+    before = os.environ.get(UNSANDBOXED_ENV)
+    os.environ[UNSANDBOXED_ENV] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[UNSANDBOXED_ENV]
+        else:
+            os.environ[UNSANDBOXED_ENV] = before
+
+
 def _economy(model: Model) -> None:
     society = economy_of_minds(_crowd(model), Member("arbiter", model, "You judge contracts."), rounds=2,
                                spawn_above=10.5)
@@ -166,6 +192,7 @@ SCENARIOS: list[tuple[str, Callable[[Model], None], dict[str, int], bool]] = [
     ("democracy-weighted", _weighted, {}, True),
     ("debate-split-views", _debate_split, {"b": 3}, False),
     ("debate-same-task", _debate_same, {}, False),
+    ("debate-programmer", _debate_programmer, {}, False),
     ("economy", _economy, {}, False),
     ("economy-alone", _economy_alone, {}, False),
     ("roleplay", _roleplay, {}, False),

@@ -29,6 +29,7 @@ from noosphere.society.organisations import debate, democracy, economy_of_minds,
 from noosphere.society.roleplay import role_play
 from noosphere.society.society import Society
 from noosphere.society.spec import STAFF, MemberSpec, SocietySpec
+from noosphere.tools.sandbox import Sandbox
 
 
 def _yaml_line(text: str, path: tuple[Any, ...]) -> int | None:
@@ -198,9 +199,11 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
         if entry.temperature is not None:  # its own seed too, or members at one temperature sample alike
             model = model.bind(settings=model.settings.with_(temperature=entry.temperature,
                                                              seed=model.settings.seed + seat))
-        return Member(entry.name, model, entry.role, sees)
+        return Member(entry.name, model, entry.role, sees, answers=entry.answers)
 
     crowd = [member(m, seat) for seat, m in enumerate(spec.members, start=1)]
+    if any(m.answers == "program" for m in crowd):  # before any call: its programs could not run
+        Sandbox().check()
     staff = {name: member(getattr(spec, name), len(crowd) + seat)
              for seat, name in enumerate(STAFF, start=1) if getattr(spec, name) is not None}
     if spec.leader_confidence and spec.organisation not in ("monarchy", "democracy", "debate"):

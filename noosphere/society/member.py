@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -31,6 +31,9 @@ class Member:
     role: str
     sees: tuple[str, ...] | None = None
     history: list[Message] = field(default_factory=list)
+    answers: Literal["statement", "program"] = "statement"
+    """How its turns give its answer to the task: a `Statement`, or a program the society runs
+    (`noosphere.society.programs`)."""
     gives_probability: bool = field(default=True, init=False)
     """Whether this member's replies carry their own probability (`ask_scored`): a society taking part as one
     member gives none."""
@@ -67,6 +70,16 @@ class Member:
                                                agent=self.name)
         self.history += [Message.user(prompt), Message.assistant(completion.text)]
         return completion.text, completion.usage.total_tokens
+
+    async def write(self, prompt: str, *, media: tuple[MediaPart, ...] = (),
+                    logprobs: bool = False) -> tuple[str, float | None]:
+        """One free-text turn whose reply joins the history (a program, `noosphere.society.programs`): the text, and
+        with `logprobs` its probability as `ask_scored` takes it (None: not asked for, or a reply of no tokens)."""
+        message = Message("user", prompt, media)
+        completion = await self.model.complete([Message.system(self.role), *self.history, message], agent=self.name,
+                                               logprobs=logprobs)
+        self.history += [message, Message.assistant(completion.text)]
+        return completion.text, completion.token_probability
 
     async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = (),
                   alone: bool = False) -> OutputT:

@@ -48,6 +48,12 @@ NO_STATEMENTS = "(no statements)"
 DEBATE_TURN = ("{brief}{lead}\n{others}\n\nSay where you agree or disagree and give your answer to the task again: "
                "{task}")
 
+# A member who answers with a program (`answers: program`) ------------------------------------------------------
+PROGRAM_FORM = ("{prompt}\n\nReply with a Python program only, in one ```python block: it computes your answer and "
+                "prints it and nothing else (put any remarks in its comments).")
+PROGRAM_SAID = "```python\n{program}\n```\nIt prints: {printed}"
+"""A program member's turn as it is kept and others read it: the program, then what it printed (its answer)."""
+
 # The members' distinct answers, lettered, wherever they choose among them ---------------------------------------
 OPTION = "({label}) {option}"
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from noosphere.concurrent import Forfeit, gather_turns
 from noosphere.errors import BudgetExceededError
@@ -17,19 +17,16 @@ from noosphere.llm.messages import MediaPart
 from noosphere.observation import Observation
 from noosphere.society.events import ConsensusReached, MemberForfeited, MemberSpoke, PhaseStarted
 from noosphere.society.member import Member
+from noosphere.society.programs import program_statement
+from noosphere.society.statement import Statement
 from noosphere.society.voting import Ballot
+from noosphere.tools.sandbox import Sandbox
 from noosphere.trace import Trace
+
+__all__ = ["Contribution", "Session", "Statement", "default_key"]
 
 T = TypeVar("T")
 OutputT = TypeVar("OutputT", bound=BaseModel)
-
-
-class Statement(BaseModel):
-    """What a member says in a turn: its reasoning and its current answer to the task."""
-
-    reasoning: str = Field(max_length=2000, description="your working, step by step, with the facts and numbers "
-                                                        "each step uses and what it gives")
-    answer: str = Field(min_length=1, max_length=300, description="your current answer to the task, short")
 
 
 @dataclass(frozen=True)
@@ -84,6 +81,8 @@ class Session:
     answer_probabilities: bool = False
     """Whether each turn that gives a member's answer also takes the probability of its reply (a vote
     weighted by it, `MembersVote.weights == "sequence"`): from the same call, so at no extra cost."""
+    sandbox: Sandbox | None = None
+    """Where the programs of members who answer with one (`answers: program`) run; made at the first one."""
 
     def __post_init__(self) -> None:
         self._gate = asyncio.Semaphore(self.max_concurrency)
@@ -108,7 +107,14 @@ class Session:
     async def answering(self, member: Member, prompt: str, output: type[OutputT], *,
                      media: tuple[MediaPart, ...] = ()) -> tuple[OutputT, float | None]:
         """A member's turn that gives its answer to the task: its reply, and the reply's probability where
-        the session takes it (`answer_probabilities`), else None."""
+        the session takes it (`answer_probabilities`), else None. A member who answers with a program writes one
+        instead of a statement, and the program's output is its answer (`noosphere.society.programs`)."""
+        if member.answers == "program" and output is Statement:
+            if self.sandbox is None:
+                self.sandbox = Sandbox(trace=self.trace)
+            statement, probability = await program_statement(member, prompt, self.sandbox, media=media,
+                                                             logprobs=self.answer_probabilities)
+            return statement, probability  # type: ignore[return-value]  # output is Statement
         if self.answer_probabilities:
             return await member.ask_scored(prompt, output, media=media)
         return await member.ask(prompt, output, media=media), None

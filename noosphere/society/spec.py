@@ -76,6 +76,10 @@ class MemberSpec(BaseModel):
     (`noosphere ask --human viewer`, answered in `noosphere view RUN`); `role` is the person's brief."""
     timeout: float | None = Field(default=None, gt=0)
     """A person's seconds to answer a turn; past them the turn is forfeited (None: no limit)."""
+    answers: Literal["statement", "program"] = "statement"
+    """How this member gives its answer to the task: a `statement` (its reasoning and answer in words), or a
+    `program`: it writes a Python program, the program runs in the bubblewrap sandbox, and what it prints is the
+    member's answer (`noosphere.society.programs`). A program that fails forfeits the turn."""
 
     @model_validator(mode="after")
     def _role_or_society(self) -> MemberSpec:
@@ -85,6 +89,8 @@ class MemberSpec(BaseModel):
             raise ValueError("timeout is a person's time to answer: it goes with human: true")
         if not self.role.strip() and self.society is None and not self.human:
             raise ValueError("a member needs a role, or a society to stand for it")
+        if self.answers == "program" and (self.human or self.society is not None):
+            raise ValueError("answers: program is for a member with a model; a person or a society answers in words")
         if self.society is not None and self.temperature is not None:
             raise ValueError("a society standing as a member has no temperature of its own; set it on its members")
         return self
@@ -104,6 +110,8 @@ STAFF = ("organizer", "leader", "editor", "arbiter", "specifier")
 SOCIETY_SEATS = ("leader", "editor")
 """The staff seats a whole society can fill: their turns are statements, as a member's are."""
 _ECONOMY = ("economy",)
+PROGRAM_ORGANISATIONS = ("monarchy", "democracy", "debate", "economy")
+"""The organisations whose members answer the task in their own turns, where a member may answer with a program."""
 USED_BY: dict[str, tuple[str, ...]] = {
     "rounds": ("monarchy", "democracy", "debate", "economy", "artist-critic", "interview"),
     "voting": ("democracy", "debate", "economy"), "rights": ("democracy",),
@@ -188,7 +196,8 @@ statement's and each round's, with its reply's probability. The weights need mod
     def problem(self) -> tuple[tuple[str | int, ...], str] | None:
         """(path of the field, what is wrong) for the first thing this society, or a society inline in it,
         needs and the file leaves out or gets wrong."""
-        own = self._own_problem() or self._repeated_name() or self._unused_setting() or self._misplaced_society()
+        own = (self._own_problem() or self._repeated_name() or self._unused_setting() or self._misplaced_society()
+               or self._misplaced_program())
         if own is not None:
             return own
         for index, member in enumerate(self.members):
@@ -245,6 +254,23 @@ statement's and each round's, with its reply's probability. The weights need mod
                     does = "converse" if self.organisation == "roleplay" else "hire and serve each other"
                     return ("members", index, "society"), (f"a {self.organisation}'s members {does}; a society only "
                                                            "answers and votes, so it cannot be one of them")
+        return None
+
+    def _misplaced_program(self) -> tuple[tuple[str | int, ...], str] | None:
+        """A program gives a member's answer to the task; seats and organisations whose turns are something else (a
+        question, a verdict, a conversation, a report of what a witness sees) cannot take one."""
+        for name in STAFF:
+            seat = getattr(self, name)
+            if seat is not None and seat.answers == "program":
+                return (name, "answers"), (f"the {name} does not answer the task, so it cannot answer with a program; "
+                                           "answers: program is for members")
+        if self.organisation in PROGRAM_ORGANISATIONS:
+            return None
+        for index, member in enumerate(self.members):
+            if member.answers == "program":
+                return ("members", index, "answers"), (
+                    f"{_article(self.organisation)} {self.organisation}'s members do not answer the task in turns of "
+                    f"their own; answers: program is for a {', a '.join(PROGRAM_ORGANISATIONS)}")
         return None
 
     def _members_vote(self) -> bool:

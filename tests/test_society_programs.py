@@ -1,0 +1,137 @@
+"""Members that answer with a program (`answers: program`): the program runs in the sandbox, its output is the answer,
+and a program that fails forfeits the member's turn."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from noosphere.errors import ConfigError
+from noosphere.llm import Capabilities, Reply, Usage
+from noosphere.society import Member, debate
+from noosphere.society.config import build_society, load_society_spec
+from noosphere.society.programs import ProgramFailed, printed_answer, program_of
+from noosphere.society.spec import SocietySpec
+from noosphere.tools import SandboxUnavailableError
+from noosphere.tools import sandbox as sandbox_module
+from noosphere.tools.bwrap import bwrap_path
+from tests.helpers import by_agent, opener_for, scripted
+
+needs_bwrap = pytest.mark.skipif(bwrap_path() is None,
+                                 reason="bubblewrap is not installed (apt-get install bubblewrap; .ci/run installs it)")
+
+
+def said(answer: str) -> dict[str, str]:
+    return {"reasoning": "because", "answer": answer}
+
+
+def program(source: str, logprob: float | None = None) -> Reply:
+    return Reply(f"Here it is:\n```python\n{source}\n```\n", usage=Usage(10, 6), logprob=logprob)
+
+
+def mixed(model, programmers=("p",)) -> list[Member]:
+    """Two members who answer in words, then the programmers."""
+    return [Member(name, model, f"You are {name}.") for name in ("a", "b")] + [
+        Member(name, model, "You write programs.", answers="program") for name in programmers]
+
+
+# reading a reply ---------------------------------------------------------------------------------------------
+def test_the_program_is_the_last_fenced_block_or_the_whole_reply_when_it_is_python() -> None:
+    assert program_of("Draft:\n```python\nprint(1)\n```\nFixed:\n```py\nprint(2)\n```") == "print(2)\n"
+    assert program_of("```\nx = 3\nprint(x)\n```") == "x = 3\nprint(x)\n"
+    assert program_of("x = 3\nprint(x * 2)") == "x = 3\nprint(x * 2)"  # no fence, but Python: repaired
+    with pytest.raises(ProgramFailed, match="no ```python block"):
+        program_of("First we add 3 and 4, which gives 7.")
+    with pytest.raises(ProgramFailed, match="empty"):
+        program_of("   ")
+
+
+def test_the_answer_is_the_last_line_printed() -> None:
+    assert printed_answer("step 1: 12\nstep 2: 30\n\n42\n") == "42"
+    with pytest.raises(ProgramFailed, match="printed nothing"):
+        printed_answer("\n  \n")
+
+
+# in a society ------------------------------------------------------------------------------------------------
+@needs_bwrap
+def test_a_programmers_answer_is_what_its_program_prints_and_the_others_read_the_program() -> None:
+    model, backend, trace = scripted(by_agent({
+        "a": [said("41"), said("42")], "b": [said("42"), said("42")],
+        "p": [program("apples = 6\nprint(apples * 7)"), program("print(6 * 7)")]}))
+    result = debate(mixed(model), rounds=1, vote="standing").run_sync("What is 6 times 7?")
+    assert result.answer == "42"
+    spoken = {(e.member, e.round): e for e in trace.of_kind("soc_message")}
+    assert spoken[("p", 0)].answer == "42" and "apples = 6" in spoken[("p", 0)].text
+    assert spoken[("p", 0)].text.endswith("It prints: 42")
+    programmer_asked = [r for r in backend.history if r.agent == "p"]
+    assert all(r.json_schema is None for r in programmer_asked)  # free text, not the statement's JSON form
+    assert "```python block" in programmer_asked[0].messages[-1].content
+    # in the round, the others read the program and what it printed
+    round_prompt = next(r for r in backend.history if r.agent == "a" and len(r.messages) > 2).messages[-1].content
+    assert "apples = 6" in round_prompt and "It prints: 42" in round_prompt
+
+
+@needs_bwrap
+def test_a_program_that_fails_forfeits_the_turn_with_its_error_and_the_others_decide() -> None:
+    model, _, trace = scripted(by_agent({"a": [said("12")], "b": [said("12")],
+                                         "p": [program("print(1 / 0)")]}))
+    result = debate(mixed(model), rounds=0, vote="standing").run_sync("5 + 7?")
+    forfeits = trace.of_kind("soc_forfeit")
+    assert [f.member for f in forfeits] == ["p"] and "ZeroDivisionError" in forfeits[0].error
+    assert "its program failed" in forfeits[0].error
+    assert result.answer == "12" and {r.member for r in result.records} == {"a", "b"}
+
+
+@needs_bwrap
+def test_a_reply_in_prose_forfeits_and_a_program_that_prints_nothing_too() -> None:
+    model, _, trace = scripted(by_agent({"a": [said("3")], "b": [said("3")],
+                                         "p": ["Three.", program("x = 3")], "q": [program("x = 3")]}))
+    debate(mixed(model, ("p", "q")), rounds=0, vote="standing").run_sync("1 + 2?")
+    errors = {f.member: f.error for f in trace.of_kind("soc_forfeit")}
+    assert "no ```python block" in errors["p"] and "printed nothing" in errors["q"]
+
+
+@needs_bwrap
+def test_a_vote_by_reply_probability_weighs_a_program_by_the_reply_that_holds_it() -> None:
+    model, backend, trace = scripted(by_agent({
+        "a": [Reply('{"reasoning": "r", "answer": "5"}', usage=Usage(10, 4), logprob=-8.0)],
+        "b": [Reply('{"reasoning": "r", "answer": "5"}', usage=Usage(10, 4), logprob=-8.0)],
+        "p": [program("print(2 * 3)", logprob=-0.6)]}), capabilities=Capabilities(json_schema=True, logprobs=True))
+    result = debate(mixed(model), rounds=0, vote="sequence").run_sync("What is 3 x 2?")
+    assert (result.answer, result.decided_by) == ("6", "sequence")
+    assert [b.weight for b in trace.of_kind("soc_ballot")] == pytest.approx(
+        [math.exp(-2.0), math.exp(-2.0), math.exp(-0.1)], abs=1e-6)
+    assert all(r.logprobs for r in backend.history)
+
+
+# the society file ----------------------------------------------------------------------------------------------
+def _spec(**change: object) -> SocietySpec:
+    data: dict[str, object] = {"organisation": "debate", "members": [
+        {"name": "a", "role": "r"}, {"name": "p", "role": "You write programs.", "answers": "program"}]}
+    return SocietySpec.model_validate(data | change)
+
+
+def test_only_members_of_organisations_whose_members_answer_may_answer_with_a_program(tmp_path: Path) -> None:
+    assert _spec().problem() is None
+    assert _spec(editor={"name": "e", "role": "r", "answers": "program"}).problem() == (
+        ("editor", "answers"), "the editor does not answer the task, so it cannot answer with a program; "
+                               "answers: program is for members")
+    where, message = _spec(organisation="roleplay").problem()
+    assert where == ("members", 1, "answers") and "a roleplay's members do not answer" in message
+    path = tmp_path / "s.toml"
+    path.write_text('organisation = "debate"\n[[members]]\nname = "h"\nrole = "r"\nhuman = true\n'
+                    'answers = "program"\n')
+    with pytest.raises(ConfigError, match="a person or a society answers in words"):
+        load_society_spec(path)
+
+
+def test_without_bubblewrap_a_society_with_a_programmer_is_refused_before_any_call(monkeypatch) -> None:
+    monkeypatch.setattr(sandbox_module, "bwrap_path", lambda: None)
+    monkeypatch.delenv(sandbox_module.UNSANDBOXED_ENV, raising=False)
+    opener = opener_for(lambda request: said("1"))
+    with pytest.raises(SandboxUnavailableError, match="bubblewrap"):
+        build_society(_spec(), opener, "scripted")
+    assert opener.backend.history == []
+    build_society(_spec(members=[{"name": "a", "role": "r"}]), opener, "scripted")  # no programmer: no sandbox
