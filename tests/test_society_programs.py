@@ -135,3 +135,12 @@ def test_without_bubblewrap_a_society_with_a_programmer_is_refused_before_any_ca
         build_society(_spec(), opener, "scripted")
     assert opener.backend.history == []
     build_society(_spec(members=[{"name": "a", "role": "r"}]), opener, "scripted")  # no programmer: no sandbox
+
+
+def test_with_the_sandbox_opted_out_of_a_society_with_a_programmer_builds_without_bubblewrap(monkeypatch) -> None:
+    """NOOSPHERE_UNSANDBOXED=1 is the way out that the refusal itself names: the check before any call honours it."""
+    monkeypatch.setattr(sandbox_module, "bwrap_path", lambda: None)
+    monkeypatch.setenv(sandbox_module.UNSANDBOXED_ENV, "1")
+    build_society(_spec(), opener_for(lambda request: said("1")), "scripted")
+    with pytest.raises(SandboxUnavailableError, match="bubblewrap"):
+        sandbox_module.Sandbox(unsandboxed=False).check()

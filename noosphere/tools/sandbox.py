@@ -168,8 +168,10 @@ class Sandbox:
                         "user can, and reach the network", self.reason)
 
     def check(self) -> None:
-        """Raise `SandboxUnavailableError` now if code could not run confined (and no one opted out)."""
-        self._bwrap()
+        """Raise `SandboxUnavailableError` now if code could not run confined and no one opted out of the sandbox
+        (`unsandboxed`: code runs without bubblewrap, so whether it is there does not matter)."""
+        if not self.unsandboxed:
+            self._bwrap()
 
     def _bwrap(self) -> str:
         bwrap = bwrap_path()
