@@ -144,3 +144,19 @@ def test_with_the_sandbox_opted_out_of_a_society_with_a_programmer_builds_withou
     build_society(_spec(), opener_for(lambda request: said("1")), "scripted")
     with pytest.raises(SandboxUnavailableError, match="bubblewrap"):
         sandbox_module.Sandbox(unsandboxed=False).check()
+
+
+@needs_bwrap
+def test_the_answer_is_the_last_line_on_standard_output_not_a_warning_written_after_it() -> None:
+    """The sandbox's output is standard output, then standard error: a warning the program raised after printing
+    its answer was the member's answer ("warnings.warn(...)"), and a program that wrote only to standard error
+    answered with its error."""
+    model, _, trace = scripted(by_agent({
+        "a": [said("7")], "b": [said("8")],
+        "p": [program("import sys, warnings\nprint(7)\nwarnings.warn('rounded')\nprint('note', file=sys.stderr)")],
+        "q": [program("import sys\nprint(7, file=sys.stderr)")]}))
+    debate(mixed(model, ("p", "q")), rounds=0, vote="standing").run_sync("3 + 4?")
+    [spoken] = [e for e in trace.of_kind("soc_message") if e.member == "p"]
+    assert spoken.answer == "7" and spoken.text.endswith("It prints: 7")
+    [forfeit] = trace.of_kind("soc_forfeit")
+    assert forfeit.member == "q" and "printed nothing to standard output; it wrote: 7" in forfeit.error

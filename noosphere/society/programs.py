@@ -6,9 +6,10 @@ no network, no host files, limits on time and memory) and what it prints last is
 and its output are what the others read as its reasoning. Its weight in a vote by reply probability is that of the
 reply that holds the program.
 
-Parse, repair, forfeit: a reply without a fenced block is taken whole if it parses as Python. A program that does not
-run to its end or prints nothing forfeits the turn, as any turn that fails at run time does (`noosphere.concurrent`),
-and the reason (the last lines of its output) is in the trace's `soc_forfeit`.
+Parse, repair, forfeit: a reply without a fenced block is taken whole if it parses as Python. The answer is the last
+line on standard output (a warning on standard error, written after it, is not). A program that does not run to its end
+or prints nothing forfeits the turn, as any turn that fails at run time does (`noosphere.concurrent`), and the reason
+(the last lines of its output) is in the trace's `soc_forfeit`.
 """
 
 from __future__ import annotations
@@ -49,11 +50,14 @@ def program_of(reply: str) -> str:
     return reply
 
 
-def printed_answer(output: str) -> str:
-    """The last line the program printed (a program that shows its working prints the answer last)."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
+def printed_answer(printed: str, output: str = "") -> str:
+    """The last line the program printed to standard output (a program that shows its working prints the answer
+    last); never a line of standard error (`output`: both), where a warning comes after what was printed."""
+    lines = [line.strip() for line in printed.splitlines() if line.strip()]
     if not lines:
-        raise ProgramFailed("its program ran but printed nothing")
+        errors = output.strip()
+        raise ProgramFailed("its program ran but printed nothing" + (
+            f" to standard output; it wrote: {errors[-SHOWN:]}" if errors else ""))
     return lines[-1][:ANSWER_CHARS]
 
 
@@ -69,6 +73,6 @@ async def program_statement(member: Member, prompt: str, sandbox: Sandbox, *, me
     ran = await asyncio.to_thread(run_python_program, source, timeout_s=SECONDS, memory_mb=MEMORY_MB, sandbox=sandbox)
     if not ran.passed:
         raise ProgramFailed(f"its program failed: {ran.output[-SHOWN:] or 'no output'}")
-    printed = printed_answer(ran.output)
+    printed = printed_answer(ran.printed, ran.output)
     said = prompts.PROGRAM_SAID.format(program=source.strip(), printed=printed)
     return Statement(reasoning=said[-REASONING_CHARS:], answer=printed), probability

@@ -243,6 +243,9 @@ class ProgramRun:
     """It ran in the sandbox (no network, no host files); False only when unsandboxed was opted into."""
     memory_bounded: bool = False
     """Its memory limit held for all its processes together (a control group), not only each one's."""
+    printed: str = ""
+    """What it wrote to standard output alone (its last 2000 characters): `output` follows it with standard error,
+    where Python writes its warnings and tracebacks, so the last line of `output` need not be one it printed."""
 
 
 def run_python_program(source: str, *, timeout_s: float = 10.0, memory_mb: int = 512,
@@ -261,13 +264,14 @@ def run_python_program(source: str, *, timeout_s: float = 10.0, memory_mb: int =
     token = secrets.token_hex(12)
     finished = sandbox.run({"main.py": f"{source}\nprint({token!r})\n"}, ["main.py"], limits)
     reached_end = token in finished.stdout
+    printed = finished.stdout.replace(token, "").strip()[-2000:]
     output = (finished.stdout.replace(token, "") + finished.stderr).strip()[-2000:]
     if (stopped := sandbox.stopped(finished, limits)) is not None:
         output = f"{output}\n{stopped}".strip()
     elif finished.returncode == 0 and not reached_end:
         output = f"{output}\nthe program exited before its last line (its tests did not all run)".strip()
     passed = finished.returncode == 0 and reached_end and stopped is None  # a child killed for memory fails it too
-    return ProgramRun(passed, output, sandbox.confined, finished.memory_bounded)
+    return ProgramRun(passed, output, sandbox.confined, finished.memory_bounded, printed)
 
 
 def _encodable(text: str) -> bool:
