@@ -48,6 +48,17 @@ def test_the_program_is_the_last_fenced_block_or_the_whole_reply_when_it_is_pyth
         program_of("   ")
 
 
+def test_the_program_is_the_python_block_not_a_block_of_its_output_or_one_in_another_language() -> None:
+    """Fences are read line by line: a block of the program's output after it was taken as the program, and the
+    closing fence of a block in another language opened a "block" of the prose up to the program's fence."""
+    assert program_of("```python\nprint(6 * 7)\n```\n\nOutput:\n```\n42\n```") == "print(6 * 7)\n"
+    assert program_of("Data:\n```text\n3 apples\n```\nThe program:\n```python\nprint(3 + 4)\n```") == "print(3 + 4)\n"
+    assert program_of("1. The program:\n   ```python\n   x = 3\n   print(x)\n   ```") == "x = 3\nprint(x)\n"
+    assert program_of("Here it is: ```python\r\nprint(1)\r\n```") == "print(1)\n"
+    with pytest.raises(ProgramFailed, match="no ```python block"):
+        program_of("```bash\nls\n```")
+
+
 def test_the_answer_is_the_last_line_printed() -> None:
     assert printed_answer("step 1: 12\nstep 2: 30\n\n42\n") == "42"
     with pytest.raises(ProgramFailed, match="printed nothing"):

@@ -6,17 +6,18 @@ no network, no host files, limits on time and memory) and what it prints last is
 and its output are what the others read as its reasoning. Its weight in a vote by reply probability is that of the
 reply that holds the program.
 
-Parse, repair, forfeit: a reply without a fenced block is taken whole if it parses as Python. The answer is the last
-line on standard output (a warning on standard error, written after it, is not). A program that does not run to its end
-or prints nothing forfeits the turn, as any turn that fails at run time does (`noosphere.concurrent`), and the reason
-(the last lines of its output) is in the trace's `soc_forfeit`.
+Parse, repair, forfeit: the program is the reply's last fenced block labelled Python, else its last unlabelled one
+(`program_of`); a reply without one is taken whole if it parses as Python. The answer is the last line on standard
+output (a warning on standard error, written after it, is not). A program that does not run to its end or prints
+nothing forfeits the turn, as any turn that fails at run time does (`noosphere.concurrent`), and the reason (the last
+lines of its output) is in the trace's `soc_forfeit`.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
-import re
+import textwrap
 
 from noosphere.errors import ModelError, RuntimeFault
 from noosphere.llm.messages import MediaPart
@@ -25,7 +26,9 @@ from noosphere.society.member import Member
 from noosphere.society.statement import ANSWER_CHARS, REASONING_CHARS, Statement
 from noosphere.tools.sandbox import Sandbox, run_python_program
 
-FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.S | re.IGNORECASE)
+FENCE = "```"
+PYTHON = ("python", "python3", "py")
+"""The languages a fenced block may be labelled with to be the program; an unlabelled block is taken when none is."""
 SECONDS = 5.0
 MEMORY_MB = 256
 SHOWN = 300
@@ -36,11 +39,38 @@ class ProgramFailed(RuntimeFault):
     """A member's program could not be read from its reply, or did not run to its end and print an answer."""
 
 
+def fenced_blocks(reply: str) -> list[tuple[str, str]]:
+    """The (language, text) of each fenced block in a reply, read line by line: a block opens at a line holding ```
+    once (the word after it its language, lower-cased; "" for none) and closes at the next line that ends with ```.
+    Its text is dedented (a block indented under a list item). A block left open is not one."""
+    blocks: list[tuple[str, str]] = []
+    language: str | None = None
+    body: list[str] = []
+    for line in reply.splitlines():
+        stripped = line.strip()
+        if language is None:
+            opening = line.find(FENCE)
+            if opening >= 0 and FENCE not in line[opening + len(FENCE):]:  # not a block on one line
+                label = line[opening + len(FENCE):].split()
+                language, body = (label[0].lower() if label else ""), []
+        elif stripped.endswith(FENCE):
+            body.append(line.rstrip()[:-len(FENCE)])
+            blocks.append((language, textwrap.dedent("\n".join(body)).strip("\n") + "\n"))
+            language = None
+        else:
+            body.append(line)
+    return blocks
+
+
 def program_of(reply: str) -> str:
-    """The program in a reply: its last fenced block, or the whole reply when that parses as Python."""
-    blocks = [block for block in FENCE.findall(reply) if block.strip()]
-    if blocks:
-        return blocks[-1]
+    """The program in a reply: its last fenced block labelled Python, else its last unlabelled one (not a block of
+    its output shown after the program, nor one in another language), or the whole reply when that parses as
+    Python."""
+    blocks = [(language, text) for language, text in fenced_blocks(reply) if text.strip()]
+    for wanted in (PYTHON, ("",)):
+        chosen = [text for language, text in blocks if language in wanted]
+        if chosen:
+            return chosen[-1]
     try:
         ast.parse(reply)
     except (SyntaxError, ValueError):
