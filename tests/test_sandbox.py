@@ -345,3 +345,14 @@ def test_running_unsandboxed_needs_an_opt_in_and_is_loud(monkeypatch: pytest.Mon
         run_python_program("pass")
     timed = run_python_program("while True:\n    pass", timeout_s=1, sandbox=Sandbox(unsandboxed=True))
     assert not timed.passed and "timed out" in timed.output  # the limits hold unconfined too
+
+
+@needs_bwrap
+def test_an_early_exit_fails_tests_but_passes_a_program_that_only_prints() -> None:
+    """`sys.exit(0)` before the tests skips them, so it fails; where the output is what counts (a society member's
+    program, `early_exit_passes`) it is a good end, and what it printed (stdout alone) is kept."""
+    source = "import sys\nprint(7)\nsys.exit(0)\nassert False"
+    assert "did not all run" in fails(source)
+    ran = run_python_program(source, early_exit_passes=True)
+    assert ran.passed and ran.printed == "7", ran.output
+    assert not run_python_program("print(7)\nraise SystemExit(3)", early_exit_passes=True).passed

@@ -171,3 +171,17 @@ def test_the_answer_is_the_last_line_on_standard_output_not_a_warning_written_af
     assert spoken.answer == "7" and spoken.text.endswith("It prints: 7")
     [forfeit] = trace.of_kind("soc_forfeit")
     assert forfeit.member == "q" and "printed nothing to standard output; it wrote: 7" in forfeit.error
+
+
+@needs_bwrap
+def test_a_program_that_exits_with_status_0_after_printing_answers_and_one_that_exits_with_another_forfeits() -> None:
+    """`sys.exit(main())` ends a program well: it forfeited, told its tests did not all run."""
+    model, _, trace = scripted(by_agent({
+        "a": [said("7")], "b": [said("8")],
+        "p": [program("import sys\n\ndef main():\n    print(3 + 4)\n\nsys.exit(main())")],
+        "q": [program("import sys\nprint(7)\nsys.exit(2)")]}))
+    debate(mixed(model, ("p", "q")), rounds=0, vote="standing").run_sync("3 + 4?")
+    [spoken] = [e for e in trace.of_kind("soc_message") if e.member == "p"]
+    assert spoken.answer == "7"
+    [forfeit] = trace.of_kind("soc_forfeit")
+    assert forfeit.member == "q" and "tests" not in forfeit.error

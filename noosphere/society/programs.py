@@ -8,9 +8,9 @@ reply that holds the program.
 
 Parse, repair, forfeit: the program is the reply's last fenced block labelled Python, else its last unlabelled one
 (`program_of`); a reply without one is taken whole if it parses as Python. The answer is the last line on standard
-output (a warning on standard error, written after it, is not). A program that does not run to its end or prints
-nothing forfeits the turn, as any turn that fails at run time does (`noosphere.concurrent`), and the reason (the last
-lines of its output) is in the trace's `soc_forfeit`.
+output (a warning on standard error, written after it, is not). A program that fails (an error, a limit, an exit
+status other than 0; `sys.exit(0)` ends it well) or prints nothing forfeits the turn, as any turn that fails at run
+time does (`noosphere.concurrent`), and the reason (the last lines of its output) is in the trace's `soc_forfeit`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ SHOWN = 300
 
 
 class ProgramFailed(RuntimeFault):
-    """A member's program could not be read from its reply, or did not run to its end and print an answer."""
+    """A member's program could not be read from its reply, or failed, or printed no answer."""
 
 
 def fenced_blocks(reply: str) -> list[tuple[str, str]]:
@@ -100,7 +100,8 @@ async def program_statement(member: Member, prompt: str, sandbox: Sandbox, *, me
     if logprobs and probability is None:
         raise ModelError(member.model.id, f"{member.name}'s reply came without a probability to weigh it by")
     source = program_of(reply)
-    ran = await asyncio.to_thread(run_python_program, source, timeout_s=SECONDS, memory_mb=MEMORY_MB, sandbox=sandbox)
+    ran = await asyncio.to_thread(run_python_program, source, timeout_s=SECONDS, memory_mb=MEMORY_MB, sandbox=sandbox,
+                                  early_exit_passes=True)  # sys.exit(main()) ends a program well
     if not ran.passed:
         raise ProgramFailed(f"its program failed: {ran.output[-SHOWN:] or 'no output'}")
     printed = printed_answer(ran.printed, ran.output)

@@ -249,12 +249,14 @@ class ProgramRun:
 
 
 def run_python_program(source: str, *, timeout_s: float = 10.0, memory_mb: int = 512,
-                       sandbox: Sandbox | None = None) -> ProgramRun:
+                       sandbox: Sandbox | None = None, early_exit_passes: bool = False) -> ProgramRun:
     """Run `source` as a script; it passes only if it runs to its last line and exits with status 0.
 
     A failing assert, an exception, a timeout or a limit means not passed, and so does an early exit:
     the script ends by printing a random token, so code that calls `sys.exit(0)` before the tests
     does not pass them. The child gets no stdin (an `input()` fails at once instead of waiting).
+    `early_exit_passes`: an exit with status 0 before the last line passes too (`sys.exit(main())`), for a program
+    whose output is what counts, not tests it must run through.
     """
     if not _encodable(source):
         return ProgramRun(False, "the program is not valid text (a lone surrogate cannot be written as UTF-8)",
@@ -268,9 +270,10 @@ def run_python_program(source: str, *, timeout_s: float = 10.0, memory_mb: int =
     output = (finished.stdout.replace(token, "") + finished.stderr).strip()[-2000:]
     if (stopped := sandbox.stopped(finished, limits)) is not None:
         output = f"{output}\n{stopped}".strip()
-    elif finished.returncode == 0 and not reached_end:
+    elif finished.returncode == 0 and not reached_end and not early_exit_passes:
         output = f"{output}\nthe program exited before its last line (its tests did not all run)".strip()
-    passed = finished.returncode == 0 and reached_end and stopped is None  # a child killed for memory fails it too
+    passed = (finished.returncode == 0 and (reached_end or early_exit_passes)
+              and stopped is None)  # a child killed for memory fails it too
     return ProgramRun(passed, output, sandbox.confined, finished.memory_bounded, printed)
 
 
