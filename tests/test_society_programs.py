@@ -3,6 +3,7 @@ and a program that fails forfeits the member's turn."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from noosphere.errors import ConfigError
 from noosphere.llm import Capabilities, Reply, Usage
-from noosphere.society import Member, debate
+from noosphere.society import Member, debate, economy_of_minds
 from noosphere.society.config import build_society, load_society_spec
 from noosphere.society.programs import ProgramFailed, printed_answer, program_of
 from noosphere.society.spec import SocietySpec
@@ -185,3 +186,22 @@ def test_a_program_that_exits_with_status_0_after_printing_answers_and_one_that_
     assert spoken.answer == "7"
     [forfeit] = trace.of_kind("soc_forfeit")
     assert forfeit.member == "q" and "tests" not in forfeit.error
+
+
+@needs_bwrap
+def test_a_programmers_variant_in_an_economy_answers_with_a_program_too() -> None:
+    """A spawned variant keeps its parent's role, which asks for programs; it was asked for a statement instead."""
+    no_hire = json.dumps({"hire": False})
+    model, backend, trace = scripted(by_agent({
+        "p": [program("print(1)"), no_hire, program("print(1)"), no_hire, program("print(1)")],
+        "p.1": [no_hire, program("print(1)")],
+        "arbiter": [json.dumps({"reason": "ok", "valid": True})]}))
+    society = economy_of_minds([Member("p", model, "You write programs.", answers="program")],
+                               Member("arbiter", model, "rz"), rounds=2, start=50.0, rent=1.0, spawn_above=30.0)
+    society.run_sync("1?")
+    [spawn] = trace.of_kind("econ_spawn")
+    assert spawn.child == "p.1" and society.members[1].answers == "program"
+    assert [e.answer for e in trace.of_kind("soc_message") if e.member == "p.1" and e.answer] == ["1"]
+    assert not trace.of_kind("soc_forfeit")
+    answered = [r for r in backend.history if r.agent == "p.1" and "```python block" in r.messages[-1].content]
+    assert len(answered) == 1 and answered[0].json_schema is None

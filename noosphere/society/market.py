@@ -155,8 +155,10 @@ class MarketRounds:
 
 
 def variant_of(parent: Member, name: str) -> Member:
-    """A spawned variant: the parent's model and perception, its role with a push to try something else."""
-    return Member(name, parent.model, prompts.VARIANT_ROLE.format(role=parent.role, parent=parent.name), parent.sees)
+    """A spawned variant: the parent's model, perception and way of answering (a programmer's variant writes
+    programs too: its role, the parent's, asks for them), its role with a push to try something else."""
+    return Member(name, parent.model, prompts.VARIANT_ROLE.format(role=parent.role, parent=parent.name), parent.sees,
+                  answers=parent.answers)
 
 
 def restore_market(members: list[Member], economy: Economy, snapshot: dict[str, Any]) -> None:
