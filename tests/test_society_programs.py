@@ -64,6 +64,11 @@ def test_the_answer_is_the_last_line_printed() -> None:
     assert printed_answer("step 1: 12\nstep 2: 30\n\n42\n") == "42"
     with pytest.raises(ProgramFailed, match="printed nothing"):
         printed_answer("\n  \n")
+    # not cut to a statement's 300 characters: that is another answer than the one printed (a statement's longer
+    # answer forfeits too)
+    with pytest.raises(ProgramFailed, match="an answer of 301 characters; an answer has at most 300"):
+        printed_answer("1" * 301 + "\n")
+    assert printed_answer("1" * 300) == "1" * 300
 
 
 # in a society ------------------------------------------------------------------------------------------------

@@ -82,13 +82,17 @@ def program_of(reply: str) -> str:
 
 def printed_answer(printed: str, output: str = "") -> str:
     """The last line the program printed to standard output (a program that shows its working prints the answer
-    last); never a line of standard error (`output`: both), where a warning comes after what was printed."""
+    last); never a line of standard error (`output`: both), where a warning comes after what was printed. A last line
+    longer than a statement's answer may be (`ANSWER_CHARS`) fails, as a statement with such an answer does."""
     lines = [line.strip() for line in printed.splitlines() if line.strip()]
     if not lines:
         errors = output.strip()
         raise ProgramFailed("its program ran but printed nothing" + (
             f" to standard output; it wrote: {errors[-SHOWN:]}" if errors else ""))
-    return lines[-1][:ANSWER_CHARS]
+    if len(lines[-1]) > ANSWER_CHARS:  # cut, it would be another answer than the one printed
+        raise ProgramFailed(f"its program printed an answer of {len(lines[-1])} characters; an answer has at most "
+                            f"{ANSWER_CHARS}: {lines[-1][:SHOWN // 2]}...")
+    return lines[-1]
 
 
 async def program_statement(member: Member, prompt: str, sandbox: Sandbox, *, media: tuple[MediaPart, ...] = (),
