@@ -356,6 +356,10 @@ SUITES: dict[str, Suite] = {
         # the same debate with its calculator replaced by a member who answers with a program run in the sandbox
         # (its settings, until consensus and every answer weighted, are in the file), on the same 100 problems
         Config("debate-programmer", ("--system", "society", "--society", DEBATE_PROGRAMMER, "--offset", "50"), 100),
+        # best-of-6 whose every sample is such a program, weighted by its reply's probability, on the same problems:
+        # what the programs alone give, and with best-of-n-sequence-heldout, samples of both forms recounted together
+        Config("best-of-n-program-heldout", ("--system", "best-of-n", "--n", "6", "--form", "program", "--weights",
+                                             "sequence", "--offset", "50"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,

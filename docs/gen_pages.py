@@ -295,6 +295,8 @@ def _reproduce(config: dict[str, Any]) -> str:
         parts += _changed_settings(society, Path(society_file))
     if config.get("weights") not in (None, "none"):
         parts += ["--weights", str(config["weights"])]
+    if config.get("form") not in (None, "statement"):
+        parts += ["--form", str(config["form"])]
     if config.get("offset"):
         parts += ["--offset", str(config["offset"])]
     if config.get("n"):

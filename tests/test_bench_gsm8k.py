@@ -648,6 +648,50 @@ def test_the_programmers_debate_counts_what_its_program_prints_weighted_by_the_r
     assert all(r.json_schema is None and r.logprobs for r in programmer)
 
 
+@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed (.ci/run installs it)")
+def test_best_of_n_with_program_samples_counts_what_each_program_prints(data: Path, tmp_path: Path) -> None:
+    """`--form program`: each sample is a program run in the sandbox; 7.0 and 7 are one number, a program that fails
+    is a failed sample, and each weight is the probability of the reply that holds the program."""
+    from noosphere.llm import Capabilities, Reply, Usage
+
+    def program(source: str, logprob: float) -> Reply:
+        return Reply(f"```python\n{source}\n```", usage=Usage(10, 2), logprob=logprob)
+
+    backend = ScriptedBackend(by_agent({"sample-0": [program("print(3 + 4.0)", -0.2)],
+                                        "sample-1": [program("apples = 3\nprint(apples + 4)", -0.4)],
+                                        "sample-2": [program("print(1 / 0)", -0.1)]}),
+                              capabilities=Capabilities(json_schema=True, logprobs=True))
+    out = tmp_path / "runs"
+    code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--n", "3", "--form", "program", "--weights",
+                           "sequence", "--data", str(data), "--limit", "1", "--out", str(out), "--no-cache", "--quiet"],
+                          lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 0, err
+    [run_dir] = list(out.iterdir())
+    [row] = rows(run_dir)
+    assert (row["prediction"], row["correct"], row["votes"], row["failed"]) == ("7", True, {"7": 2}, 1)
+    assert [s["number"] for s in row["samples"]] == ["7", "7", None]
+    assert row["samples"][0]["token_probability"] == pytest.approx(math.exp(-0.1), abs=1e-6)
+    assert json.loads((run_dir / "config.json").read_text())["form"] == "program"
+    assert all(r.json_schema is None and "```python block" in r.messages[-1].content for r in backend.history)
+
+
+def test_the_sample_form_is_best_of_ns_and_a_program_needs_bubblewrap(data: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from noosphere.tools import sandbox as sandbox_module
+
+    base = ["bench", "gsm8k", "--data", str(data), "--limit", "1", "--out", str(tmp_path / "runs"), "--no-cache"]
+    code, _, err = invoke([*base, "--system", "society", "--society", str(EXAMPLES / "debate-solvers.toml"),
+                           "--form", "program"])
+    assert code != 0 and "--form is the form of best-of-n's samples" in err
+    code, _, err = invoke([*base, "--system", "best-of-n", "--n", "2", "--form", "code"])
+    assert code != 0 and "unknown sample form 'code'" in err.lower()
+    monkeypatch.setattr(sandbox_module, "bwrap_path", lambda: None)
+    monkeypatch.delenv(sandbox_module.UNSANDBOXED_ENV, raising=False)
+    opener = opener_for(lambda request: "```python\nprint(7)\n```")
+    code, _, err = invoke([*base, "--system", "best-of-n", "--n", "2", "--form", "program"], opener)
+    assert code != 0 and "bubblewrap" in err and opener.backend.history == []
+
+
 @pytest.mark.parametrize("organisation", ["democracy.yaml", "monarchy.yaml"])
 def test_every_answer_is_a_debate_vote(organisation: str, data: Path, tmp_path: Path) -> None:
     """A democracy's rounds repeat each standing answer: counting every answer would count it once a round."""

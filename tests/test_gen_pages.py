@@ -76,3 +76,6 @@ def test_a_society_run_is_reproduced_with_every_setting_it_changed() -> None:
                        "--limit 100 --model local:m")
     assert "--weights sequence" in gen._reproduce({"benchmark": "gsm8k", "system": "best-of-n", "n": 6,
                                                    "weights": "sequence"})
+    programs = gen._reproduce({"benchmark": "gsm8k", "system": "best-of-n", "n": 6, "form": "program"})
+    assert "--form program" in programs
+    assert "--form" not in gen._reproduce({"benchmark": "gsm8k", "system": "best-of-n", "n": 6, "form": "statement"})

@@ -24,12 +24,18 @@ from noosphere.concurrent import Forfeit, attempt, gather_turns
 from noosphere.datafiles import read_json_lines
 from noosphere.errors import CapabilityError
 from noosphere.llm import Message, Model
-from noosphere.society import MembersVote, Society, Statement
+from noosphere.society import MembersVote, Society, Statement, prompts
+from noosphere.society.programs import run_reply
 from noosphere.society.spec import SocietySpec
+from noosphere.tools.sandbox import Sandbox
 
 SOLVER_ROLE = ("You solve grade-school maths word problems. In the reasoning, compute step by step: write each "
                "calculation with its numbers and its result (like 3 * 60 = 180). Then give only the final number "
                "as the answer.")
+PROGRAM_ROLE = ("You solve grade-school maths word problems by writing a short Python program. Give each quantity in "
+                "the problem a named variable, compute the answer step by step, and end with print() of the final "
+                "number only.")
+"""A best-of-N sample's role with `form="program"` (the programmer's of `examples/societies/debate-programmer.toml`)."""
 SAMPLE_TEMPERATURE = 0.7
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 
@@ -107,6 +113,8 @@ CORRECT_QUESTION = "Is the final answer above correct? Answer Yes or No."
 
 Weights = Literal["none", "p-true", "sequence"]
 WEIGHTS: tuple[Weights, ...] = ("none", "p-true", "sequence")
+Form = Literal["statement", "program"]
+FORMS: tuple[Form, ...] = ("statement", "program")
 
 
 def check_weights(model: Model, weights: str) -> None:
@@ -115,7 +123,8 @@ def check_weights(model: Model, weights: str) -> None:
         raise CapabilityError(model.id, f"logprobs (best-of-N weighted by {weights} reads token probabilities)")
 
 
-async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weights: Weights = "none") -> Scored:
+async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weights: Weights = "none",
+                          form: Form = "statement", sandbox: Sandbox | None = None) -> Scored:
     """N seeded samples in parallel; the most frequent number wins (ties: the one seen first).
 
     Weighted votes (confidence-informed self-consistency, CISC) count each sample's confidence instead of 1:
@@ -126,14 +135,24 @@ async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weights: Weigh
       mean of its tokens' probabilities), read while it was generated: no call more than the plain vote's, so
       the plain and the weighted vote of the same samples are a comparison at equal calls.
     The row keeps every sample's number and weight, and the plain vote, so any vote can be recounted.
+
+    `form="program"`: each sample is a Python program (program-aided samples), run in `sandbox` as a society's
+    programmer's is (`noosphere.society.programs`); its answer is the last line it printed, and a program that fails
+    is a failed sample.
     """
-    messages = [Message.system(SOLVER_ROLE), Message.user(item.question)]
+    program = form == "program"
+    messages = ([Message.system(PROGRAM_ROLE), Message.user(prompts.PROGRAM_FORM.format(prompt=item.question))]
+                if program else [Message.system(SOLVER_ROLE), Message.user(item.question)])
 
     async def sample(index: int) -> tuple[str | None, float | None]:
         settings = model.settings.with_(temperature=SAMPLE_TEMPERATURE, seed=model.settings.seed + index)
-        completion = await model.complete(messages, output=Statement, settings=settings, agent=f"sample-{index}",
-                                          logprobs=weights == "sequence")
-        number = normalise_number(completion.output.answer) if completion.output else None
+        completion = await model.complete(messages, output=None if program else Statement, settings=settings,
+                                          agent=f"sample-{index}", logprobs=weights == "sequence")
+        if program:
+            _, printed = await run_reply(completion.text, sandbox or Sandbox())
+            number = normalise_number(printed)
+        else:
+            number = normalise_number(completion.output.answer) if completion.output else None
         if weights == "sequence":
             return number, completion.token_probability
         if weights == "none" or number is None:

@@ -32,6 +32,7 @@ from noosphere.society import Society
 from noosphere.society.config import build_society, load_society_spec, saved_society_spec, society_settings
 from noosphere.society.market import restore_market
 from noosphere.society.spec import SocietySpec
+from noosphere.tools.sandbox import Sandbox
 
 
 def calls_of_run(folder: Path) -> int:
@@ -47,7 +48,7 @@ def calls_of_run(folder: Path) -> int:
 def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights: str | None, vote: str | None,
                   n: int | None, options: RunOptions, limit: int | None, data: Path | None,
                   match_run: Path | None = None, settings: list[str] | None = None,
-                  weights: str = "none", offset: int = 0) -> dict[str, Any]:
+                  weights: str = "none", offset: int = 0, form: str = "statement") -> dict[str, Any]:
     """Check the options of a new GSM8K run; the society file is read now and saved whole with the run."""
     systems = ("base", "best-of-n", "society")
     if system not in systems:
@@ -75,6 +76,11 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
         raise UnknownNameError("vote weight", weights, gsm8k_bench.WEIGHTS)
     if weights != "none" and system != "best-of-n":
         raise UsageError("--weights (and --weighted) weigh best-of-n's samples; they apply to --system best-of-n")
+    if form not in gsm8k_bench.FORMS:
+        raise UnknownNameError("sample form", form, gsm8k_bench.FORMS)
+    if form != "statement" and system != "best-of-n":
+        raise UsageError("--form is the form of best-of-n's samples; it applies to --system best-of-n (a society's "
+                         "members say theirs in its file: answers = \"program\")")
     if system == "society" and spec is None:
         raise UsageError("--system society needs --society FILE (see examples/societies)")
     if system == "best-of-n" and n is None:
@@ -91,7 +97,7 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
             # whole, as --data: a resume from another folder reads the same file, and checks --society against it
             "society_file": str(society.resolve()) if society else None,
             "matched_run": str(match_run.resolve()) if match_run is not None and system == "best-of-n" else None,
-            "weighted": weights != "none", "weights": weights}
+            "weighted": weights != "none", "weights": weights, "form": form}
 
 
 def _weights(weighted: bool, weights: str) -> str:
@@ -111,6 +117,7 @@ class SavedGsm8kRun(BaseModel):
     n: int | None = Field(None, ge=1)
     weights: Literal["none", "p-true", "sequence"] | None = None
     weighted: bool | None = None
+    form: Literal["statement", "program"] | None = None
 
 
 def check_saved_gsm8k(saved: dict[str, Any]) -> None:
@@ -169,6 +176,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             help="best-of-n: each sample's vote weighted by p-true (P(True) that its answer is right; one scoring "
                  "call a sample) or sequence (its own length-normalised probability; no call more), CISC; or none")
         ] = "none",
+        form: Annotated[str, typer.Option(
+            help="best-of-n: the form of each sample, statement (its working and answer in words) or program (a "
+                 "Python program run in the bubblewrap sandbox, its last printed line the answer)")] = "statement",
         limit: Annotated[int | None, typer.Option(min=1, help="first N problems of the file")] = None,
         offset: OffsetOption = 0,
         data: Annotated[Path | None, typer.Option(help="a GSM8K JSONL file")] = None,
@@ -179,7 +189,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         resume = options.resume
         config = {"benchmark": "gsm8k"} if resume is not None else _gsm8k_config(
             system, society, rounds, rights, vote, n, options, limit, data, match_run, set_,
-            _weights(weighted, weights), offset)
+            _weights(weighted, weights), offset, form)
         # refused before the run is opened (a resumed one's result.json stays as it was)
         _one_economy_at_a_time(Run.saved_config(resume) if resume is not None else config, options.items_at_once)
 
@@ -196,7 +206,12 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
             elif saved["system"] == "best-of-n":
                 weights = saved.get("weights") or ("p-true" if saved.get("weighted") else "none")
                 gsm8k_bench.check_weights(llm, weights)
-                solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"], weights=weights)
+                form = saved.get("form") or "statement"
+                sandbox = Sandbox() if form == "program" else None
+                if sandbox is not None:  # before any problem: its programs could not run
+                    sandbox.check()
+                solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"], weights=weights, form=form,
+                                sandbox=sandbox)
             else:
                 spec = saved_society_spec(saved["society"], "config.json")
 

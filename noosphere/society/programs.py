@@ -103,11 +103,17 @@ async def program_statement(member: Member, prompt: str, sandbox: Sandbox, *, me
                                             logprobs=logprobs)
     if logprobs and probability is None:
         raise ModelError(member.model.id, f"{member.name}'s reply came without a probability to weigh it by")
+    source, printed = await run_reply(reply, sandbox)
+    said = prompts.PROGRAM_SAID.format(program=source.strip(), printed=printed)
+    return Statement(reasoning=said[-REASONING_CHARS:], answer=printed), probability
+
+
+async def run_reply(reply: str, sandbox: Sandbox) -> tuple[str, str]:
+    """The program in a model's reply, run in the sandbox: the program and its answer (the last line it printed).
+    Raises `ProgramFailed` for a reply with no program, a program that fails, or one that prints no answer."""
     source = program_of(reply)
     ran = await asyncio.to_thread(run_python_program, source, timeout_s=SECONDS, memory_mb=MEMORY_MB, sandbox=sandbox,
                                   early_exit_passes=True)  # sys.exit(main()) ends a program well
     if not ran.passed:
         raise ProgramFailed(f"its program failed: {ran.output[-SHOWN:] or 'no output'}")
-    printed = printed_answer(ran.printed, ran.output)
-    said = prompts.PROGRAM_SAID.format(program=source.strip(), printed=printed)
-    return Statement(reasoning=said[-REASONING_CHARS:], answer=printed), probability
+    return source, printed_answer(ran.printed, ran.output)
