@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -163,34 +164,37 @@ def test_with_the_sandbox_opted_out_of_a_society_with_a_programmer_builds_withou
         sandbox_module.Sandbox(unsandboxed=False).check()
 
 
+def answered_and_forfeited(answering: str, forfeiting: str) -> tuple[Any, Any]:
+    """A debate whose programmer p runs `answering` and whose programmer q runs `forfeiting`: p's statement and q's
+    forfeit (each asserted to be the only one)."""
+    model, _, trace = scripted(by_agent({"a": [said("7")], "b": [said("8")], "p": [program(answering)],
+                                         "q": [program(forfeiting)]}))
+    debate(mixed(model, ("p", "q")), rounds=0, vote="standing").run_sync("3 + 4?")
+    [spoken] = [e for e in trace.of_kind("soc_message") if e.member == "p"]
+    [forfeit] = trace.of_kind("soc_forfeit")
+    assert forfeit.member == "q"
+    return spoken, forfeit
+
+
 @needs_bwrap
 def test_the_answer_is_the_last_line_on_standard_output_not_a_warning_written_after_it() -> None:
     """The sandbox's output is standard output, then standard error: a warning the program raised after printing
     its answer was the member's answer ("warnings.warn(...)"), and a program that wrote only to standard error
     answered with its error."""
-    model, _, trace = scripted(by_agent({
-        "a": [said("7")], "b": [said("8")],
-        "p": [program("import sys, warnings\nprint(7)\nwarnings.warn('rounded')\nprint('note', file=sys.stderr)")],
-        "q": [program("import sys\nprint(7, file=sys.stderr)")]}))
-    debate(mixed(model, ("p", "q")), rounds=0, vote="standing").run_sync("3 + 4?")
-    [spoken] = [e for e in trace.of_kind("soc_message") if e.member == "p"]
+    spoken, forfeit = answered_and_forfeited(
+        "import sys, warnings\nprint(7)\nwarnings.warn('rounded')\nprint('note', file=sys.stderr)",
+        "import sys\nprint(7, file=sys.stderr)")
     assert spoken.answer == "7" and spoken.text.endswith("It prints: 7")
-    [forfeit] = trace.of_kind("soc_forfeit")
-    assert forfeit.member == "q" and "printed nothing to standard output; it wrote: 7" in forfeit.error
+    assert "printed nothing to standard output; it wrote: 7" in forfeit.error
 
 
 @needs_bwrap
 def test_a_program_that_exits_with_status_0_after_printing_answers_and_one_that_exits_with_another_forfeits() -> None:
     """`sys.exit(main())` ends a program well: it forfeited, told its tests did not all run."""
-    model, _, trace = scripted(by_agent({
-        "a": [said("7")], "b": [said("8")],
-        "p": [program("import sys\n\ndef main():\n    print(3 + 4)\n\nsys.exit(main())")],
-        "q": [program("import sys\nprint(7)\nsys.exit(2)")]}))
-    debate(mixed(model, ("p", "q")), rounds=0, vote="standing").run_sync("3 + 4?")
-    [spoken] = [e for e in trace.of_kind("soc_message") if e.member == "p"]
+    spoken, forfeit = answered_and_forfeited("import sys\n\ndef main():\n    print(3 + 4)\n\nsys.exit(main())",
+                                             "import sys\nprint(7)\nsys.exit(2)")
     assert spoken.answer == "7"
-    [forfeit] = trace.of_kind("soc_forfeit")
-    assert forfeit.member == "q" and "tests" not in forfeit.error
+    assert "tests" not in forfeit.error
 
 
 @needs_bwrap
