@@ -23,7 +23,11 @@ samples where the society holds a round.
 calls it measured): each one's calls a problem, plain and weighted votes over all its answers, and the problems
 the first run's weighted vote gets right and the other's wrong, and the other way round.
 
-    python benchmarks/cisc_table.py RUN_DIR [--against OTHER_RUN | --adaptive F] [--json]
+`--mix OTHER_RUN` recounts two best-of-N runs on the same problems, their samples of two forms (say statements and
+programs: `--form program`) pooled: at every k, the vote over the first ceil(k/2) samples of the first run and the
+first floor(k/2) of the other, beside each run alone at k; a society of members of both forms without any discussion.
+
+    python benchmarks/cisc_table.py RUN_DIR [--against OTHER_RUN | --adaptive F | --mix OTHER_RUN] [--json]
 """
 
 from __future__ import annotations
@@ -184,17 +188,47 @@ def side_by_side(first: Path, other: Path) -> dict[str, Any]:
     return {"problems": common, "runs": runs, "won": won, "lost": lost}
 
 
+def mixed_table(first: Path, other: Path) -> dict[str, Any]:
+    """Both runs' samples pooled at every k (the first run's first, then alternating), beside each run alone."""
+    runs = [{i: r for i, r in weighted_rows(run).items() if "standing" not in r} for run in (first, other)]
+    common = sorted(set(runs[0]) & set(runs[1]))
+    if not common:
+        raise SystemExit(f"cisc_table: {first} and {other} have no best-of-N problem in common")
+    fields = {weight_field([runs[0][i] for i in common]), weight_field([runs[1][i] for i in common])}
+    if len(fields) != 1:
+        raise SystemExit(f"cisc_table: --mix needs two runs weighted alike, not by {' and '.join(sorted(fields))}")
+    field = fields.pop()
+    n = min(len(run[i]["samples"]) for run in runs for i in common)
+    pooled = []
+    for i in common:
+        a, b = runs[0][i]["samples"], runs[1][i]["samples"]
+        pooled.append({**runs[0][i], "samples": [s for pair in zip(a, b, strict=False) for s in pair]})
+    results = []
+    for k in range(1, n + 1):
+        alone = [verdicts([run[i] for i in common], k, True, field) for run in runs]
+        mixed = verdicts(pooled, k, True, field)
+        results.append({"k": k, "first": round(100 * sum(alone[0]) / len(common), 1),
+                        "other": round(100 * sum(alone[1]) / len(common), 1),
+                        "mixed": round(100 * sum(mixed) / len(common), 1),
+                        "mixed_plain": round(100 * sum(verdicts(pooled, k, False, field)) / len(common), 1),
+                        "won_lost": [sum(m and not f for m, f in zip(mixed, alone[0], strict=True)),
+                                     sum(f and not m for m, f in zip(mixed, alone[0], strict=True))]})
+    return {"first": str(first), "other": str(other), "problems": len(common), "weight": field, "rows": results}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=Path)
     parser.add_argument("--against", type=Path, help="another weighted run, compared on the problems both scored")
     parser.add_argument("--adaptive", type=int, metavar="F",
                         help="recount a best-of-N run adaptively: F samples, the rest only where they disagree")
+    parser.add_argument("--mix", type=Path,
+                        help="another best-of-N run on the same problems: both runs' samples pooled")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    if args.adaptive is not None and args.against is not None:
-        parser.error("--adaptive recounts one best-of-N run; it does not go with --against")
-    for folder in (args.run, args.against):
+    if sum(option is not None for option in (args.adaptive, args.against, args.mix)) > 1:
+        parser.error("--adaptive, --against and --mix each make a table of their own: give one")
+    for folder in (args.run, args.against, args.mix):
         if folder is not None and not (folder / "items.jsonl").is_file():
             raise SystemExit(f"cisc_table: {folder} is not a run folder (no items.jsonl)")
     if args.adaptive is not None:
@@ -208,6 +242,19 @@ def main() -> None:
         for row in found["rows"]:
             won, lost = row["won_lost"]
             print(f"| {row['k']} | {row['calls']} | {row['adaptive']} | {row['fixed']} (k = {row['fixed_k']}) | "
+                  f"+{won} / -{lost} |")
+        return
+    if args.mix is not None:
+        mixed = mixed_table(args.run, args.mix)
+        if args.json:
+            print(json.dumps(mixed, indent=2))
+            return
+        print(f"{mixed['problems']} problems of both runs, weighted by {WEIGHT_FIELDS[mixed['weight']][0]}\n\n"
+              f"| samples k | {mixed['first']} alone | {mixed['other']} alone | pooled (ceil(k/2) + floor(k/2)) | "
+              "pooled, plain count | pooled vs the first alone |\n|---|---|---|---|---|---|")
+        for row in mixed["rows"]:
+            won, lost = row["won_lost"]
+            print(f"| {row['k']} | {row['first']} | {row['other']} | {row['mixed']} | {row['mixed_plain']} | "
                   f"+{won} / -{lost} |")
         return
     if args.against is not None:

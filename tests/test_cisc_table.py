@@ -120,3 +120,24 @@ def test_adaptive_recount_of_p_true_samples_counts_their_scoring_calls(tmp_path:
             row("b", "5", [("6", 0.5), ("5", 0.9), ("5", 0.6), ("6", 0.1)], "p_true")]
     by_k = {r["k"]: r for r in cisc.adaptive_table(write(tmp_path / "run", rows), 2)["rows"]}
     assert by_k[4]["calls"] == 2 * (2 + 4) / 2 and by_k[4]["fixed_k"] == 3
+
+
+def test_two_best_of_n_runs_are_pooled_sample_by_sample_beside_each_alone(tmp_path: Path) -> None:
+    """`--mix`: at k, the first ceil(k/2) samples of the first run and the first floor(k/2) of the other."""
+    cisc = load_script(SCRIPT, "cisc_table_script")
+    field = "token_probability"
+    words = write(tmp_path / "words", [row("a", "7", [("8", 0.6), ("8", 0.6)], field),
+                                       row("b", "5", [("5", 0.9), ("6", 0.2)], field),
+                                       row("c", "1", [("1", 0.9), ("1", 0.9)], field)])  # c: the other has not
+    programs = write(tmp_path / "programs", [row("a", "7", [("7", 0.9), ("7", 0.9)], field),
+                                             row("b", "5", [("6", 0.95), ("6", 0.95)], field)])
+    mixed = cisc.mixed_table(words, programs)
+    assert mixed["problems"] == 2
+    one, two = mixed["rows"]
+    assert (one["first"], one["other"], one["mixed"]) == (50.0, 50.0, 50.0)  # k = 1: the first run's first sample
+    # k = 2: a is 8 (0.6) against 7 (0.9): 7; b is 5 (0.9) against 6 (0.95): 6
+    assert (two["first"], two["other"], two["mixed"], two["won_lost"]) == (50.0, 50.0, 50.0, [1, 1])
+    assert two["mixed_plain"] == 50.0  # a tie goes to the first seen: 8 (wrong) for a, 5 (right) for b
+    p_true = write(tmp_path / "ptrue", [row("a", "7", [("7", 0.9)], "p_true")])
+    with pytest.raises(SystemExit, match="weighted alike"):
+        cisc.mixed_table(words, p_true)
