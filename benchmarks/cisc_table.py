@@ -216,6 +216,18 @@ def mixed_table(first: Path, other: Path) -> dict[str, Any]:
     return {"first": str(first), "other": str(other), "problems": len(common), "weight": field, "rows": results}
 
 
+def print_table(title: str, header: list[str], rows: list[list[Any]]) -> None:
+    """A title, then a markdown table."""
+    print(f"{title}\n\n| {' | '.join(header)} |\n|{'---|' * len(header)}")
+    for cells in rows:
+        print(f"| {' | '.join(str(cell) for cell in cells)} |")
+
+
+def won_lost(row: dict[str, Any]) -> str:
+    won, lost = row["won_lost"]
+    return f"+{won} / -{lost}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=Path)
@@ -236,26 +248,23 @@ def main() -> None:
         if args.json:
             print(json.dumps(found, indent=2))
             return
-        print(f"{found['problems']} problems of {found['run']}, weighted by {WEIGHT_FIELDS[found['weight']][0]}\n\n"
-              f"| first {found['first']}, then up to k | mean calls | adaptive | fixed, at the nearest k | "
-              "adaptive vs fixed |\n|---|---|---|---|---|")
-        for row in found["rows"]:
-            won, lost = row["won_lost"]
-            print(f"| {row['k']} | {row['calls']} | {row['adaptive']} | {row['fixed']} (k = {row['fixed_k']}) | "
-                  f"+{won} / -{lost} |")
+        print_table(f"{found['problems']} problems of {found['run']}, weighted by "
+                    f"{WEIGHT_FIELDS[found['weight']][0]}",
+                    [f"first {found['first']}, then up to k", "mean calls", "adaptive", "fixed, at the nearest k",
+                     "adaptive vs fixed"],
+                    [[row["k"], row["calls"], row["adaptive"], f"{row['fixed']} (k = {row['fixed_k']})",
+                      won_lost(row)] for row in found["rows"]])
         return
     if args.mix is not None:
         mixed = mixed_table(args.run, args.mix)
         if args.json:
             print(json.dumps(mixed, indent=2))
             return
-        print(f"{mixed['problems']} problems of both runs, weighted by {WEIGHT_FIELDS[mixed['weight']][0]}\n\n"
-              f"| samples k | {mixed['first']} alone | {mixed['other']} alone | pooled (ceil(k/2) + floor(k/2)) | "
-              "pooled, plain count | pooled vs the first alone |\n|---|---|---|---|---|---|")
-        for row in mixed["rows"]:
-            won, lost = row["won_lost"]
-            print(f"| {row['k']} | {row['first']} | {row['other']} | {row['mixed']} | {row['mixed_plain']} | "
-                  f"+{won} / -{lost} |")
+        print_table(f"{mixed['problems']} problems of both runs, weighted by {WEIGHT_FIELDS[mixed['weight']][0]}",
+                    ["samples k", f"{mixed['first']} alone", f"{mixed['other']} alone",
+                     "pooled (ceil(k/2) + floor(k/2))", "pooled, plain count", "pooled vs the first alone"],
+                    [[row["k"], row["first"], row["other"], row["mixed"], row["mixed_plain"], won_lost(row)]
+                     for row in mixed["rows"]])
         return
     if args.against is not None:
         compared = side_by_side(args.run, args.against)
