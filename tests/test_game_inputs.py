@@ -655,6 +655,27 @@ def test_resuming_a_run_whose_memory_was_killed_as_it_began_gets_past_the_memory
     assert MemoryStore(run_dir / "memory").episodes() == []
 
 
+@pytest.mark.parametrize("memory", ["deleted", "emptied"])
+@pytest.mark.parametrize("command", ["resume", "together"])
+def test_resuming_a_run_that_played_games_without_their_memory_changes_nothing(command: str, memory: str,
+                                                                               tmp_path: Path) -> None:
+    """A run whose memory folder went missing (not committed, deleted) after it had played games was resumed with
+    a fresh memory: the rest of the games played remembering none of those, and the table did not say so."""
+    run_dir = memory_run(tmp_path)
+    with (run_dir / "items.jsonl").open("a") as rows:
+        rows.write(json.dumps({"id": "failed-to-load", "prediction": "", "error": "EnvError: no such game"}) + "\n")
+        rows.write(json.dumps({"id": "game-1", "prediction": "lost", "error": None}) + "\n")
+    if memory == "emptied":
+        (run_dir / "memory").mkdir()
+        (run_dir / "memory" / "memory.sqlite").touch()
+    before = snapshot(tmp_path)
+    args = (["bench", "textworld", "--resume", str(run_dir)] if command == "resume"
+            else ["bench", "together", str(run_dir)])
+    refused(cli(args), "this run has played 1 game(s)", f"{run_dir / 'memory' / 'memory.sqlite'}",
+            "missing or empty", "Nothing was played or changed")
+    assert snapshot(tmp_path) == before
+
+
 @contextlib.contextmanager
 def immutable(path: Path) -> Any:
     """`path` made read-only even to root (`chattr +i`) while the block runs; the test is skipped where it cannot be."""

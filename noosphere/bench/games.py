@@ -16,7 +16,7 @@ from typing import Any
 from noosphere.bench.game_figures import outcomes_by_type, success_interval
 from noosphere.bench.runner import Scored
 from noosphere.envs import Environment
-from noosphere.errors import UnknownNameError, UsageError
+from noosphere.errors import DataError, UnknownNameError, UsageError
 from noosphere.llm import Model
 from noosphere.memory import METHODS, MemoryStore, default_embedder
 from noosphere.memory.check import check_memory, check_writable, unreadable
@@ -37,6 +37,7 @@ from noosphere.metaagent import (
 )
 from noosphere.metaagent.agents import FOCUS_MODES, PLANNER_VIEWS
 from noosphere.metaagent.scored import ScoredDecision
+from noosphere.runs import load_done
 
 SYSTEMS = ("react", "react-scored", "reflexion", "metaagent")
 MEMORY_MODES = {"none": (False, False), "episodic": (True, False), "conceptual": (False, True), "both": (True, True)}
@@ -159,6 +160,13 @@ def check_run_memory(run_dir: Path, saved: dict[str, Any]) -> None:
         raise unreadable(folder, exc) from None
     if begun:  # at 0 bytes, a store killed as it began: `MemoryStore` begins it again
         check_memory(folder)
+    else:
+        played = sum(1 for row in load_done(run_dir / "items.jsonl").values() if not row.get("error"))
+        if played:  # the rest would be played with none of those games remembered, and the table not say so
+            raise DataError(f"this run has played {played} game(s) whose episodes it keeps in {path}, and that "
+                            "file is missing or empty, so the rest would be played with no memory of them; put "
+                            "the run's memory folder back as it was (it is committed with the run) or start a new "
+                            "run. Nothing was played or changed")
     check_writable(folder)  # the run writes every game's episode into it
 
 
