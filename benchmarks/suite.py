@@ -362,11 +362,11 @@ SUITES: dict[str, Suite] = {
                                              "sequence", "--offset", "50"), 100),
         # stop 64, a confirmation on problems no run had seen (151-250): the programmer debate's mission alone
         # (`--rounds 0`: its three members answer once and every answer is counted, weighted by its reply's
-        # probability), a recount on 51-150 that tied weighted best-of-3 there; then best-of-6 of statements
-        # on the same problems, its first three samples the comparison at equal calls
+        # probability), a recount on 51-150 that tied weighted best-of-3 there; then weighted best-of-3 of
+        # statements on the same problems, at equal calls
         Config("programmer-mission", ("--system", "society", "--society", DEBATE_PROGRAMMER, "--rounds", "0",
                                       "--offset", "150"), 100),
-        Config("best-of-n-sequence-confirm", ("--system", "best-of-n", "--n", "6", "--weights", "sequence",
+        Config("best-of-n-sequence-confirm", ("--system", "best-of-n", "--n", "3", "--weights", "sequence",
                                               "--offset", "150"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
