@@ -141,6 +141,34 @@ async def test_a_providers_5xx_through_litellms_catch_all_is_retried(monkeypatch
     assert not caught.value.retryable
 
 
+@pytest.mark.parametrize("how", ["score", "generate"])
+async def test_a_provider_that_refuses_logprobs_stops_the_run_and_other_400s_forfeit(
+        how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that lists `logprobs` among its parameters and then answers 400 to a request for them forfeited
+    every turn one by one, the run going on without a score; the same 400 to a request without them, or another
+    400, is this call's fault."""
+    litellm = import_litellm()
+    model = open_model("litellm:openai/gpt-4o", extra={"mock_response": "fine"})
+    sent: list[dict[str, object]] = []
+
+    async def refuse(**kwargs: object) -> object:
+        sent.append(kwargs)
+        said = "logprobs is not supported by this model" if kwargs.get("logprobs") else "max_tokens is too large"
+        raise litellm.BadRequestError(message=said, llm_provider="openai", model="gpt-4o")
+
+    monkeypatch.setattr(litellm, "acompletion", refuse)
+    with pytest.raises(CapabilityError, match=r"refused a request for them \(400: .*logprobs is not supported.*"
+                                              r"--scores samples") as caught:
+        if how == "score":
+            await model.score_options("Is it right?", ["Yes", "No"])
+        else:
+            await model.complete("hi", logprobs=True)
+    assert len(sent) == 1 and sent[0]["logprobs"] and not forfeits(caught.value)
+    with pytest.raises(ModelError, match="max_tokens is too large") as other:
+        await model.complete("hi")
+    assert forfeits(other.value)
+
+
 async def test_a_providers_4xx_is_one_error_not_litellms_own_exception(monkeypatch: pytest.MonkeyPatch) -> None:
     """A wrong key, a model the provider does not have, a request it refuses: LiteLLM raises errors that derive from
     openai's, not from its own OpenAIError (a traceback before). A refused request is a ModelError, not retried (the

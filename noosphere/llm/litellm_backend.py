@@ -228,6 +228,7 @@ class LiteLLMBackend:
                              retry_after_s=_retry_after(exc)) from exc
         except litellm.APIError as exc:  # LiteLLM's catch-all: a server's fault (5xx, "overloaded") passes
             status = getattr(exc, "status_code", None)  # and an OpenAI-compatible server's 403 (no typed error)
+            self._refused_logprobs(args, status, exc)
             if status in CALLER_REFUSED:
                 raise ProviderRefusedError(self.model_id, status, _said(exc, self._api_key)) from exc
             # a 2xx whose body could not be read (not JSON: a proxy's page, a body cut short) is a malformed reply
@@ -237,12 +238,24 @@ class LiteLLMBackend:
             # refused (LiteLLM's BadRequestError, AuthenticationError, NotFoundError... derive from openai's errors,
             # not from its own OpenAIError)
             status = getattr(exc, "status_code", None)
+            self._refused_logprobs(args, status, exc)
             if status in CALLER_REFUSED:  # the key or the model id is wrong: the same for every call, the run stops
                 raise ProviderRefusedError(self.model_id, status, _said(exc, self._api_key)) from exc
             raise ModelError(self.model_id, _said(exc, self._api_key)) from exc
         if not getattr(response, "choices", None):  # `choices: []` (a proxy's, a filter's): no reply, asked again
             raise ModelError(self.model_id, "the provider's reply had no choices", retryable=True)
         return response
+
+    def _refused_logprobs(self, args: dict[str, Any], status: Any, exc: Exception) -> None:
+        """A request for log-probabilities that the provider refuses as such (a 400 naming them: a model or server
+        that lists `logprobs` and does not serve them) would be refused on every call: a usage error that stops
+        the run, not a fault each turn forfeits, which would let it go on without its scores."""
+        said = _said(exc, self._api_key)
+        if args.get("logprobs") and status in (400, 422) and "logprob" in said.lower():
+            raise CapabilityError(self.model_id, f"log-probabilities here: the provider refused a request for them "
+                                                 f"({status}: {said}) and would refuse every one (score by sampling "
+                                                 "where the command offers it: --scores samples, or "
+                                                 "method='samples' in Python)") from exc
 
 
 def _input_window(litellm: Any, model: str) -> int | None:
