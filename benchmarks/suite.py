@@ -368,6 +368,10 @@ SUITES: dict[str, Suite] = {
                                       "--offset", "150"), 100),
         Config("best-of-n-sequence-confirm", ("--system", "best-of-n", "--n", "3", "--weights", "sequence",
                                               "--offset", "150"), 100),
+        # and best-of-3 of programs (`--form program`): whether the society gives more than its programmer's
+        # form sampled three times
+        Config("best-of-n-program-confirm", ("--system", "best-of-n", "--n", "3", "--form", "program", "--weights",
+                                             "sequence", "--offset", "150"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
