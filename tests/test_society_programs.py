@@ -214,3 +214,18 @@ def test_a_programmers_variant_in_an_economy_answers_with_a_program_too() -> Non
     assert not trace.of_kind("soc_forfeit")
     answered = [r for r in backend.history if r.agent == "p.1" and "```python block" in r.messages[-1].content]
     assert len(answered) == 1 and answered[0].json_schema is None
+
+
+@needs_bwrap
+def test_a_programmer_reads_in_its_later_turns_what_its_program_printed_or_why_it_failed() -> None:
+    """Its history kept the reply alone: asked in the round to say where it agrees and answer again, it did not
+    know the answer its program had given (the others did), nor that its program had failed."""
+    model, backend, _ = scripted(by_agent({
+        "a": [said("41"), said("42")], "b": [said("42"), said("42")],
+        "p": [program("print(6 * 7)"), program("print(42)")], "q": [program("print(1 / 0)"), program("print(42)")]}))
+    debate(mixed(model, ("p", "q")), rounds=1, vote="standing").run_sync("What is 6 times 7?")
+    for name, came in (("p", "It prints: 42"), ("q", "It gave no answer: its program failed:")):
+        [round_request] = [r for r in backend.history if r.agent == name and len(r.messages) > 2]
+        [kept] = [m for m in round_request.messages if m.role == "assistant"]
+        assert kept.content.startswith("Here it is:\n```python\n") and came in kept.content
+    assert "ZeroDivisionError" in kept.content

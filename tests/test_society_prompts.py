@@ -50,7 +50,7 @@ class Responder:
         agent = request.agent or ""
         self.calls[agent] += 1
         if self.broken.get(agent, 0) >= self.calls[agent]:
-            return "not json"
+            return "Twelve, by adding." if agent == "programmer" else "not json"  # ("not json" is Python)
         properties = (request.json_schema or {}).get("properties", {})
         answer = ANSWERS.get(agent.rsplit(".", 1)[0], "12")
         if not properties and agent == "programmer":  # a member who answers with a program
@@ -193,6 +193,7 @@ SCENARIOS: list[tuple[str, Callable[[Model], None], dict[str, int], bool]] = [
     ("debate-split-views", _debate_split, {"b": 3}, False),
     ("debate-same-task", _debate_same, {}, False),
     ("debate-programmer", _debate_programmer, {}, False),
+    ("debate-programmer-fails", _debate_programmer, {"programmer": 1}, False),  # its first reply is no program
     ("economy", _economy, {}, False),
     ("economy-alone", _economy_alone, {}, False),
     ("roleplay", _roleplay, {}, False),

@@ -81,6 +81,12 @@ class Member:
         self.history += [message, Message.assistant(completion.text)]
         return completion.text, completion.token_probability
 
+    def note(self, text: str) -> None:
+        """Add `text` to this member's last reply as its history keeps it: what came of the reply (what the program
+        it wrote printed, or why it gave no answer), which its later turns then read as the others do."""
+        last = self.history[-1]
+        self.history[-1] = Message.assistant(last.content + text)
+
     async def ask(self, prompt: str, output: type[OutputT], *, media: tuple[MediaPart, ...] = (),
                   alone: bool = False) -> OutputT:
         """One turn: the role, this member's history, the new prompt; the reply joins the history.

@@ -95,19 +95,6 @@ def printed_answer(printed: str, output: str = "") -> str:
     return lines[-1]
 
 
-async def program_statement(member: Member, prompt: str, sandbox: Sandbox, *, media: tuple[MediaPart, ...] = (),
-                            logprobs: bool = False) -> tuple[Statement, float | None]:
-    """One answering turn of a program member: its program, run; the statement it makes, and its reply's
-    probability where `logprobs` asks for it."""
-    reply, probability = await member.write(prompts.PROGRAM_FORM.format(prompt=prompt), media=media,
-                                            logprobs=logprobs)
-    if logprobs and probability is None:
-        raise ModelError(member.model.id, f"{member.name}'s reply came without a probability to weigh it by")
-    source, printed = await run_reply(reply, sandbox)
-    said = prompts.PROGRAM_SAID.format(program=source.strip(), printed=printed)
-    return Statement(reasoning=said[-REASONING_CHARS:], answer=printed), probability
-
-
 async def run_reply(reply: str, sandbox: Sandbox) -> tuple[str, str]:
     """The program in a model's reply, run in the sandbox: the program and its answer (the last line it printed).
     Raises `ProgramFailed` for a reply with no program, a program that fails, or one that prints no answer."""
@@ -117,3 +104,22 @@ async def run_reply(reply: str, sandbox: Sandbox) -> tuple[str, str]:
     if not ran.passed:
         raise ProgramFailed(f"its program failed: {ran.output[-SHOWN:] or 'no output'}")
     return source, printed_answer(ran.printed, ran.output)
+
+
+async def program_statement(member: Member, prompt: str, sandbox: Sandbox, *, media: tuple[MediaPart, ...] = (),
+                            logprobs: bool = False) -> tuple[Statement, float | None]:
+    """One answering turn of a program member: its program, run; the statement it makes, and its reply's
+    probability where `logprobs` asks for it. The member's own history keeps its reply with what came of it (what
+    it printed, or why it gave no answer), so that it knows its answer in later turns."""
+    reply, probability = await member.write(prompts.PROGRAM_FORM.format(prompt=prompt), media=media,
+                                            logprobs=logprobs)
+    if logprobs and probability is None:
+        raise ModelError(member.model.id, f"{member.name}'s reply came without a probability to weigh it by")
+    try:
+        source, printed = await run_reply(reply, sandbox)
+    except ProgramFailed as failed:
+        member.note(prompts.PROGRAM_FAILED.format(reason=failed))
+        raise
+    member.note(prompts.PROGRAM_PRINTED.format(printed=printed))
+    said = prompts.PROGRAM_SAID.format(program=source.strip(), printed=printed)
+    return Statement(reasoning=said[-REASONING_CHARS:], answer=printed), probability

@@ -53,6 +53,10 @@ PROGRAM_FORM = ("{prompt}\n\nReply with a Python program only, in one ```python 
                 "prints it and nothing else (put any remarks in its comments).")
 PROGRAM_SAID = "```python\n{program}\n```\nIt prints: {printed}"
 """A program member's turn as it is kept and others read it: the program, then what it printed (its answer)."""
+PROGRAM_PRINTED = "\n\nIt prints: {printed}"
+PROGRAM_FAILED = "\n\nIt gave no answer: {reason}"
+"""What came of a program member's reply, added to it in its own history: its later turns (a debate's round, a
+democracy's change of answer) read its answer, or why it had none, as the others do."""
 
 # The members' distinct answers, lettered, wherever they choose among them ---------------------------------------
 OPTION = "({label}) {option}"
