@@ -372,6 +372,8 @@ SUITES: dict[str, Suite] = {
         # form sampled three times
         Config("best-of-n-program-confirm", ("--system", "best-of-n", "--n", "3", "--form", "program", "--weights",
                                              "sequence", "--offset", "150"), 100),
+        # and the base (one greedy call) on the same problems: issue 26's "the best society at its base + 5"
+        Config("base-confirm", ("--system", "base", "--offset", "150"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
