@@ -21,7 +21,7 @@ import json_repair
 from noosphere.environment import environment
 from noosphere.errors import CapabilityError, ContextOverflowError, ModelError, ProviderRefusedError, UsageError
 from noosphere.llm.messages import Message
-from noosphere.llm.scoring import NO_LOGPROBS, PREFIX_REFUSED, check_first_tokens
+from noosphere.llm.scoring import NO_LOGPROBS, PREFIX_REFUSED, SAMPLE_INSTEAD, check_first_tokens
 from noosphere.llm.tools import UNPARSED
 from noosphere.llm.types import Capabilities, Reply, Request, ScoreReply, ScoreRequest, Settings, ToolCall, Usage
 from noosphere.redact import Redactor
@@ -253,9 +253,8 @@ class LiteLLMBackend:
         said = _said(exc, self._api_key)
         if args.get("logprobs") and status in (400, 422) and "logprob" in said.lower():
             raise CapabilityError(self.model_id, f"log-probabilities here: the provider refused a request for them "
-                                                 f"({status}: {said}) and would refuse every one (score by sampling "
-                                                 "where the command offers it: --scores samples, or "
-                                                 "method='samples' in Python)") from exc
+                                                 f"({status}: {said}) and would refuse every one {SAMPLE_INSTEAD}"
+                                  ) from exc
 
 
 def _input_window(litellm: Any, model: str) -> int | None:

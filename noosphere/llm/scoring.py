@@ -151,8 +151,10 @@ def from_counts(options: tuple[str, ...], counts: list[int], normalise: Normalis
     return OptionScores(options, probs, logprobs, tuple(1 for _ in options), "samples", normalise, entropy(probs))
 
 
+SAMPLE_INSTEAD = "(score by sampling where the command offers it: --scores samples, or method='samples' in Python)"
+"""What a caller whose provider gives no log-probabilities can do instead."""
 NO_LOGPROBS = ("log-probabilities here: asked for them, the provider returned none, and every call would be the same "
-               "(score by sampling where the command offers it: --scores samples, or method='samples' in Python)")
+               + SAMPLE_INSTEAD)
 """A provider that says it serves logprobs and then sends none cannot be scored on: a usage error that stops the run
 at once (one line), not a fault each turn forfeits, which would let the run go on without its scores."""
 PREFIX_REFUSED = ("scoring after a prefix (a provider scores only the first token of the reply); put the prefix's "
