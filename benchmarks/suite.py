@@ -69,9 +69,9 @@ from noosphere.bench.runner import averages, load_done
 from noosphere.bench.script_args import at_least_one
 
 SOCIETIES = Path(__file__).resolve().parent.parent / "examples" / "societies"
-MONARCHY, DEMOCRACY, DEBATE, DEBATE_PROGRAMMER = (
+MONARCHY, DEMOCRACY, DEBATE, DEBATE_PROGRAMMER, MIXED = (
     str(SOCIETIES / name) for name in ("monarchy.yaml", "democracy.yaml", "debate-solvers.toml",
-                                       "debate-programmer.toml"))
+                                       "debate-programmer.toml", "mixed-solvers.toml"))
 
 
 @dataclass(frozen=True)
@@ -374,6 +374,12 @@ SUITES: dict[str, Suite] = {
                                              "sequence", "--offset", "150"), 100),
         # and the base (one greedy call) on the same problems: issue 26's "the best society at its base + 5"
         Config("base-confirm", ("--system", "base", "--offset", "150"), 100),
+        # stop 65, on problems 251-350 that no run had seen: a vote of two forms (one programmer, two plain solvers,
+        # every answer weighted by its reply's probability), written before any run, against weighted best-of-3 of
+        # programs, the strongest best-of-N of stop 64, at equal calls
+        Config("mixed-mission", ("--system", "society", "--society", MIXED, "--offset", "250"), 100),
+        Config("best-of-n-program-fresh", ("--system", "best-of-n", "--n", "3", "--form", "program", "--weights",
+                                           "sequence", "--offset", "250"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
