@@ -174,3 +174,43 @@ def test_a_resume_takes_the_runs_own_ablations_in_any_order(data: Path, tmp_path
     with pytest.raises((SimulatedKill, ExceptionGroup)):  # taken: the run goes on to its item's first call
         invoke(["bench", "mustard", "--resume", str(run_dir), "--ablation", "no_uptree", "--ablation", "no_fusion",
                 "--quiet", "--no-cache"], opener_for([SimulatedKill()]))
+
+
+def test_a_judged_alpha_is_saved_with_the_run_and_asked_after_each_label(data: Path, tmp_path: Path) -> None:
+    """`--stm-alpha judged`: every STM answer is followed by its P(True), which the run's alpha is."""
+    from noosphere.workspace.scores import ANSWER_CORRECT_QUESTION
+
+    def scorer(request: Any) -> dict[str, float]:
+        if request.options != ("Yes", "No"):
+            return {"sarcastic": 0.97, "not sarcastic": 0.03}
+        if request.agent == "stm":
+            return {"Yes": 0.83, "No": 0.17}
+        return {"Yes": 0.9, "No": 0.1}
+
+    opener = opener_for(lambda request: {"response": "sarcastic, by the tone", "additional_question": ""},
+                        scorer=scorer)
+    code, _, err = invoke(["bench", "mustard", "--system", "ctm", "--scores", "logprob", "--stm-alpha", "judged",
+                           "--limit", "1", "--data", str(data), "--out", str(tmp_path / "runs"), "--no-cache",
+                           "--quiet"], opener)
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    assert json.loads((run_dir / "config.json").read_text())["stm_alpha"] == "judged"
+    [row] = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    assert row["prediction"] == "sarcastic" and row["confidence"] == pytest.approx(0.83)
+    judged = [r for r in opener.backend.score_history if r.agent == "stm" and r.options == ("Yes", "No")]
+    assert judged and all(r.messages[-1].content == ANSWER_CORRECT_QUESTION for r in judged)
+
+
+@pytest.mark.parametrize(("extra", "says"), [(["--system", "base"], "--stm-alpha"),
+                                             (["--system", "ctm"], "--stm-alpha"),  # verbal scores
+                                             (["--system", "ctm", "--scores", "logprob", "--stm-alpha", "gist"],
+                                              "unknown STM alpha 'gist'")])
+def test_a_judged_alpha_outside_the_probability_ctm_is_refused_before_a_run_folder(
+        data: Path, tmp_path: Path, extra: list[str], says: str) -> None:
+    opener = opener_for(ctm_script)
+    flag = [] if "--stm-alpha" in extra else ["--stm-alpha", "judged"]
+    code, _, err = invoke(["bench", "mustard", *extra, *flag, "--data", str(data), "--out", str(tmp_path / "runs"),
+                           "--no-cache", "--quiet"], opener)
+    assert code == 2 and says in err, err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    assert opener.backend.history == []

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from noosphere.errors import BudgetExceededError, CapabilityError, ModelError, OutputParseError, UsageError
+from noosphere.errors import (
+    BudgetExceededError,
+    CapabilityError,
+    ModelError,
+    OutputParseError,
+    UnknownNameError,
+    UsageError,
+)
 from noosphere.llm import Budget, CallCache, Capabilities, Message, Model, ScriptedBackend, UsageLedger
 from noosphere.llm.litellm_backend import first_token_scores
 from noosphere.llm.scoring import contextual_calibration, from_logprobs
@@ -17,6 +24,7 @@ from noosphere.llm.types import ScoreRequest
 from noosphere.observation import Observation
 from noosphere.trace import Trace
 from noosphere.workspace import WorkspaceSettings, classify
+from noosphere.workspace.scores import ANSWER_CORRECT_QUESTION
 from tests.helpers import scripted
 
 
@@ -334,6 +342,34 @@ async def test_a_probability_workspace_takes_its_label_and_alpha_from_the_label_
     assert trace.of_kind("ws_link") and trace.of_kind("ws_fusion")
     stm_events = trace.of_kind("ws_stm")
     assert [e.confidence for e in stm_events] == pytest.approx([0.55, 0.9])
+
+
+async def test_a_judged_alpha_is_the_stms_p_true_of_its_label_not_the_labels_probability() -> None:
+    """The label is the most probable one; alpha is P(Yes) to "is this answer right?" asked after it."""
+    judged = iter([0.6, 0.85])
+
+    def scorer(request: ScoreRequest) -> dict[str, float]:
+        if request.options != ("Yes", "No"):
+            return {"sarcastic": 0.01, "not sarcastic": 0.99}  # the gist named a label: it is copied
+        if request.agent == "stm":
+            assert request.messages[-2].content == "not sarcastic"  # judged after the label it chose
+            assert request.messages[-1].content == ANSWER_CORRECT_QUESTION
+            yes = next(judged)
+            return {"Yes": yes, "No": 1 - yes}
+        return {"Yes": 0.9, "No": 0.1}
+
+    model, _, trace = scripted(lambda r: {"response": "not sarcastic: a plain apology", "additional_question": "q?"},
+                               scorer=scorer)
+    labels = ("sarcastic", "not sarcastic")
+    settings = WorkspaceSettings(scores="logprob", threshold=0.8, max_iterations=3, stm_alpha="judged")
+    result = await classify(model, "Sarcastic?", Observation.of({"a": "x", "b": "y"}), labels, settings=settings)
+    assert result.label == "not sarcastic" and result.confidence == pytest.approx(0.85)
+    assert [e.confidence for e in trace.of_kind("ws_stm")] == pytest.approx([0.6, 0.85])
+    assert result.iterations == 2  # alpha 0.6 < tau went on, where the label's 0.99 would have stopped at once
+    with pytest.raises(UsageError, match="judged alpha"):
+        await classify(model, "q", Observation.of({"a": "x"}), labels, settings=WorkspaceSettings(stm_alpha="judged"))
+    with pytest.raises(UnknownNameError, match="STM alpha"):
+        WorkspaceSettings(stm_alpha="verbal")  # type: ignore[arg-type]
 
 
 async def test_low_probability_relevance_forms_no_links() -> None:

@@ -37,6 +37,7 @@ from noosphere.llm import Model
 from noosphere.llm.scoring import NO, YES
 from noosphere.workspace import ABLATIONS, WorkspaceSettings
 from noosphere.workspace.scores import SCORE_SOURCES
+from noosphere.workspace.stm import STM_ALPHAS
 
 SystemOption = Annotated[str, typer.Option(help="base or ctm")]
 IterationsOption = Annotated[int, typer.Option(min=1, help="ctm: maximum iterations T")]
@@ -54,7 +55,7 @@ def _workspace_settings(config: dict[str, Any], parallel: int = 1) -> WorkspaceS
     return WorkspaceSettings(threshold=config["threshold"], max_iterations=config["iterations"],
                              ablations=frozenset(config.get("ablation", ())), seed=config["seed"],
                              speculative_links=parallel == 1, scores=config.get("scores", "verbal"),
-                             calibrate=config.get("calibrate", False))
+                             calibrate=config.get("calibrate", False), stm_alpha=config.get("stm_alpha", "label"))
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class SavedWorkspaceRun(BaseModel):
     ablation: list[str] = []
     stm_samples: int = Field(1, ge=1)
     calibrate: bool = False
+    stm_alpha: Literal[STM_ALPHAS] = "label"  # type: ignore[valid-type]
     categories: list[str] | None = Field(None, min_length=1)
     motor: str | None = None
     gate: float | None = Field(None, gt=0.0, lt=1.0)
@@ -169,6 +171,9 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         stm_samples: Annotated[int, typer.Option(
             min=1, help="ctm: STM samples; alpha is their agreement (1: the model's own confidence)")] = 1,
         calibrate: CalibrateOption = False,
+        stm_alpha: Annotated[str, typer.Option(
+            help="ctm with probability scores: alpha is the label's probability (label) or the STM's P(True) that "
+                 "its label is right (judged)")] = "label",
         *,
         workspace: WorkspaceOptions,
         options: RunOptions,
@@ -177,6 +182,11 @@ def add_bench(app: typer.Typer, opener: ModelOpener) -> None:
         config = {"benchmark": "mustard", **workspace.config(calibrate=calibrate, base_scores=True), **options.config(),
                   "ablation": sorted(ablation or ()), "limit": limit, "offset": offset,
                   "data": str(data.resolve()) if data else None, "stm_samples": stm_samples, "calibrate": calibrate}
+        if stm_alpha != "label":  # saved only when set: the runs before it keep their configs as they were
+            if workspace.system != "ctm" or workspace.scores == "verbal":
+                raise UsageError("--stm-alpha is the ctm STM's, with probability scores: give --system ctm --scores "
+                                 "logprob (or samples)")
+            config["stm_alpha"] = stm_alpha
         _workspace_settings(config)  # unknown ablations fail here, before anything runs
         if stm_samples != 1 and (config.get("system") != "ctm" or config.get("scores", "verbal") != "verbal"):
             raise UsageError("--stm-samples is the verbal ctm STM's vote: give --system ctm --scores verbal, or "

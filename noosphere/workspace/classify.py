@@ -22,7 +22,7 @@ def classifier(model: Model, observation: Observation, labels: tuple[str, ...], 
                           media_kind=view.media[0].kind if view.media else None, scores=settings.scores)
                   for view in observation.views]
     stm = ShortTermMemory(model, labels=labels, samples=stm_samples, scores=settings.scores,
-                          calibrate=settings.calibrate)
+                          calibrate=settings.calibrate, alpha=settings.stm_alpha)
     return Workspace(processors, stm, settings)
 
 

@@ -45,7 +45,7 @@ from noosphere.workspace.memory import FusionNote, ProcessorMemory
 from noosphere.workspace.processor import Processor
 from noosphere.workspace.scores import SCORE_SOURCES, ScoreSource
 from noosphere.workspace.speculation import LinkStep
-from noosphere.workspace.stm import ShortTermMemory, StmAnswer
+from noosphere.workspace.stm import STM_ALPHAS, ShortTermMemory, StmAlpha, StmAnswer
 
 ABLATIONS = ("no_uptree", "no_broadcast", "no_fusion", "no_ltm")
 Ablation = Literal["no_uptree", "no_broadcast", "no_fusion", "no_ltm"]
@@ -72,6 +72,9 @@ class WorkspaceSettings:
     (`classifier`, `ask --system ctm`, the benchmarks) give it to the processors and the STM they make."""
     calibrate: bool = False
     """Contextual calibration of the STM's label probabilities (with labels and probability scores)."""
+    stm_alpha: StmAlpha = "label"
+    """With labels and probability scores, what alpha is: the answer label's probability ("label") or the STM's
+    P(True) that the answer is right ("judged", CTM-AI's quality score; `workspace.stm`)."""
     carry_over: bool = False
     """Keep the link graph and the processors' memories from one `run` to the next (one workspace asked a
     series of related queries). Off, each run starts with no links and empty memories, as a society
@@ -99,6 +102,8 @@ class WorkspaceSettings:
             raise UnknownNameError("competition", str(self.competition), COMPETITIONS)
         if self.scores not in SCORE_SOURCES:
             raise UnknownNameError("score source", self.scores, SCORE_SOURCES)
+        if self.stm_alpha not in STM_ALPHAS:
+            raise UnknownNameError("STM alpha", str(self.stm_alpha), STM_ALPHAS)
 
 
 def _check_count(name: str, value: object) -> None:

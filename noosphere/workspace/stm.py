@@ -24,6 +24,9 @@ from noosphere.workspace.scores import (
     probability,
 )
 
+StmAlpha = Literal["label", "judged"]
+STM_ALPHAS: tuple[str, ...] = ("label", "judged")
+
 
 class StmOutput(BaseModel):
     answer: str = Field(min_length=1, max_length=400, description="the answer to the query")
@@ -61,10 +64,16 @@ class ShortTermMemory:
     the STM writes its answer and alpha is P(True) that it is right. `calibrate=True` (labels only)
     divides out the label prior the model shows on a content-free input (contextual calibration, Zhao
     et al. 2021: "Calibrate Before Use"), scored once per label set and query.
+
+    `alpha="judged"` (labels with probability scores) keeps the most probable label as the answer but takes
+    alpha from the STM's P(True) that this answer is right, asked after it in the same conversation: CTM-AI's
+    STM "evaluates the prediction and assigns a quality score". With `"label"` (the default) alpha is the
+    label's own probability, which a small model puts near 1 whenever the winning gist names a label.
     """
 
     def __init__(self, model: Model, *, labels: tuple[str, ...] = (), name: str = "stm", samples: int = 1,
-                 sample_temperature: float = 0.8, scores: ScoreSource = "verbal", calibrate: bool = False) -> None:
+                 sample_temperature: float = 0.8, scores: ScoreSource = "verbal", calibrate: bool = False,
+                 alpha: StmAlpha = "label") -> None:
         if samples < 1:
             raise UsageError(f"the STM needs at least one sample, not {samples}")
         if scores not in SCORE_SOURCES:
@@ -77,12 +86,19 @@ class ShortTermMemory:
         if calibrate and (scores != "logprob" or not labels):  # a sampled prior has zeros a division cannot take
             raise UsageError("contextual calibration needs a label set and probability scores (scores='logprob'), "
                              f"not scores={scores!r}")
+        if alpha not in STM_ALPHAS:
+            raise UnknownNameError("STM alpha", str(alpha), STM_ALPHAS)
+        if alpha == "judged" and (scores == "verbal" or not labels):  # without labels alpha is judged already
+            raise UsageError("a judged alpha is the STM's P(True) of its label: it needs a label set and probability "
+                             f"scores (scores='logprob' or 'samples'), not scores={scores!r}"
+                             + ("" if labels else " without labels"))
         if scores != "verbal" and samples != 1:
             raise UsageError("stm samples are the verbal STM's vote; with probability scores leave samples at 1")
         if scores != "verbal":  # the options it will score are known now: refused before any processor's call
             model.check_scoring(labels or (YES, NO), method="samples" if scores == "samples" else "logprob")
         self.scores = scores
         self.calibrate = calibrate
+        self.alpha = alpha
         self._priors: dict[str, tuple[float, ...]] = {}
         self.model = model
         self.labels = labels
@@ -133,11 +149,17 @@ class ShortTermMemory:
         return scored.probs
 
     async def _scored_label(self, query: str, winner: Chunk) -> StmAnswer:
-        probs = await self._label_probs(self._label_messages(query, winner.gist, winner.processor))
+        messages = self._label_messages(query, winner.gist, winner.processor)
+        probs = await self._label_probs(messages)
         if self.calibrate:
             probs = contextual_calibration(probs, await self._prior(query))
         best = max(range(len(self.labels)), key=lambda i: (probs[i], -i))
-        return StmAnswer(self.labels[best], probs[best], self.labels[best])
+        label = self.labels[best]
+        if self.alpha == "label":
+            return StmAnswer(label, probs[best], label)
+        judged = await probability(self.model, [*messages, Message.assistant(label),
+                                                Message.user(ANSWER_CORRECT_QUESTION)], self.scores, agent=self.name)
+        return StmAnswer(label, judged, label)
 
     async def _prior(self, query: str) -> tuple[float, ...]:
         """The label probabilities after a content-free input, once per query (cached on the STM)."""
