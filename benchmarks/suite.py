@@ -69,9 +69,9 @@ from noosphere.bench.runner import averages, load_done
 from noosphere.bench.script_args import at_least_one
 
 SOCIETIES = Path(__file__).resolve().parent.parent / "examples" / "societies"
-MONARCHY, DEMOCRACY, DEBATE, DEBATE_PROGRAMMER, MIXED = (
+MONARCHY, DEMOCRACY, DEBATE, DEBATE_PROGRAMMER, MIXED, MIXED_REPAIR = (
     str(SOCIETIES / name) for name in ("monarchy.yaml", "democracy.yaml", "debate-solvers.toml",
-                                       "debate-programmer.toml", "mixed-solvers.toml"))
+                                       "debate-programmer.toml", "mixed-solvers.toml", "mixed-solvers-repair.toml"))
 
 
 @dataclass(frozen=True)
@@ -388,6 +388,11 @@ SUITES: dict[str, Suite] = {
         Config("mixed-mission", ("--system", "society", "--society", MIXED, "--offset", "250"), 100),
         Config("best-of-n-program-fresh", ("--system", "best-of-n", "--n", "3", "--form", "program", "--weights",
                                            "sequence", "--offset", "250"), 100),
+        # the same two with one repair for a program that fails (its failure shown, asked again): the first calls are
+        # those two runs' (the call cache answers them), so only the repairs are new
+        Config("mixed-mission-repair", ("--system", "society", "--society", MIXED_REPAIR, "--offset", "250"), 100),
+        Config("best-of-n-program-fresh-repair", ("--system", "best-of-n", "--n", "3", "--form", "program", "--weights",
+                                                  "sequence", "--repairs", "1", "--offset", "250"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,

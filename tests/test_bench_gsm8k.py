@@ -675,6 +675,40 @@ def test_best_of_n_with_program_samples_counts_what_each_program_prints(data: Pa
     assert all(r.json_schema is None and "```python block" in r.messages[-1].content for r in backend.history)
 
 
+@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed (.ci/run installs it)")
+def test_best_of_n_repairs_a_failed_program_once_and_weighs_the_reply_that_ran(data: Path, tmp_path: Path) -> None:
+    """`--repairs 1`: a sample whose program fails sees its failure and writes again in the same conversation; its
+    answer counts with the second reply's probability, the row counts each sample's repairs, and the first calls
+    are the ones a run without repairs makes (so a run's cached calls serve it)."""
+    from noosphere.llm import Capabilities, Reply, Usage
+
+    def program(source: str, logprob: float) -> Reply:
+        return Reply(f"```python\n{source}\n```", usage=Usage(10, 2), logprob=logprob)
+
+    backend = ScriptedBackend(by_agent({"sample-0": [program("print(3 + 4)", -0.2)],
+                                        "sample-1": [program("print(apples + 4)", -0.4), program("print(8)", -0.6)],
+                                        "sample-2": [program("print(1 / 0)", -0.1), program("print(2 / 0)", -0.1)]}),
+                              capabilities=Capabilities(json_schema=True, logprobs=True))
+    out = tmp_path / "runs"
+    code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--n", "3", "--form", "program", "--weights",
+                           "sequence", "--repairs", "1", "--data", str(data), "--limit", "1", "--out", str(out),
+                           "--no-cache", "--quiet"], lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 0, err
+    [run_dir] = list(out.iterdir())
+    [row] = rows(run_dir)
+    assert [s["number"] for s in row["samples"]] == ["7", "8", None]
+    assert row["samples"][1]["token_probability"] == pytest.approx(math.exp(-0.3), abs=1e-6)
+    assert (row["repairs"], row["failed"], row["calls"]) == ([0, 1, 1], 1, 5)
+    assert json.loads((run_dir / "config.json").read_text())["repairs"] == 1
+    [repair] = [r for r in backend.history if r.agent == "sample-1" and len(r.messages) > 2]
+    assert "NameError" in repair.messages[-1].content and repair.messages[-2].role == "assistant"
+    firsts = [r for r in backend.history if len(r.messages) == 2]
+    assert len(firsts) == 3 and all("```python block" in r.messages[-1].content for r in firsts)
+    code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--n", "3", "--repairs", "1", "--data",
+                           str(data), "--out", str(tmp_path / "other"), "--no-cache"])
+    assert code == 2 and "--repairs are second tries of a program" in err
+
+
 def test_the_sample_form_is_best_of_ns_and_a_program_needs_bubblewrap(data: Path, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from noosphere.tools import sandbox as sandbox_module

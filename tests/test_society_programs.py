@@ -229,3 +229,49 @@ def test_a_programmer_reads_in_its_later_turns_what_its_program_printed_or_why_i
         [kept] = [m for m in round_request.messages if m.role == "assistant"]
         assert kept.content.startswith("Here it is:\n```python\n") and came in kept.content
     assert "ZeroDivisionError" in kept.content
+
+
+@needs_bwrap
+def test_a_program_member_with_a_repair_is_shown_its_failure_and_answers_with_the_corrected_program() -> None:
+    """`repairs: 1`: a NameError no longer forfeits the turn at once; the second program is the answer, weighed by
+    the reply that held it; without repairs (q) the same failure forfeits."""
+    model, backend, trace = scripted(by_agent({
+        "a": [Reply('{"reasoning": "r", "answer": "41"}', usage=Usage(10, 4), logprob=-8.0)],
+        "b": [Reply('{"reasoning": "r", "answer": "41"}', usage=Usage(10, 4), logprob=-8.0)],
+        "p": [program("print(totl)", logprob=-1.0), program("total = 6 * 7\nprint(total)", logprob=-0.3)],
+        "q": [program("print(totl)", logprob=-1.0)]}), capabilities=Capabilities(json_schema=True, logprobs=True))
+    members = mixed(model, ("p", "q"))
+    members[2].repairs = 1
+    result = debate(members, rounds=0, vote="sequence").run_sync("What is 6 times 7?")
+    [repair] = trace.of_kind("soc_program_repair")
+    assert (repair.member, repair.attempt) == ("p", 1) and "NameError" in repair.reason
+    asked = [r for r in backend.history if r.agent == "p"]
+    assert len(asked) == 2 and "NameError" in asked[1].messages[-1].content
+    assert "corrected program" in asked[1].messages[-1].content
+    # the failed reply and why it failed are in the conversation the repair is asked in
+    assert "It gave no answer: its program failed" in asked[1].messages[-2].content
+    spoken = [e for e in trace.of_kind("soc_message") if e.member == "p"]
+    assert [e.answer for e in spoken] == ["42"] and "total = 6 * 7" in spoken[0].text
+    assert spoken[0].probability == pytest.approx(math.exp(-0.3 / 6), abs=1e-6)
+    assert [f.member for f in trace.of_kind("soc_forfeit")] == ["q"]
+    assert result.answer == "42"  # the repaired program's weight e^-0.05 outweighs two replies of e^-2 each
+
+
+@needs_bwrap
+def test_a_repair_that_fails_too_forfeits_the_turn_with_the_last_failure() -> None:
+    model, backend, trace = scripted(by_agent({"a": [said("7")], "b": [said("7")],
+                                               "p": [program("print(1 / 0)"), "Seven."]}))
+    members = mixed(model)
+    members[2].repairs = 1
+    debate(members, rounds=0, vote="standing").run_sync("3 + 4?")
+    [forfeit] = trace.of_kind("soc_forfeit")
+    assert forfeit.member == "p" and "no ```python block" in forfeit.error
+    assert len([r for r in backend.history if r.agent == "p"]) == 2
+
+
+def test_repairs_go_with_a_member_who_answers_with_a_program() -> None:
+    with pytest.raises(ValueError, match="repairs are a program member's"):
+        SocietySpec.model_validate({"organisation": "debate", "members": [{"name": "a", "role": "r", "repairs": 1}]})
+    spec = SocietySpec.model_validate({"organisation": "debate", "members": [
+        {"name": "a", "role": "r"}, {"name": "p", "role": "r", "answers": "program", "repairs": 2}]})
+    assert spec.members[1].repairs == 2

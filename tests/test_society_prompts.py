@@ -132,12 +132,17 @@ def _debate_same(model: Model) -> None:
     debate(_crowd(model), rounds=1).run_sync("What is 5 + 7?")
 
 
-def _debate_programmer(model: Model) -> None:
+def _debate_programmer(model: Model, repairs: int = 0) -> None:
     """A debate with a member who answers with a program (run unconfined here, so that the recording does not
     depend on bubblewrap: the program only prints a sum)."""
-    crowd = [*_crowd(model, ("a", "b")), Member("programmer", model, "You write programs.", answers="program")]
+    crowd = [*_crowd(model, ("a", "b")),
+             Member("programmer", model, "You write programs.", answers="program", repairs=repairs)]
     with _unsandboxed():
         debate(crowd, rounds=1).run_sync("What is 5 + 7?")
+
+
+def _debate_programmer_repairs(model: Model) -> None:
+    _debate_programmer(model, repairs=1)
 
 
 @contextlib.contextmanager
@@ -194,6 +199,7 @@ SCENARIOS: list[tuple[str, Callable[[Model], None], dict[str, int], bool]] = [
     ("debate-same-task", _debate_same, {}, False),
     ("debate-programmer", _debate_programmer, {}, False),
     ("debate-programmer-fails", _debate_programmer, {"programmer": 1}, False),  # its first reply is no program
+    ("debate-programmer-repairs", _debate_programmer_repairs, {"programmer": 1}, False),  # repaired in its turn
     ("economy", _economy, {}, False),
     ("economy-alone", _economy_alone, {}, False),
     ("roleplay", _roleplay, {}, False),

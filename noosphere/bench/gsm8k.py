@@ -23,9 +23,9 @@ from noosphere.bench.runner import Scored
 from noosphere.concurrent import Forfeit, attempt, gather_turns
 from noosphere.datafiles import read_json_lines
 from noosphere.errors import CapabilityError
-from noosphere.llm import Message, Model
+from noosphere.llm import Completion, Message, Model
 from noosphere.society import MembersVote, Society, Statement, prompts
-from noosphere.society.programs import run_reply
+from noosphere.society.programs import ProgramFailed, with_repairs
 from noosphere.society.spec import SocietySpec
 from noosphere.tools.sandbox import Sandbox
 
@@ -124,7 +124,7 @@ def check_weights(model: Model, weights: str) -> None:
 
 
 async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weights: Weights = "none",
-                          form: Form = "statement", sandbox: Sandbox | None = None) -> Scored:
+                          form: Form = "statement", sandbox: Sandbox | None = None, repairs: int = 0) -> Scored:
     """N seeded samples in parallel; the most frequent number wins (ties: the one seen first).
 
     Weighted votes (confidence-informed self-consistency, CISC) count each sample's confidence instead of 1:
@@ -138,27 +138,41 @@ async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weights: Weigh
 
     `form="program"`: each sample is a Python program (program-aided samples), run in `sandbox` as a society's
     programmer's is (`noosphere.society.programs`); its answer is the last line it printed, and a program that fails
-    is a failed sample.
+    is a failed sample, unless `repairs` lets it see its failure and write again (one call each; the weight is then
+    the reply's that ran, and the row counts each sample's repairs).
     """
     program = form == "program"
     messages = ([Message.system(PROGRAM_ROLE), Message.user(prompts.PROGRAM_FORM.format(prompt=item.question))]
                 if program else [Message.system(SOLVER_ROLE), Message.user(item.question)])
 
+    repaired = [0] * n
+
     async def sample(index: int) -> tuple[str | None, float | None]:
         settings = model.settings.with_(temperature=SAMPLE_TEMPERATURE, seed=model.settings.seed + index)
-        completion = await model.complete(messages, output=None if program else Statement, settings=settings,
-                                          agent=f"sample-{index}", logprobs=weights == "sequence")
+        conversation = list(messages)
+
+        async def write(failure: ProgramFailed | None) -> tuple[str, Completion]:
+            if failure is not None:  # its failed reply is already in the conversation
+                repaired[index] += 1
+                conversation.append(Message.user(prompts.PROGRAM_REPAIR.format(reason=failure)))
+            written = await model.complete(conversation, settings=settings, agent=f"sample-{index}",
+                                           logprobs=weights == "sequence")
+            conversation.append(Message.assistant(written.text))
+            return written.text, written
+
         if program:
-            _, printed = await run_reply(completion.text, sandbox or Sandbox())
+            _, printed, completion, _ = await with_repairs(write, sandbox or Sandbox(), repairs)
             number = normalise_number(printed)
         else:
+            completion = await model.complete(messages, output=Statement, settings=settings, agent=f"sample-{index}",
+                                              logprobs=weights == "sequence")
             number = normalise_number(completion.output.answer) if completion.output else None
+            conversation.append(Message.assistant(completion.text))
         if weights == "sequence":
             return number, completion.token_probability
         if weights == "none" or number is None:
             return number, None
-        judged = await attempt(model.p_true([*messages, Message.assistant(completion.text),
-                                             Message.user(CORRECT_QUESTION)], agent=f"judge-{index}"))
+        judged = await attempt(model.p_true([*conversation, Message.user(CORRECT_QUESTION)], agent=f"judge-{index}"))
         return number, None if isinstance(judged, Forfeit) else judged  # unjudged, the number still counts
 
     # a sample that fails at run time costs only itself; a spent budget, a usage error or a bug stops the run
@@ -170,6 +184,8 @@ async def solve_best_of_n(model: Model, n: int, item: GsmItem, *, weights: Weigh
     failed = sum(1 for r in results if isinstance(r, Forfeit))
     detail: dict[str, object] = {"votes": dict(votes), "failed": failed,
                                  "no_number": sum(1 for r in results if isinstance(r, tuple) and r[0] is None)}
+    if repairs:
+        detail["repairs"] = repaired
     if weights == "none":
         # its confidence: the share of the N samples that gave the winning number (self-consistency)
         return _scored(item, plain, votes[plain] / n if plain is not None else None, **detail)

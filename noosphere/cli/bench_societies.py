@@ -48,7 +48,7 @@ def calls_of_run(folder: Path) -> int:
 def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights: str | None, vote: str | None,
                   n: int | None, options: RunOptions, limit: int | None, data: Path | None,
                   match_run: Path | None = None, settings: list[str] | None = None,
-                  weights: str = "none", offset: int = 0, form: str = "statement") -> dict[str, Any]:
+                  weights: str = "none", offset: int = 0, form: str = "statement", repairs: int = 0) -> dict[str, Any]:
     """Check the options of a new GSM8K run; the society file is read now and saved whole with the run."""
     systems = ("base", "best-of-n", "society")
     if system not in systems:
@@ -81,6 +81,9 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
     if form != "statement" and system != "best-of-n":
         raise UsageError("--form is the form of best-of-n's samples; it applies to --system best-of-n (a society's "
                          "members say theirs in its file: answers = \"program\")")
+    if repairs and form != "program":
+        raise UsageError("--repairs are second tries of a program that failed: give --system best-of-n --form program "
+                         "(a society's program members say theirs in its file: repairs = 1)")
     if system == "society" and spec is None:
         raise UsageError("--system society needs --society FILE (see examples/societies)")
     if system == "best-of-n" and n is None:
@@ -97,7 +100,8 @@ def _gsm8k_config(system: str, society: Path | None, rounds: int | None, rights:
             # whole, as --data: a resume from another folder reads the same file, and checks --society against it
             "society_file": str(society.resolve()) if society else None,
             "matched_run": str(match_run.resolve()) if match_run is not None and system == "best-of-n" else None,
-            "weighted": weights != "none", "weights": weights, "form": form}
+            "weighted": weights != "none", "weights": weights, "form": form,
+            **({"repairs": repairs} if repairs else {})}  # saved only when set: older runs' configs stay as they were
 
 
 def _weights(weighted: bool, weights: str) -> str:
@@ -118,6 +122,7 @@ class SavedGsm8kRun(BaseModel):
     weights: Literal["none", "p-true", "sequence"] | None = None
     weighted: bool | None = None
     form: Literal["statement", "program"] | None = None
+    repairs: int = Field(0, ge=0, le=3)
 
 
 def check_saved_gsm8k(saved: dict[str, Any]) -> None:
@@ -179,6 +184,9 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         form: Annotated[str, typer.Option(
             help="best-of-n: the form of each sample, statement (its working and answer in words) or program (a "
                  "Python program run in the bubblewrap sandbox, its last printed line the answer)")] = "statement",
+        repairs: Annotated[int, typer.Option(
+            min=0, max=3, help="best-of-n --form program: times a sample whose program fails is shown its failure and "
+                               "asked again (one call each) before it counts as failed")] = 0,
         limit: Annotated[int | None, typer.Option(min=1, help="first N problems of the file")] = None,
         offset: OffsetOption = 0,
         data: Annotated[Path | None, typer.Option(help="a GSM8K JSONL file")] = None,
@@ -189,7 +197,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         resume = options.resume
         config = {"benchmark": "gsm8k"} if resume is not None else _gsm8k_config(
             system, society, rounds, rights, vote, n, options, limit, data, match_run, set_,
-            _weights(weighted, weights), offset, form)
+            _weights(weighted, weights), offset, form, repairs)
         # refused before the run is opened (a resumed one's result.json stays as it was)
         _one_economy_at_a_time(Run.saved_config(resume) if resume is not None else config, options.items_at_once)
 
@@ -211,7 +219,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                 if sandbox is not None:  # before any problem: its programs could not run
                     sandbox.check()
                 solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"], weights=weights, form=form,
-                                sandbox=sandbox)
+                                sandbox=sandbox, repairs=saved.get("repairs", 0))
             else:
                 spec = saved_society_spec(saved["society"], "config.json")
 

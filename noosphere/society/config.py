@@ -199,7 +199,7 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
         if entry.temperature is not None:  # its own seed too, or members at one temperature sample alike
             model = model.bind(settings=model.settings.with_(temperature=entry.temperature,
                                                              seed=model.settings.seed + seat))
-        return Member(entry.name, model, entry.role, sees, answers=entry.answers)
+        return Member(entry.name, model, entry.role, sees, answers=entry.answers, repairs=entry.repairs)
 
     crowd = [member(m, seat) for seat, m in enumerate(spec.members, start=1)]
     if any(m.answers == "program" for m in crowd):  # before any call: its programs could not run

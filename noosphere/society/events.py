@@ -68,6 +68,17 @@ class MemberForfeited(MemberTurnEvent):
     error: str
 
 
+class ProgramRepaired(Event):
+    """A program member's program failed and, with repairs left (`repairs` in its spec), it was shown why and asked for
+    a corrected one in the same turn (`attempt`: 1 for the first repair). A turn whose last repair fails too is
+    forfeited (`soc_forfeit`)."""
+
+    kind: str = "soc_program_repair"
+    member: str
+    attempt: int
+    reason: str
+
+
 class BallotCast(Event):
     """One ballot counted by `hold_vote`, traced before the tally: a vote cast in the execution phase (a member's, or a
     critic's), or a member's standing answer counted as its vote. `ranking` lists the options it names, first choice

@@ -158,7 +158,7 @@ def variant_of(parent: Member, name: str) -> Member:
     """A spawned variant: the parent's model, perception and way of answering (a programmer's variant writes
     programs too: its role, the parent's, asks for them), its role with a push to try something else."""
     return Member(name, parent.model, prompts.VARIANT_ROLE.format(role=parent.role, parent=parent.name), parent.sees,
-                  answers=parent.answers)
+                  answers=parent.answers, repairs=parent.repairs)
 
 
 def restore_market(members: list[Member], economy: Economy, snapshot: dict[str, Any]) -> None:

@@ -34,6 +34,8 @@ class Member:
     answers: Literal["statement", "program"] = "statement"
     """How its turns give its answer to the task: a `Statement`, or a program the society runs
     (`noosphere.society.programs`)."""
+    repairs: int = 0
+    """A program member's second tries within a turn: its failed program shown, a corrected one asked."""
     gives_probability: bool = field(default=True, init=False)
     """Whether this member's replies carry their own probability (`ask_scored`): a society taking part as one
     member gives none."""

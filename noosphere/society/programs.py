@@ -11,6 +11,8 @@ Parse, repair, forfeit: the program is the reply's last fenced block labelled Py
 output (a warning on standard error, written after it, is not). A program that fails (an error, a limit, an exit
 status other than 0; `sys.exit(0)` ends it well) or prints nothing forfeits the turn, as any turn that fails at run
 time does (`noosphere.concurrent`), and the reason (the last lines of its output) is in the trace's `soc_forfeit`.
+With `repairs` (a member's spec, or best-of-N's), a failed program is first shown its failure and asked again
+(`with_repairs`), one call each, before the turn is forfeited.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from __future__ import annotations
 import ast
 import asyncio
 import textwrap
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from noosphere.errors import ModelError, RuntimeFault
 from noosphere.llm.messages import MediaPart
 from noosphere.society import prompts
+from noosphere.society.events import ProgramRepaired
 from noosphere.society.member import Member
 from noosphere.society.statement import ANSWER_CHARS, REASONING_CHARS, Statement
 from noosphere.tools.sandbox import Sandbox, run_python_program
@@ -106,20 +111,54 @@ async def run_reply(reply: str, sandbox: Sandbox) -> tuple[str, str]:
     return source, printed_answer(ran.printed, ran.output)
 
 
+Written = TypeVar("Written")
+Attempt = Callable[[ProgramFailed | None], Awaitable[tuple[str, Written]]]
+"""One try at a program: given the failure of the try before (None for the first), the reply and what else the
+caller keeps of it (its completion, its probability)."""
+
+
+async def with_repairs(write: Attempt[Written], sandbox: Sandbox, repairs: int, *,
+                       failed: Callable[[ProgramFailed, int], None] = lambda _failure, _attempt: None,
+                       ) -> tuple[str, str, Written, int]:
+    """Write a program and run it; while it fails and repairs are left, write again with the failure shown. The
+    program, its answer, what the successful try kept, and how many repairs it took; `failed` hears of each failure
+    (with the number of the try that failed, 0 for the first). The last failure is raised."""
+    failure: ProgramFailed | None = None
+    for attempt in range(repairs + 1):
+        reply, kept = await write(failure)
+        try:
+            source, printed = await run_reply(reply, sandbox)
+        except ProgramFailed as caught:
+            failed(caught, attempt)
+            if attempt == repairs:
+                raise
+            failure = caught
+            continue
+        return source, printed, kept, attempt
+    raise AssertionError("unreachable: the loop returns or raises")
+
+
 async def program_statement(member: Member, prompt: str, sandbox: Sandbox, *, media: tuple[MediaPart, ...] = (),
                             logprobs: bool = False) -> tuple[Statement, float | None]:
-    """One answering turn of a program member: its program, run; the statement it makes, and its reply's
-    probability where `logprobs` asks for it. The member's own history keeps its reply with what came of it (what
-    it printed, or why it gave no answer), so that it knows its answer in later turns."""
-    reply, probability = await member.write(prompts.PROGRAM_FORM.format(prompt=prompt), media=media,
-                                            logprobs=logprobs)
-    if logprobs and probability is None:
-        raise ModelError(member.model.id, f"{member.name}'s reply came without a probability to weigh it by")
-    try:
-        source, printed = await run_reply(reply, sandbox)
-    except ProgramFailed as failed:
-        member.note(prompts.PROGRAM_FAILED.format(reason=failed))
-        raise
+    """One answering turn of a program member: its program, run (and repaired, up to the member's `repairs`); the
+    statement it makes, and its reply's probability where `logprobs` asks for it (the reply that held the program
+    that ran). The member's own history keeps each reply with what came of it (what it printed, or why it gave no
+    answer), so that it knows its answer in later turns."""
+
+    async def write(failure: ProgramFailed | None) -> tuple[str, float | None]:
+        asked = (prompts.PROGRAM_FORM.format(prompt=prompt) if failure is None
+                 else prompts.PROGRAM_REPAIR.format(reason=failure))
+        reply, probability = await member.write(asked, media=media if failure is None else (), logprobs=logprobs)
+        if logprobs and probability is None:
+            raise ModelError(member.model.id, f"{member.name}'s reply came without a probability to weigh it by")
+        return reply, probability
+
+    def failed(failure: ProgramFailed, attempt: int) -> None:
+        member.note(prompts.PROGRAM_FAILED.format(reason=failure))
+        if attempt < member.repairs:
+            member.model.trace.emit(ProgramRepaired(member=member.name, attempt=attempt + 1, reason=str(failure)))
+
+    source, printed, probability, _ = await with_repairs(write, sandbox, member.repairs, failed=failed)
     member.note(prompts.PROGRAM_PRINTED.format(printed=printed))
     said = prompts.PROGRAM_SAID.format(program=source.strip(), printed=printed)
     return Statement(reasoning=said[-REASONING_CHARS:], answer=printed), probability

@@ -55,6 +55,9 @@ PROGRAM_SAID = "```python\n{program}\n```\nIt prints: {printed}"
 """A program member's turn as it is kept and others read it: the program, then what it printed (its answer)."""
 PROGRAM_PRINTED = "\n\nIt prints: {printed}"
 PROGRAM_FAILED = "\n\nIt gave no answer: {reason}"
+PROGRAM_REPAIR = ("Your program gave no answer: {reason}\n\nReply with the corrected program only, in one ```python "
+                  "block: it computes your answer and prints it and nothing else.")
+"""A program member's repair turn (`repairs`): the failure shown, the program asked again."""
 """What came of a program member's reply, added to it in its own history: its later turns (a debate's round, a
 democracy's change of answer) read its answer, or why it had none, as the others do."""
 

@@ -80,6 +80,9 @@ class MemberSpec(BaseModel):
     """How this member gives its answer to the task: a `statement` (its reasoning and answer in words), or a
     `program`: it writes a Python program, the program runs in the bubblewrap sandbox, and what it prints is the
     member's answer (`noosphere.society.programs`). A program that fails forfeits the turn."""
+    repairs: int = Field(default=0, ge=0, le=3)
+    """With `answers: program`: how many times a program that fails (an error, no program, nothing printed) is shown
+    its failure and asked again in the same turn, before the turn is forfeited. Each repair is one call more."""
 
     @model_validator(mode="after")
     def _role_or_society(self) -> MemberSpec:
@@ -89,6 +92,8 @@ class MemberSpec(BaseModel):
             raise ValueError("timeout is a person's time to answer: it goes with human: true")
         if not self.role.strip() and self.society is None and not self.human:
             raise ValueError("a member needs a role, or a society to stand for it")
+        if self.repairs and self.answers != "program":
+            raise ValueError("repairs are a program member's second tries: they go with answers: program")
         if self.answers == "program" and (self.human or self.society is not None):
             raise ValueError("answers: program is for a member with a model; a person or a society answers in words")
         if self.society is not None and self.temperature is not None:
