@@ -115,6 +115,7 @@ const DESCRIBE = {
   soc_message: (e) => `${e.member} → ${e.to || "all"}: ${short(e.text, 60)}` +
     `${e.answer ? ` [${short(e.answer, 20)}]` : ""}`,
   soc_forfeit: (e) => `${e.member} forfeited: ${short(e.error, 70)}`,
+  soc_program_repair: (e) => `${e.member}'s program failed, repair ${e.attempt} asked: ${short(e.reason, 60)}`,
   soc_ballot: (e) => `${e.voter}: ${(e.ranking || []).join(" > ")}${e.standing ? " (standing answer)" : ""}` +
     `${e.weight != null ? `, weighing ${fixed(e.weight)}` : ""}`,
   soc_tally: (e) => `${e.rule}: ${e.winner ?? "no winner"} ${short(e.scores, 60)}`,

@@ -83,7 +83,7 @@ function eventRow(event) {
   if (event.kind === "model_call") {
     return lazyDetails(callSummary(event), () => callDetail(event), {class: "event call"});
   }
-  const warn = ["output_repaired", "output_failed", "ws_forfeit", "soc_forfeit", "ma_forfeit", "model_retried"].includes(event.kind);
+  const warn = ["output_repaired", "output_failed", "ws_forfeit", "soc_forfeit", "soc_program_repair", "ma_forfeit", "model_retried"].includes(event.kind);
   return lazyDetails([el("span", {class: warn ? "badge warn" : "badge"}, event.kind), " ", describe(event)],
     () => keyValues(fields(event)), {class: "event"});
 }
