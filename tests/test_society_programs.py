@@ -270,6 +270,14 @@ def test_a_repair_that_fails_too_forfeits_the_turn_with_the_last_failure() -> No
 
 
 def test_repairs_go_with_a_member_who_answers_with_a_program() -> None:
+    from noosphere.errors import UsageError
+
+    model, backend, _ = scripted(by_agent({"a": [said("7")], "b": [said("7")], "p": [program("print(7)")]}))
+    members = mixed(model)
+    members[2].repairs = -1  # set in Python, past the file's bounds: refused before its program is asked for
+    with pytest.raises(UsageError, match="repairs are a count"):
+        debate(members, rounds=0, vote="standing").run_sync("3 + 4?")
+    assert not [r for r in backend.history if r.agent == "p"]
     with pytest.raises(ValueError, match="repairs are a program member's"):
         SocietySpec.model_validate({"organisation": "debate", "members": [{"name": "a", "role": "r", "repairs": 1}]})
     spec = SocietySpec.model_validate({"organisation": "debate", "members": [

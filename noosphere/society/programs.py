@@ -23,7 +23,7 @@ import textwrap
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from noosphere.errors import ModelError, RuntimeFault
+from noosphere.errors import ModelError, RuntimeFault, UsageError
 from noosphere.llm.messages import MediaPart
 from noosphere.society import prompts
 from noosphere.society.events import ProgramRepaired
@@ -123,6 +123,8 @@ async def with_repairs(write: Attempt[Written], sandbox: Sandbox, repairs: int, 
     """Write a program and run it; while it fails and repairs are left, write again with the failure shown. The
     program, its answer, what the successful try kept, and how many repairs it took; `failed` hears of each failure
     (with the number of the try that failed, 0 for the first). The last failure is raised."""
+    if isinstance(repairs, bool) or not isinstance(repairs, int) or repairs < 0:
+        raise UsageError(f"repairs are a count of second tries, 0 or more, not {repairs!r}")
     failure: ProgramFailed | None = None
     for attempt in range(repairs + 1):
         reply, kept = await write(failure)
