@@ -393,6 +393,10 @@ SUITES: dict[str, Suite] = {
         Config("mixed-mission-repair", ("--system", "society", "--society", MIXED_REPAIR, "--offset", "250"), 100),
         Config("best-of-n-program-fresh-repair", ("--system", "best-of-n", "--n", "3", "--form", "program", "--weights",
                                                   "sequence", "--repairs", "1", "--offset", "250"), 100),
+        # stop 66, on problems 351-450 that no run had seen: weighted best-of-5 of programs, recounted at every k from 1
+        # to 5 (`cisc_table.py`), the yardstick for a society whose calls per problem are not a whole number
+        Config("best-of-n5-program-351", ("--system", "best-of-n", "--n", "5", "--form", "program", "--weights",
+                                          "sequence", "--offset", "350"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
