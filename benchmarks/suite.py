@@ -69,9 +69,10 @@ from noosphere.bench.runner import averages, load_done
 from noosphere.bench.script_args import at_least_one
 
 SOCIETIES = Path(__file__).resolve().parent.parent / "examples" / "societies"
-MONARCHY, DEMOCRACY, DEBATE, DEBATE_PROGRAMMER, MIXED, MIXED_REPAIR = (
+MONARCHY, DEMOCRACY, DEBATE, DEBATE_PROGRAMMER, MIXED, MIXED_REPAIR, JURY = (
     str(SOCIETIES / name) for name in ("monarchy.yaml", "democracy.yaml", "debate-solvers.toml",
-                                       "debate-programmer.toml", "mixed-solvers.toml", "mixed-solvers-repair.toml"))
+                                       "debate-programmer.toml", "mixed-solvers.toml", "mixed-solvers-repair.toml",
+                                       "programmer-jury.toml"))
 
 
 @dataclass(frozen=True)
@@ -397,6 +398,9 @@ SUITES: dict[str, Suite] = {
         # to 5 (`cisc_table.py`), the yardstick for a society whose calls per problem are not a whole number
         Config("best-of-n5-program-351", ("--system", "best-of-n", "--n", "5", "--form", "program", "--weights",
                                           "sequence", "--offset", "350"), 100),
+        # and a jury of five programmers asked in turn until two print the same number (`quorum = 2`), every answer
+        # weighted by its reply's probability, written before any run: its calls follow how much its members split
+        Config("programmer-jury", ("--system", "society", "--society", JURY, "--offset", "350"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,

@@ -616,6 +616,54 @@ def test_a_unanimous_mission_ends_the_debate_before_any_round(data: Path, tmp_pa
     assert not [e for e in events if e["kind"] == "soc_phase" and e["phase"] == "debate"]
 
 
+def debate_with_quorum(data: Path, out: Path, script: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """debate-solvers.toml's three members without an editor, asked in turn until two give one number."""
+    from noosphere.llm import Capabilities
+
+    backend = ScriptedBackend(script, capabilities=Capabilities(json_schema=True, logprobs=True))
+    code, _, err = invoke(["bench", "gsm8k", "--system", "society", "--society",
+                           str(EXAMPLES / "debate-solvers.toml"), "--set", "editor=null", "--vote", "every",
+                           "--set", "quorum=2", "--rounds", "1", "--data", str(data), "--limit", "1",
+                           "--out", str(out), "--no-cache", "--quiet"],
+                          lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 0, err
+    [run_dir] = list(out.iterdir())
+    [row] = rows(run_dir)
+    return row, [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
+
+
+def test_a_quorum_of_two_that_agree_at_once_leaves_the_third_member_unasked(data: Path, tmp_path: Path) -> None:
+    row, events = debate_with_quorum(data, tmp_path / "runs", by_agent({
+        "planner": [scored_statement("8", -0.5)], "calculator": [scored_statement("8.0", -0.5)],
+        "checker": [scored_statement("9", -0.1)]}))
+    assert (row["prediction"], row["calls"]) == ("8", 2)
+    assert [(a["member"], a["number"]) for a in row["answers"]] == [("planner", "8"), ("calculator", "8")]
+    [quorum] = [e for e in events if e["kind"] == "soc_quorum"]
+    assert (quorum["answer"], quorum["holders"], quorum["asked"]) == ("8", 2, 2)
+    assert not [e for e in events if e["kind"] == "soc_phase" and e["phase"] == "debate"]
+
+
+def test_a_split_pair_asks_the_next_member_and_its_answer_makes_the_quorum(data: Path, tmp_path: Path) -> None:
+    """7 and 8 split, so the checker is asked alone; its 7 makes two, and the round the file allows is not held."""
+    row, events = debate_with_quorum(data, tmp_path / "runs", by_agent({
+        "planner": [scored_statement("7", -0.5)], "calculator": [scored_statement("8", -0.1)],
+        "checker": [scored_statement("7", -0.5)]}))
+    assert (row["prediction"], row["calls"]) == ("7", 3)
+    [quorum] = [e for e in events if e["kind"] == "soc_quorum"]
+    assert (quorum["answer"], quorum["holders"], quorum["asked"]) == ("7", 2, 3)
+    assert not [e for e in events if e["kind"] == "soc_phase" and e["phase"] == "debate"]
+
+
+def test_without_a_quorum_every_member_answers_and_the_rounds_are_held(data: Path, tmp_path: Path) -> None:
+    row, events = debate_with_quorum(data, tmp_path / "runs", by_agent({
+        "planner": [scored_statement("7", -0.5), scored_statement("9", -0.5)],
+        "calculator": [scored_statement("8", -0.5), scored_statement("9", -0.5)],
+        "checker": [scored_statement("9", -0.5), scored_statement("9", -0.5)]}))
+    assert (row["prediction"], row["calls"]) == ("9", 6)
+    assert not [e for e in events if e["kind"] == "soc_quorum"]
+    assert [e["round"] for e in events if e["kind"] == "soc_phase" and e["phase"] == "debate"] == [1]
+
+
 @pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed (.ci/run installs it)")
 def test_the_programmers_debate_counts_what_its_program_prints_weighted_by_the_reply_that_held_it(
         data: Path, tmp_path: Path) -> None:

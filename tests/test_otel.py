@@ -200,6 +200,21 @@ def test_a_debate_that_reaches_consensus_notes_it_with_its_answer_only_as_conten
                                 + [dict(e.attributes or {}) for e in noted])) == content
 
 
+def test_a_quorum_is_noted_on_the_mission_with_who_held_it(tmp_path: Path) -> None:
+    from noosphere.society import debate
+
+    exporter = InMemorySpanExporter()
+    backend = ScriptedBackend(lambda request: {"reasoning": "r", "answer": SECRET})
+    with Run(tmp_path / "run", command="ask", config={"system": "society"}) as run:
+        run.trace.add_sink(OtelSink.to(exporter, content=False))
+        members = [Member(name, Model(backend, trace=run.trace), f"You are {name}.") for name in ("a", "b", "c")]
+        debate(members, rounds=1, quorum=2).run_sync("What is the key?", trace=run.trace)
+        run.finish({})
+    [noted] = [e for s in exporter.get_finished_spans() for e in s.events if e.name == "noosphere.soc_quorum"]
+    assert (noted.attributes["noosphere.holders"], noted.attributes["noosphere.asked"]) == (2, 2)
+    assert "noosphere.answer" not in noted.attributes
+
+
 def test_a_killed_run_is_exported_with_what_it_did(tmp_path: Path) -> None:
     exporter = InMemorySpanExporter()
     backend = ScriptedBackend(society_script)

@@ -413,6 +413,21 @@ def test_a_reply_without_a_probability_forfeits_its_turn_in_a_vote_by_sequence_p
     assert [b.voter for b in trace.of_kind("soc_ballot")] == ["a", "c"]
 
 
+def test_a_member_who_forfeits_in_the_first_wave_is_not_part_of_the_quorum() -> None:
+    """Quorum 2 of three: a forfeits, so b's 5 stands alone and c is asked; its 5 makes two, and no round is held."""
+    from noosphere.llm import Capabilities
+
+    script = {"a": [likely("6", -0.2, tokens=0)], "b": [likely("5", -1.0)], "c": [likely("5", -3.0)]}
+    model, _, trace = scripted(by_agent(script), capabilities=Capabilities(json_schema=True, logprobs=True))
+    result = debate(members(model), rounds=1, vote="every", quorum=2).run_sync("What is 3 x 2?")
+    assert [(e.member, e.phase) for e in trace.of_kind("soc_forfeit")] == [("a", "mission")]
+    [quorum] = trace.of_kind("soc_quorum")
+    assert (quorum.answer, quorum.holders, quorum.asked) == ("5", 2, 3)
+    assert result.answer == "5" and [e.phase for e in trace.of_kind("soc_phase")].count("debate") == 0
+    with pytest.raises(UsageError, match="a quorum is 2 to the number of members"):
+        debate(members(model), quorum=4)
+
+
 def test_debaters_without_an_editor_may_be_counted_by_their_standing_answers() -> None:
     model, backend, trace = scripted(by_agent({"a": [said("6"), said("6")], "b": [said("5"), said("6")],
                                                "c": [said("5"), said("5")]}))

@@ -111,6 +111,20 @@ def test_an_unknown_voting_rule_and_a_toml_table_array_entry_are_located(tmp_pat
     assert (error.field, error.line) == ("members.1.sees", 9)
 
 
+@pytest.mark.parametrize(("quorum", "says"), [(4, "a quorum of 4 needs at least 4 members, not 3"),
+                                              (1, "greater than or equal to 2")])
+def test_a_quorum_the_members_cannot_make_is_refused_where_the_file_says_it(tmp_path: Path, quorum: int,
+                                                                             says: str) -> None:
+    path = tmp_path / "jury.yaml"
+    path.write_text("organisation: debate\nmembers: [{name: a, role: r}, {name: b, role: r}, {name: c, role: r}]\n"
+                    f"quorum: {quorum}\n")
+    error = refused(path, says)
+    assert (error.field, error.line) == ("quorum", 3)
+    path.write_text("organisation: democracy\nmembers: [{name: a, role: r}, {name: b, role: r}]\n"
+                    "organizer: {name: o, role: r}\nquorum: 2\n")
+    assert refused(path, "quorum means nothing to a democracy").field == "quorum"
+
+
 def test_a_mistyped_model_id_is_located_when_the_file_is_read(tmp_path: Path) -> None:
     path = tmp_path / "debate.yaml"
     path.write_text("organisation: debate\nmembers:\n  - name: a\n    role: r\n    model: lcoal:qwen2.5-coder-0.5b\n")

@@ -45,7 +45,8 @@ Key = tuple[str, str]
 
 OPENS = {"soc_started": "society", "soc_phase": "phase", "ws_iteration": "iteration", "ma_episode": "episode"}
 NOTED = {"output_repaired", "output_failed", "model_retried", "prompt_truncated", "soc_forfeit", "soc_program_repair",
-         "ws_forfeit", "soc_budget_spent", "soc_consensus", "human_asked", "human_answered", "human_forfeited"}
+         "ws_forfeit", "soc_budget_spent", "soc_consensus", "soc_quorum",
+         "human_asked", "human_answered", "human_forfeited"}
 """Events that are not steps of their own but worth seeing on the step they happened in (as span events)."""
 CONTENT_CONFIG = {"query", "instructions"}
 """A run's settings that are content (what was asked, a served request's system messages): sent only with

@@ -232,7 +232,8 @@ def _organise(spec: SocietySpec, open_model: Callable[[str], Model], default_mod
         return artist_critic(model_for(None), spec.styles, spec.professions, rounds=spec.rounds, painter=painter,
                              seed=spec.seed)
     return debate(crowd, staff.get("editor"), rounds=spec.rounds, voting_rule=spec.voting, vote=spec.vote,
-                  seed=spec.seed, leader_confidence=spec.leader_confidence, until_consensus=spec.until_consensus)
+                  seed=spec.seed, leader_confidence=spec.leader_confidence, until_consensus=spec.until_consensus,
+                  quorum=spec.quorum)
 
 
 def society_settings(pairs: list[str]) -> dict[str, Any]:

@@ -115,6 +115,17 @@ class ConsensusReached(Event):
     answer: str
 
 
+class QuorumReached(Event):
+    """`holders` members gave the same answer at the mission (a debate with a `quorum`): no later member is asked
+    and no round is held; `asked` members were asked in all, the calls the problem cost."""
+
+    kind: str = "soc_quorum"
+    phase: str
+    answer: str
+    holders: int
+    asked: int
+
+
 class BudgetSpent(Event):
     """The society's own budget ran out in `phase`: it stopped there and decided with what it had."""
 

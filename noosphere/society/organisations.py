@@ -125,16 +125,19 @@ def democracy(members: list[Member], organizer: Member, leader: Member | None = 
 
 def debate(members: list[Member], editor: Member | None = None, *, rounds: int = 2, voting_rule: str = "plurality",
            vote: str = "ballot", seed: int = 0, leader_confidence: bool = False,
-           until_consensus: bool = False) -> Society:
+           until_consensus: bool = False, quorum: int | None = None) -> Society:
     """Members with different views of the input exchange statements; an editor decides, or they vote.
-    `until_consensus`: the rounds stop once every member holds the same answer."""
+    `until_consensus`: the rounds stop once every member holds the same answer. `quorum`: the members answer the
+    mission in turn until that many give one answer, and then no one else is asked and no round is held."""
+    if quorum is not None and not 2 <= quorum <= len(members):
+        raise UsageError(f"a quorum is 2 to the number of members ({len(members)}), not {quorum}")
     by_standing = _by_standing(vote, decider=editor)
     _weighable(members, vote)
     if editor is None:
         _no_leader(leader_confidence)
     execution = (_leader(editor, members, leader_confidence) if editor is not None
                  else MembersVote(by_standing=by_standing, weights=_weights(vote), every_answer=vote == "every"))
-    return Society("debate", members, [SolveAlone(), DebateRounds(until_consensus), GatherOpinions(), execution],
+    return Society("debate", members, [SolveAlone(quorum), DebateRounds(until_consensus), GatherOpinions(), execution],
                    rounds=rounds,
                    voting_rule=voting_rule, staff=[editor] if editor is not None else [], seed=seed)
 

@@ -127,8 +127,14 @@ def catch_up(session: Session, member: Member) -> tuple[str, tuple[MediaPart, ..
 
 @dataclass(frozen=True)
 class SolveAlone:
-    """Mission initialisation: every member meets the task with its own perception and answers alone."""
+    """Mission initialisation: every member meets the task with its own perception and answers alone.
 
+    `quorum`: the members are asked in their order, the first `quorum` at once and then one at a time, until
+    `quorum` of them give the same answer (`soc_quorum`); the members after that are not asked and no round is
+    held. A jury that stops once enough of it agrees: the calls go to the tasks its members split on, as adaptive
+    self-consistency stops sampling once the samples agree, and every member still answers alone."""
+
+    quorum: int | None = None
     name: str = "mission"
 
     async def run(self, session: Session) -> None:
@@ -138,8 +144,15 @@ class SolveAlone:
             prompt, media = briefing(session, member)
             return await session.answering(member, prompt, Statement, media=media)
 
-        for name, (statement, probability) in (await session.each(session.members, self.name, 0, turn)).items():
-            session.say(name, self.name, 0, statement, probability)
+        waves = ([session.members] if self.quorum is None else
+                 [session.members[:self.quorum], *([m] for m in session.members[self.quorum:])])
+        asked = 0
+        for wave in waves:
+            asked += len(wave)
+            for name, (statement, probability) in (await session.each(wave, self.name, 0, turn)).items():
+                session.say(name, self.name, 0, statement, probability)
+            if self.quorum is not None and session.settle_by_quorum(self.name, self.quorum, asked):
+                return
 
 
 @dataclass(frozen=True)

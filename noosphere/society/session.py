@@ -15,7 +15,7 @@ from noosphere.concurrent import Forfeit, gather_turns
 from noosphere.errors import BudgetExceededError
 from noosphere.llm.messages import MediaPart
 from noosphere.observation import Observation
-from noosphere.society.events import ConsensusReached, MemberForfeited, MemberSpoke, PhaseStarted
+from noosphere.society.events import ConsensusReached, MemberForfeited, MemberSpoke, PhaseStarted, QuorumReached
 from noosphere.society.member import Member
 from noosphere.society.programs import program_statement
 from noosphere.society.statement import Statement
@@ -81,6 +81,8 @@ class Session:
     answer_probabilities: bool = False
     """Whether each turn that gives a member's answer also takes the probability of its reply (a vote
     weighted by it, `MembersVote.weights == "sequence"`): from the same call, so at no extra cost."""
+    quorum: str | None = None
+    """The answer a quorum of members gave at the mission (`SolveUntilQuorum`), once one has: no round is held."""
     sandbox: Sandbox | None = None
     """Where the programs of members who answer with one (`answers: program`) run; made at the first one."""
 
@@ -89,9 +91,10 @@ class Session:
 
     def phase_rounds(self, name: str, *, until_consensus: bool = False) -> Iterator[int]:
         """The rounds 1 to `rounds` of phase `name`, each begun (`phase`) as it is reached; ending early once a
-        budget has run out, and with `until_consensus` once every member holds the same answer (traced)."""
+        budget has run out or a quorum has settled the answer, and with `until_consensus` once every member holds
+        the same answer (traced)."""
         for round_ in range(1, self.rounds + 1):
-            if self.spent:
+            if self.spent or self.quorum is not None:
                 return
             if until_consensus and self.unanimous():
                 self.trace.emit(ConsensusReached(phase=name, round=round_, answer=self.options()[0]))
@@ -148,6 +151,19 @@ class Session:
         latest = self.latest()
         return (len(latest) == len(self.members) and all(r.answer.strip() for r in latest.values())
                 and len(self.options()) == 1)
+
+    def settle_by_quorum(self, phase: str, quorum: int, asked: int) -> bool:
+        """Whether `quorum` members now hold one answer; the first such answer settles the session (traced)."""
+        held: dict[str, list[str]] = {}
+        for record in self.latest().values():
+            if record.answer.strip():
+                held.setdefault(self.answer_key(record.answer), []).append(record.answer)
+        for answers in held.values():
+            if len(answers) >= quorum:
+                self.quorum = answers[0]
+                self.trace.emit(QuorumReached(phase=phase, answer=answers[0], holders=len(answers), asked=asked))
+                return True
+        return False
 
     def agreement(self) -> float:
         """The share of the members (those still here) whose standing answer is the society's answer."""

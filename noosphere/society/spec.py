@@ -122,7 +122,7 @@ USED_BY: dict[str, tuple[str, ...]] = {
     "voting": ("democracy", "debate", "economy"), "rights": ("democracy",),
     "members": ("monarchy", "democracy", "debate", "economy", "roleplay", "interview"),
     "organizer": ("monarchy", "democracy", "interview"), "leader": ("monarchy", "democracy", "interview"),
-    "editor": ("debate",), "until_consensus": ("debate",), "instructions": ("interview",),
+    "editor": ("debate",), "until_consensus": ("debate",), "quorum": ("debate",), "instructions": ("interview",),
     "arbiter": _ECONOMY, "start_balance": _ECONOMY, "rent": _ECONOMY, "spawn_above": _ECONOMY,
     "brigade_share": _ECONOMY, "specifier": ("roleplay",), "max_messages": ("roleplay",),
     "token_budget": ("roleplay",), "styles": ("artist-critic",), "professions": ("artist-critic",),
@@ -163,6 +163,9 @@ class SocietySpec(BaseModel):
 statement's and each round's, with its reply's probability. The weights need models that give probabilities."""
     until_consensus: bool = False
     """Debate: a round is held only while the members disagree (all holding one answer, the rounds stop)."""
+    quorum: int | None = Field(default=None, ge=2)
+    """Debate: the members answer the mission in their order (the first `quorum` at once, then one at a time) until
+    `quorum` of them give the same answer; no one after is asked and no round is held. Unset, all answer at once."""
     leader_confidence: bool = False
     """Monarchy, democracy without the right to execute, debate with an editor: whether the one who decides sees,
     beside each member holding an answer, that member's P(True) that it is right (one scoring call a member; its
@@ -233,6 +236,9 @@ statement's and each round's, with its reply's probability. The weights need mod
             empty = [name for name in ("styles", "professions") if not getattr(self, name)]
             return ((empty[0],), "an artist-critic society needs styles (artists) and professions (critics)") \
                 if empty else None
+        if self.quorum is not None and self.organisation == "debate" and self.quorum > len(self.members):
+            return ("quorum",), (f"a quorum of {self.quorum} needs at least {self.quorum} members, "
+                                 f"not {len(self.members)}")
         if self.organisation == "roleplay" and len(self.members) != 2:
             return ("members",), "a role-play has two members: the user who instructs, then the assistant who solves"
         named = f"{_article(self.organisation)} {self.organisation}"

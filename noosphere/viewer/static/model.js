@@ -120,6 +120,7 @@ const DESCRIBE = {
     `${e.weight != null ? `, weighing ${fixed(e.weight)}` : ""}`,
   soc_tally: (e) => `${e.rule}: ${e.winner ?? "no winner"} ${short(e.scores, 60)}`,
   soc_consensus: (e) => `every member holds ${short(e.answer, 40)}: ${e.phase} stops before round ${e.round}`,
+  soc_quorum: (e) => `${e.holders} of ${e.asked} asked hold ${short(e.answer, 40)}: no one else is asked`,
   soc_budget_spent: (e) => `${e.budget} budget of ${num(e.limit)} spent in ${e.phase}: deciding with what there is`,
   soc_finished: (e) => `${short(e.answer, 60)} (decided by ${e.decided_by})`,
   econ_balances: (e) => `round ${e.round}: ${short(e.balances, 80)}`,
