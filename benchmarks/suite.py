@@ -282,11 +282,13 @@ SUITES: dict[str, Suite] = {
           for ablation in ("no_uptree", "no_broadcast", "no_fusion", "no_ltm")),
         # stop 65: alpha as the STM's P(True) that its label is right (CTM-AI's quality score) instead of the label's
         # probability, which the gist's first words put at 0.999 (stop 61's traces); the first 20 of the 40 items,
-        # then its four ablations on the first 4 of them (every item runs to the iteration cap: 2-3 minutes an item)
+        # then its four ablations on the first 4 of them (every item runs to the iteration cap: 2-3 minutes an item);
+        # stop 66 ran the ablations again on all 20 (`--new`: new folders beside the 4-item ones, whose items the call
+        # cache answers)
         Config("ctm-logprob-judged", ("--system", "ctm", "--scores", "logprob", "--stm-alpha", "judged"), 20),
         *(Config(f"ctm-logprob-judged-{ablation.replace('_', '-')}", ("--system", "ctm", "--scores", "logprob",
                                                                       "--stm-alpha", "judged", "--ablation", ablation),
-                 4)
+                 20)
           for ablation in ("no_uptree", "no_broadcast", "no_fusion", "no_ltm")),
     ), ("accuracy", "precision", "recall", "f1", "past_first_iteration", "ece", "auroc"), parallel=4),
     "bfcl": Suite("bfcl", (
