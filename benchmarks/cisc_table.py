@@ -19,6 +19,11 @@ not all give the same number, the rest up to k; each k with the mean calls it sp
 nearest k. It is what a society that stops once its members agree (`until_consensus`) spends its calls like, with
 samples where the society holds a round.
 
+`--quorum Q` recounts it as a jury with a quorum (`quorum: Q` in a debate's file): the first Q samples, then one more
+at a time until Q of them give one number, up to k; the weighted vote of those drawn, beside the fixed vote at the k
+nearest its mean calls. It is the stopping rule of `examples/societies/programmer-jury.toml` applied to best-of-N's
+samples.
+
 `--against OTHER_RUN` sets two such runs side by side on the problems both scored (a society and best-of-N at the
 calls it measured): each one's calls a problem, plain and weighted votes over all its answers, and the problems
 the first run's weighted vote gets right and the other's wrong, and the other way round.
@@ -27,7 +32,8 @@ the first run's weighted vote gets right and the other's wrong, and the other wa
 programs: `--form program`) pooled: at every k, the vote over the first ceil(k/2) samples of the first run and the
 first floor(k/2) of the other, beside each run alone at k; a society of members of both forms without any discussion.
 
-    python benchmarks/cisc_table.py RUN_DIR [--against OTHER_RUN | --adaptive F | --mix OTHER_RUN] [--json]
+    python benchmarks/cisc_table.py RUN_DIR [--against OTHER_RUN | --adaptive F | --quorum Q | --mix OTHER_RUN]
+                                    [--json]
 """
 
 from __future__ import annotations
@@ -114,26 +120,51 @@ def adaptive(rows: list[dict[str, Any]], first: int, k: int, field: str) -> tupl
     return right, calls / len(rows) if rows else 0.0
 
 
-def adaptive_table(run: Path, first: int) -> dict[str, Any]:
-    """`adaptive` at every k above `first`, each beside the fixed weighted vote at the k nearest its mean calls."""
+def drawn_until_quorum(samples: list[dict[str, Any]], quorum: int, k: int) -> list[dict[str, Any]]:
+    """The first `quorum` samples, then one more at a time until `quorum` of them give one number, `k` at most."""
+    for end in range(quorum, k + 1):
+        held = Counter(s["number"] for s in samples[:end] if s["number"] is not None)
+        if held and held.most_common(1)[0][1] >= quorum:
+            return samples[:end]
+    return samples[:k]
+
+
+def by_quorum(rows: list[dict[str, Any]], quorum: int, k: int, field: str) -> tuple[list[bool], float]:
+    """A quorum's stopping rule over each row's samples (`drawn_until_quorum`): whether the weighted vote of the
+    samples drawn is right, and the mean samples drawn."""
+    right, calls = [], 0
+    for row in rows:
+        drawn = drawn_until_quorum(row["samples"], quorum, k)
+        calls += len(drawn)
+        samples = [(s["number"], s.get(field)) for s in drawn]
+        right.append(majority(weighted_votes(samples), [n for n, _ in samples if n is not None]) == row["gold"])
+    return right, calls / len(rows) if rows else 0.0
+
+
+def adaptive_table(run: Path, first: int, stop: str = "adaptive") -> dict[str, Any]:
+    """`adaptive` (or, with `stop="quorum"`, `by_quorum` with quorum `first`) at every k above `first`, each beside
+    the fixed weighted vote at the k nearest its mean calls."""
     rows = sorted((r for r in load_done(run / "items.jsonl").values() if r.get("samples")), key=lambda r: r["id"])
     if not rows:
         raise SystemExit(f"cisc_table: {run} has no best-of-N rows with samples")
     field, n = weight_field(rows), min(len(r["samples"]) for r in rows)
     if not 1 <= first < n:
-        raise SystemExit(f"cisc_table: --adaptive {first} needs 1 <= F < {n}, the samples every row has")
+        raise SystemExit(f"cisc_table: --{stop} {first} needs 1 <= {'F' if stop == 'adaptive' else 'Q'} < {n}, the "
+                         "samples every row has")
+    if stop == "quorum" and first < 2:
+        raise SystemExit("cisc_table: --quorum is 2 or more (one sample is a quorum of one: no vote)")
     per_sample = WEIGHT_FIELDS[field][1]  # a P(True) sample costs its scoring call too
     results = []
     for k in range(first + 1, n + 1):
-        right, drawn = adaptive(rows, first, k, field)
+        right, drawn = (by_quorum if stop == "quorum" else adaptive)(rows, first, k, field)
         nearest = min(n, max(1, round(drawn)))
         fixed = verdicts(rows, nearest, True, field)
         results.append({"k": k, "calls": round(per_sample * drawn, 2),
-                        "adaptive": round(100 * sum(right) / len(rows), 1),
+                        stop: round(100 * sum(right) / len(rows), 1),
                         "fixed_k": nearest, "fixed": round(100 * sum(fixed) / len(rows), 1),
                         "won_lost": [sum(a and not f for a, f in zip(right, fixed, strict=True)),
                                      sum(f and not a for a, f in zip(right, fixed, strict=True))]})
-    return {"run": str(run), "problems": len(rows), "first": first, "weight": field, "rows": results}
+    return {"run": str(run), "problems": len(rows), "first": first, "stop": stop, "weight": field, "rows": results}
 
 
 def table(run: Path) -> dict[str, Any]:
@@ -234,25 +265,29 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="another weighted run, compared on the problems both scored")
     parser.add_argument("--adaptive", type=int, metavar="F",
                         help="recount a best-of-N run adaptively: F samples, the rest only where they disagree")
+    parser.add_argument("--quorum", type=int, metavar="Q",
+                        help="recount a best-of-N run as a jury: Q samples, then one at a time until Q agree")
     parser.add_argument("--mix", type=Path,
                         help="another best-of-N run on the same problems: both runs' samples pooled")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    if sum(option is not None for option in (args.adaptive, args.against, args.mix)) > 1:
-        parser.error("--adaptive, --against and --mix each make a table of their own: give one")
+    if sum(option is not None for option in (args.adaptive, args.quorum, args.against, args.mix)) > 1:
+        parser.error("--adaptive, --quorum, --against and --mix each make a table of their own: give one")
     for folder in (args.run, args.against, args.mix):
         if folder is not None and not (folder / "items.jsonl").is_file():
             raise SystemExit(f"cisc_table: {folder} is not a run folder (no items.jsonl)")
-    if args.adaptive is not None:
-        found = adaptive_table(args.run, args.adaptive)
+    if args.adaptive is not None or args.quorum is not None:
+        found = (adaptive_table(args.run, args.adaptive) if args.adaptive is not None
+                 else adaptive_table(args.run, args.quorum, stop="quorum"))
         if args.json:
             print(json.dumps(found, indent=2))
             return
         print_table(f"{found['problems']} problems of {found['run']}, weighted by "
                     f"{WEIGHT_FIELDS[found['weight']][0]}",
-                    [f"first {found['first']}, then up to k", "mean calls", "adaptive", "fixed, at the nearest k",
-                     "adaptive vs fixed"],
-                    [[row["k"], row["calls"], row["adaptive"], f"{row['fixed']} (k = {row['fixed_k']})",
+                    [f"first {found['first']}, then " + ("up to k" if found["stop"] == "adaptive"
+                                                         else f"one at a time until {found['first']} agree, up to k"),
+                     "mean calls", found["stop"], "fixed, at the nearest k", f"{found['stop']} vs fixed"],
+                    [[row["k"], row["calls"], row[found["stop"]], f"{row['fixed']} (k = {row['fixed_k']})",
                       won_lost(row)] for row in found["rows"]])
         return
     if args.mix is not None:

@@ -97,6 +97,24 @@ def test_adaptive_recount_draws_the_rest_only_where_the_first_samples_disagree(t
         cisc.adaptive_table(tmp_path / "run", 4)
 
 
+def test_a_quorum_recount_draws_one_sample_more_until_two_give_one_number(tmp_path: Path) -> None:
+    """`--quorum 2`: a agrees at two samples; b's 6 and 5 split, its third (5) makes two; c's first two give no number
+    and its 1 and 2 split, so all four are drawn."""
+    cisc = load_script(SCRIPT, "cisc_table_script")
+    field = "token_probability"
+    rows = [row("a", "7", [("7", 0.9), ("7", 0.8), ("3", 0.9), ("3", 0.9)], field),
+            row("b", "6", [("6", 0.9), ("5", 0.5), ("5", 0.5), ("6", 0.1)], field),
+            row("c", "1", [(None, 0.5), (None, 0.5), ("1", 0.6), ("2", 0.3)], field)]
+    result = cisc.adaptive_table(write(tmp_path / "run", rows), 2, stop="quorum")
+    by_k = {r["k"]: r for r in result["rows"]}
+    assert by_k[4]["calls"] == pytest.approx((2 + 3 + 4) / 3, abs=0.01)
+    # b: 5 (0.5 + 0.5) against 6 (0.9), wrong; the fixed vote of 3 samples is the same; c: 1 (0.6) against 2 (0.3)
+    assert by_k[4]["quorum"] == pytest.approx(66.7) and by_k[4]["won_lost"] == [0, 0]
+    assert by_k[3]["calls"] == pytest.approx((2 + 3 + 3) / 3, abs=0.01)
+    with pytest.raises(SystemExit, match="--quorum is 2 or more"):
+        cisc.adaptive_table(tmp_path / "run", 1, stop="quorum")
+
+
 def test_a_debate_that_counts_every_answer_is_recounted_over_all_of_them(tmp_path: Path) -> None:
     cisc = load_script(SCRIPT, "cisc_table_script")
     answers = [{"member": "m1", "round": 0, "number": "7", "token_probability": 0.9},
