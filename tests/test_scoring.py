@@ -372,6 +372,19 @@ async def test_a_judged_alpha_is_the_stms_p_true_of_its_label_not_the_labels_pro
         WorkspaceSettings(stm_alpha="verbal")  # type: ignore[arg-type]
 
 
+def test_a_workspace_without_labels_refuses_a_judged_alpha_and_calibration_rather_than_ignore_them() -> None:
+    """`ask --system ctm` and BFCL's workspace have no label set: a setting that needs one is refused where the STM
+    is made, before any call."""
+    from noosphere.systems.ctm import workspace_for
+
+    model, backend, _ = scripted([], scorer=lambda request: {"Yes": 0.9, "No": 0.1})
+    for settings, says in ((WorkspaceSettings(scores="logprob", stm_alpha="judged"), "without labels"),
+                           (WorkspaceSettings(scores="logprob", calibrate=True), "contextual calibration needs")):
+        with pytest.raises(UsageError, match=says):
+            workspace_for(model, Observation.of({"a": "x"}), settings)
+    assert backend.history == []
+
+
 async def test_low_probability_relevance_forms_no_links() -> None:
     reply, scorer = _workspace_script([{"sarcastic": 0.5, "not sarcastic": 0.5}] * 3, relevance=0.5)
     model, _, trace = scripted(reply, scorer=scorer)

@@ -337,6 +337,20 @@ def test_an_action_in_parts_that_did_something_or_failed_may_be_taken_again() ->
         assert decision.action == past.action and len(backend.history) == 1
 
 
+def test_ctm_on_a_page_takes_the_workspace_settings_calibration_and_refuses_it_without_probabilities() -> None:
+    """`calibrate` reached every STM but the web ctm's, which ignored it; now it is the STM's, refused before any
+    call where the scores are the model's words."""
+    from noosphere.errors import UsageError
+    from noosphere.systems.web_ctm import ctm
+    from noosphere.workspace import WorkspaceSettings
+
+    backend = ScriptedBackend([])
+    decide = ctm(Model(backend, trace=Trace(None)), WorkspaceSettings(calibrate=True))
+    with pytest.raises(UsageError, match="contextual calibration needs a label set and probability scores"):
+        asyncio.run(decide(turn(('click("12")', 'click("13")'))))
+    assert backend.history == []
+
+
 def test_ctm_on_a_page_with_one_action_chooses_between_it_and_waiting() -> None:
     """The STM's label set needs two labels: click-test's page has one button, and the run failed on it
     ("score at least two options (got 1)"), a usage error that ends the benchmark."""

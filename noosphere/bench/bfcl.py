@@ -141,7 +141,8 @@ async def solve_ctm(model: Model, settings: WorkspaceSettings, item: BfclItem, *
     generalists = ([GeneralistProposer(GENERALIST, model, [Message.system(BASE_SYSTEM), *item.messages], item.tools,
                                        task=query, judged=_judged_for(item), scores=settings.scores)]
                    if processors == "functions+generalist" else [])
-    workspace = Workspace([*proposers, *generalists], ShortTermMemory(model, scores=settings.scores), settings)
+    stm = ShortTermMemory(model, scores=settings.scores, calibrate=settings.calibrate, alpha=settings.stm_alpha)
+    workspace = Workspace([*proposers, *generalists], stm, settings)
     result = await workspace.run(query)
     proposals = {proposer.name: found for proposer in [*proposers, *generalists]
                  if (found := proposer.proposal_for(query)) is not None}

@@ -34,7 +34,9 @@ def workspace_for(model: Model, observation: Observation, settings: WorkspaceSet
     else:
         processors = [cognitive(name, model, role=role, scores=scores) for name, role in THINKERS.items()]
     processors += [ToolProcessor(tool.spec.name, model, tool) for tool in tools]
-    return Workspace(processors, ShortTermMemory(model, scores=scores), settings)
+    # calibrate and stm_alpha need labels, which this STM has none of: set, it refuses them rather than ignore them
+    stm = ShortTermMemory(model, scores=scores, calibrate=settings.calibrate, alpha=settings.stm_alpha)
+    return Workspace(processors, stm, settings)
 
 
 async def ask_ctm(model: Model, query: str, observation: Observation, *, settings: WorkspaceSettings | None = None,

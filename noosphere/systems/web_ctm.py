@@ -53,7 +53,8 @@ def ctm(model: Model, settings: WorkspaceSettings | None = None) -> Decide:
                       for view in observation.views]
         # a label set has two labels at least: a page with one action offers it or waiting (click-test has one button)
         labels = turn.admissible if len(turn.admissible) > 1 else (*turn.admissible, NOTHING_FITS)
-        stm = ShortTermMemory(model, labels=labels, scores=settings.scores, alpha=settings.stm_alpha)
+        stm = ShortTermMemory(model, labels=labels, scores=settings.scores, calibrate=settings.calibrate,
+                              alpha=settings.stm_alpha)
         workspace = Workspace(processors, stm, replace(settings, carry_over=False))
         result = await workspace.run(f"{brief(turn)}\n\n{WORKSPACE_QUERY}", observation)
         action = result.label or result.answer
