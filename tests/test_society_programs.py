@@ -61,8 +61,19 @@ def test_the_program_is_the_python_block_not_a_block_of_its_output_or_one_in_ano
         program_of("```bash\nls\n```")
 
 
+def test_tilde_fences_are_read_and_a_block_left_open_is_told_as_such() -> None:
+    assert program_of("~~~python\nprint(5)\n~~~\nOutput:\n```\n5\n```") == "print(5)\n"
+    assert program_of("~~~\nx = '```'\nprint(x)\n~~~") == "x = '```'\nprint(x)\n"  # closed by its own marker
+    with pytest.raises(ProgramFailed, match="opens a ```python block and never closes it"):
+        program_of("Here:\n```python\nx = 3\ny = x *")
+
+
 def test_the_answer_is_the_last_line_printed() -> None:
     assert printed_answer("step 1: 12\nstep 2: 30\n\n42\n") == "42"
+    assert printed_answer("\x1b[31m42\x1b[0m\n") == "[31m42[0m"  # the escape character itself is left out
+    assert printed_answer("\u202e24\u202c\n") == "24"  # a right-to-left override would show 42
+    with pytest.raises(ProgramFailed, match="printed nothing"):
+        printed_answer("\u200b\n")
     with pytest.raises(ProgramFailed, match="printed nothing"):
         printed_answer("\n  \n")
     # not cut to a statement's 300 characters: that is another answer than the one printed (a statement's longer

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import textwrap
+import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -32,6 +33,8 @@ from noosphere.society.statement import ANSWER_CHARS, REASONING_CHARS, Statement
 from noosphere.tools.sandbox import Sandbox, run_python_program
 
 FENCE = "```"
+FENCES = (FENCE, "~~~")
+"""The markers a fenced block opens and closes with (Markdown's backticks or tildes); a block closes with its own."""
 PYTHON = ("python", "python3", "py")
 """The languages a fenced block may be labelled with to be the program; an unlabelled block is taken when none is."""
 SECONDS = 5.0
@@ -46,25 +49,39 @@ class ProgramFailed(RuntimeFault):
 
 def fenced_blocks(reply: str) -> list[tuple[str, str]]:
     """The (language, text) of each fenced block in a reply, read line by line: a block opens at a line holding ```
-    once (the word after it its language, lower-cased; "" for none) and closes at the next line that ends with ```.
-    Its text is dedented (a block indented under a list item). A block left open is not one."""
+    (or ~~~) once (the word after it its language, lower-cased; "" for none) and closes at the next line that ends
+    with the same marker. Its text is dedented (a block indented under a list item). A block left open is not one
+    (`open_block` tells of it)."""
+    return _scan(reply)[0]
+
+
+def open_block(reply: str) -> str | None:
+    """The language of a fenced block the reply opens and never closes ("" for none), or None: a reply cut off by
+    the token limit in the middle of its program."""
+    return _scan(reply)[1]
+
+
+def _scan(reply: str) -> tuple[list[tuple[str, str]], str | None]:
     blocks: list[tuple[str, str]] = []
     language: str | None = None
+    fence = FENCE
     body: list[str] = []
     for line in reply.splitlines():
-        stripped = line.strip()
         if language is None:
-            opening = line.find(FENCE)
-            if opening >= 0 and FENCE not in line[opening + len(FENCE):]:  # not a block on one line
-                label = line[opening + len(FENCE):].split()
+            found = [(line.find(marker), marker) for marker in FENCES if marker in line]
+            if not found:
+                continue
+            opening, fence = min(found)
+            if fence not in line[opening + len(fence):]:  # not a block on one line
+                label = line[opening + len(fence):].split()
                 language, body = (label[0].lower() if label else ""), []
-        elif stripped.endswith(FENCE):
-            body.append(line.rstrip()[:-len(FENCE)])
+        elif line.strip().endswith(fence):
+            body.append(line.rstrip()[:-len(fence)])
             blocks.append((language, textwrap.dedent("\n".join(body)).strip("\n") + "\n"))
             language = None
         else:
             body.append(line)
-    return blocks
+    return blocks, language
 
 
 def program_of(reply: str) -> str:
@@ -76,6 +93,10 @@ def program_of(reply: str) -> str:
         chosen = [text for language, text in blocks if language in wanted]
         if chosen:
             return chosen[-1]
+    left_open = open_block(reply)
+    if left_open in (*PYTHON, ""):
+        raise ProgramFailed(f"its reply opens a ```{left_open} block and never closes it (cut off before the "
+                            "program's end?)")
     try:
         ast.parse(reply)
     except (SyntaxError, ValueError):
@@ -88,8 +109,11 @@ def program_of(reply: str) -> str:
 def printed_answer(printed: str, output: str = "") -> str:
     """The last line the program printed to standard output (a program that shows its working prints the answer
     last); never a line of standard error (`output`: both), where a warning comes after what was printed. A last line
-    longer than a statement's answer may be (`ANSWER_CHARS`) fails, as a statement with such an answer does."""
-    lines = [line.strip() for line in printed.splitlines() if line.strip()]
+    longer than a statement's answer may be (`ANSWER_CHARS`) fails, as a statement with such an answer does. Control
+    and format characters (an escape sequence, a right-to-left override) are left out of the answer: it is shown in
+    the viewer, a report and the other members' prompts, and they would change how it reads there (the program's
+    output keeps them)."""
+    lines = [shown for line in printed.splitlines() if (shown := _visible(line).strip())]
     if not lines:
         errors = output.strip()
         raise ProgramFailed("its program ran but printed nothing" + (
@@ -98,6 +122,10 @@ def printed_answer(printed: str, output: str = "") -> str:
         raise ProgramFailed(f"its program printed an answer of {len(lines[-1])} characters; an answer has at most "
                             f"{ANSWER_CHARS}: {lines[-1][:SHOWN // 2]}...")
     return lines[-1]
+
+
+def _visible(line: str) -> str:
+    return "".join(char for char in line if unicodedata.category(char) not in ("Cc", "Cf") or char == "\t")
 
 
 async def run_reply(reply: str, sandbox: Sandbox) -> tuple[str, str]:
