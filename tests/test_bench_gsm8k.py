@@ -723,6 +723,29 @@ def test_best_of_n_with_program_samples_counts_what_each_program_prints(data: Pa
     assert all(r.json_schema is None and "```python block" in r.messages[-1].content for r in backend.history)
 
 
+def test_best_of_n_programs_run_without_a_sandbox_are_traced_as_such(data: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the opt-in to run unconfined, every program best-of-N runs is a `sandbox_unconfined` event in the run's
+    trace, as a society's programs are (best-of-N's sandbox had no trace)."""
+    from noosphere.llm import Capabilities, Reply, Usage
+    from noosphere.tools import sandbox as sandbox_module
+
+    monkeypatch.setattr(sandbox_module, "bwrap_path", lambda: None)
+    monkeypatch.setenv(sandbox_module.UNSANDBOXED_ENV, "1")
+    backend = ScriptedBackend(lambda request: Reply("```python\nprint(3 + 4)\n```", usage=Usage(10, 2), logprob=-0.1),
+                              capabilities=Capabilities(json_schema=True, logprobs=True))
+    out = tmp_path / "runs"
+    code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--n", "2", "--form", "program", "--weights",
+                           "sequence", "--data", str(data), "--limit", "1", "--out", str(out), "--no-cache", "--quiet"],
+                          lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 0, err
+    [run_dir] = list(out.iterdir())
+    assert [r["prediction"] for r in rows(run_dir)] == ["7"]
+    events = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
+    unconfined = [e for e in events if e["kind"] == "sandbox_unconfined"]
+    assert len(unconfined) == 2 and all(e["what"] == "program" for e in unconfined)
+
+
 @pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed (.ci/run installs it)")
 def test_best_of_n_repairs_a_failed_program_once_and_weighs_the_reply_that_ran(data: Path, tmp_path: Path) -> None:
     """`--repairs 1`: a sample whose program fails sees its failure and writes again in the same conversation; its

@@ -215,7 +215,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
                 weights = saved.get("weights") or ("p-true" if saved.get("weighted") else "none")
                 gsm8k_bench.check_weights(llm, weights)
                 form = saved.get("form") or "statement"
-                sandbox = Sandbox() if form == "program" else None
+                sandbox = Sandbox(trace=llm.trace) if form == "program" else None  # an unconfined run is traced
                 if sandbox is not None:  # before any problem: its programs could not run
                     sandbox.check()
                 solve = partial(gsm8k_bench.solve_best_of_n, llm, saved["n"], weights=weights, form=form,
