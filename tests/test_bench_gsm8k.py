@@ -567,6 +567,16 @@ def test_a_resume_refuses_another_match_run_or_weighting_and_takes_the_runs_own(
     assert code == 0, err
 
 
+def program_best_of_n(backend: Any, data: Path, out: Path, n: int) -> Path:
+    """`bench gsm8k --form program --weights sequence` with `n` samples on one problem; the run's folder."""
+    code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--n", str(n), "--form", "program", "--weights",
+                           "sequence", "--data", str(data), "--limit", "1", "--out", str(out), "--no-cache", "--quiet"],
+                          lambda model_id, **kwargs: Model(backend, **kwargs))
+    assert code == 0, err
+    [run_dir] = list(out.iterdir())
+    return run_dir
+
+
 def scored_statement(number: str, logprob: float) -> Any:
     from noosphere.llm import Reply, Usage
 
@@ -709,12 +719,7 @@ def test_best_of_n_with_program_samples_counts_what_each_program_prints(data: Pa
                                         "sample-1": [program("apples = 3\nprint(apples + 4)", -0.4)],
                                         "sample-2": [program("print(1 / 0)", -0.1)]}),
                               capabilities=Capabilities(json_schema=True, logprobs=True))
-    out = tmp_path / "runs"
-    code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--n", "3", "--form", "program", "--weights",
-                           "sequence", "--data", str(data), "--limit", "1", "--out", str(out), "--no-cache", "--quiet"],
-                          lambda model_id, **kwargs: Model(backend, **kwargs))
-    assert code == 0, err
-    [run_dir] = list(out.iterdir())
+    run_dir = program_best_of_n(backend, data, tmp_path / "runs", 3)
     [row] = rows(run_dir)
     assert (row["prediction"], row["correct"], row["votes"], row["failed"]) == ("7", True, {"7": 2}, 1)
     assert [s["number"] for s in row["samples"]] == ["7", "7", None]
@@ -734,12 +739,7 @@ def test_best_of_n_programs_run_without_a_sandbox_are_traced_as_such(data: Path,
     monkeypatch.setenv(sandbox_module.UNSANDBOXED_ENV, "1")
     backend = ScriptedBackend(lambda request: Reply("```python\nprint(3 + 4)\n```", usage=Usage(10, 2), logprob=-0.1),
                               capabilities=Capabilities(json_schema=True, logprobs=True))
-    out = tmp_path / "runs"
-    code, _, err = invoke(["bench", "gsm8k", "--system", "best-of-n", "--n", "2", "--form", "program", "--weights",
-                           "sequence", "--data", str(data), "--limit", "1", "--out", str(out), "--no-cache", "--quiet"],
-                          lambda model_id, **kwargs: Model(backend, **kwargs))
-    assert code == 0, err
-    [run_dir] = list(out.iterdir())
+    run_dir = program_best_of_n(backend, data, tmp_path / "runs", 2)
     assert [r["prediction"] for r in rows(run_dir)] == ["7"]
     events = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
     unconfined = [e for e in events if e["kind"] == "sandbox_unconfined"]
