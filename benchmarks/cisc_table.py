@@ -141,6 +141,10 @@ def by_quorum(rows: list[dict[str, Any]], quorum: int, k: int, field: str) -> tu
     return right, calls / len(rows) if rows else 0.0
 
 
+STOPPING_RULES = {"adaptive": (adaptive, "F"), "quorum": (by_quorum, "Q")}
+"""`--adaptive F` and `--quorum Q`: how each decides the samples a row draws, and its option's letter."""
+
+
 def adaptive_table(run: Path, first: int, stop: str = "adaptive") -> dict[str, Any]:
     """`adaptive` (or, with `stop="quorum"`, `by_quorum` with quorum `first`) at every k above `first`, each beside
     the fixed weighted vote at the k nearest its mean calls."""
@@ -148,15 +152,15 @@ def adaptive_table(run: Path, first: int, stop: str = "adaptive") -> dict[str, A
     if not rows:
         raise SystemExit(f"cisc_table: {run} has no best-of-N rows with samples")
     field, n = weight_field(rows), min(len(r["samples"]) for r in rows)
+    rule, letter = STOPPING_RULES[stop]
     if not 1 <= first < n:
-        raise SystemExit(f"cisc_table: --{stop} {first} needs 1 <= {'F' if stop == 'adaptive' else 'Q'} < {n}, the "
-                         "samples every row has")
+        raise SystemExit(f"cisc_table: --{stop} {first} needs 1 <= {letter} < {n}, the samples every row has")
     if stop == "quorum" and first < 2:
         raise SystemExit("cisc_table: --quorum is 2 or more (one sample is a quorum of one: no vote)")
     per_sample = WEIGHT_FIELDS[field][1]  # a P(True) sample costs its scoring call too
     results = []
     for k in range(first + 1, n + 1):
-        right, drawn = (by_quorum if stop == "quorum" else adaptive)(rows, first, k, field)
+        right, drawn = rule(rows, first, k, field)
         nearest = min(n, max(1, round(drawn)))
         fixed = verdicts(rows, nearest, True, field)
         results.append({"k": k, "calls": round(per_sample * drawn, 2),

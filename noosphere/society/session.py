@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -82,7 +83,8 @@ class Session:
     """Whether each turn that gives a member's answer also takes the probability of its reply (a vote
     weighted by it, `MembersVote.weights == "sequence"`): from the same call, so at no extra cost."""
     quorum: str | None = None
-    """The answer a quorum of members gave at the mission (`SolveUntilQuorum`), once one has: no round is held."""
+    """The answer a quorum of members gave at the mission (`SolveAlone(quorum=...)`), once one has: no round is
+    held."""
     sandbox: Sandbox | None = None
     """Where the programs of members who answer with one (`answers: program`) run; made at the first one."""
 
@@ -154,14 +156,12 @@ class Session:
 
     def settle_by_quorum(self, phase: str, quorum: int, asked: int) -> bool:
         """Whether `quorum` members now hold one answer; the first such answer settles the session (traced)."""
-        held: dict[str, list[str]] = {}
-        for record in self.latest().values():
-            if record.answer.strip():
-                held.setdefault(self.answer_key(record.answer), []).append(record.answer)
-        for answers in held.values():
-            if len(answers) >= quorum:
-                self.quorum = answers[0]
-                self.trace.emit(QuorumReached(phase=phase, answer=answers[0], holders=len(answers), asked=asked))
+        held = Counter(self.answer_key(r.answer) for r in self.latest().values() if r.answer.strip())
+        for option in self.options():  # the first proposer's wording, in member order
+            if held[self.answer_key(option)] >= quorum:
+                self.quorum = option
+                self.trace.emit(QuorumReached(phase=phase, answer=option, holders=held[self.answer_key(option)],
+                                              asked=asked))
                 return True
         return False
 
