@@ -403,6 +403,11 @@ SUITES: dict[str, Suite] = {
         # and a jury of five programmers asked in turn until two print the same number (`quorum = 2`), every answer
         # weighted by its reply's probability, written before any run: its calls follow how much its members split
         Config("programmer-jury", ("--system", "society", "--society", JURY, "--offset", "350"), 100),
+        # stop 67, the same two on problems 451-550, named before either ran: a second block for the jury's claim, and
+        # the test items for calibration maps fitted on the 351-450 runs (`calibration_table.py --heldout`)
+        Config("best-of-n5-program-451", ("--system", "best-of-n", "--n", "5", "--form", "program", "--weights",
+                                          "sequence", "--offset", "450"), 100),
+        Config("programmer-jury-451", ("--system", "society", "--society", JURY, "--offset", "450"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
