@@ -1,6 +1,6 @@
 """Calibration of every committed benchmark run that has confidences, recomputed from its rows.
 
-    python benchmarks/calibration_table.py [--results benchmarks/results] [--minimum 8]
+    python benchmarks/calibration_table.py [--results benchmarks/results] [--minimum 8] [--heldout]
 
 For each run folder whose `items.jsonl` has at least `--minimum` rows with a `confidence`: the items, the
 accuracy, ECE (10 bins), ECE after leave-one-out Platt scaling and after cross-fitted isotonic regression, and
@@ -8,6 +8,12 @@ the ECE a perfectly calibrated confidence would show on the same items (`ece_noi
 percentile), with AUROC and its DeLong interval. A recalibrated ECE inside the floor's range is what sampling
 noise alone gives on that many items; an ECE target below the floor's mean cannot be shown on them. Printed as
 a markdown table, one row per run, every run.
+
+`--heldout` prints instead, for every run that has other runs of its engine on other items (the same config.json
+but for the seed and the item selection: `noosphere.bench.calibration_map`), its ECE through a Platt map fitted on
+those runs and through an isotonic map fitted on them (`noosphere calibration fit`), as a deployed engine's
+confidence would be mapped, each with the 95th percentile of the ECE a perfectly calibrated confidence of the mapped
+values shows on these items (starred when the ECE is above it).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import sys
 from pathlib import Path
 
 from noosphere.bench.calibration import calibrate, isotonic_ece, row_confidences
+from noosphere.bench.calibration_map import METHODS, HeldOut, apply_map, fit_map, held_out_fits, read_run
 from noosphere.bench.script_args import at_least_one
 from noosphere.errors import UsageError
 from noosphere.runs import load_done
@@ -49,17 +56,49 @@ def rows_of(results: Path, minimum: int) -> list[str]:
     return lines
 
 
+def _through(held: HeldOut) -> str:
+    """ECE through a map, and the 95th percentile of its floor, starred when above it."""
+    if held.floor is None:
+        return _figure(held.mapped.ece)
+    return f"{_figure(held.mapped.ece)} ({held.floor[1]:.3f}{'' if held.within_floor else ' *'})"
+
+
+def heldout_rows(results: Path, minimum: int) -> list[str]:
+    runs = []
+    for items in sorted(results.rglob("items.jsonl")):
+        try:
+            run = read_run(items.parent)
+        except UsageError:  # no confidence in any row: not a run to calibrate
+            continue
+        if len(run.ids) >= minimum:
+            runs.append(run)
+    lines = []
+    for folder, fitted in held_out_fits(runs).items():
+        run = next(r for r in runs if r.folder == folder)
+        try:
+            held = [apply_map(fit_map(fitted, method), run) for method in METHODS]
+        except UsageError:  # the runs it would be fitted on are all right or all wrong
+            continue
+        names = ", ".join(f"`{f.folder.relative_to(results)}`" for f in fitted)
+        fitted_items = sum(len(f.ids) for f in fitted)
+        lines.append(f"| `{folder.relative_to(results)}` | {held[0].raw.n} | {names} ({fitted_items}) "
+                     f"| {_figure(held[0].raw.ece)} | " + " | ".join(_through(h) for h in held) + " |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--minimum", type=at_least_one, default=8,
                         help="rows with a confidence a run needs to be listed")
+    parser.add_argument("--heldout", action="store_true",
+                        help="ECE through a map fitted on the engine's other runs, on other items")
     args = parser.parse_args(argv)
     if not args.results.is_dir():
         print(f"calibration_table: no results folder at {args.results}", file=sys.stderr)
         return 2
     try:
-        lines = rows_of(args.results, args.minimum)
+        lines = (heldout_rows if args.heldout else rows_of)(args.results, args.minimum)
     except UsageError as exc:
         print(f"calibration_table: {exc}", file=sys.stderr)
         return 2
@@ -67,6 +106,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"calibration_table: no run under {args.results} has {args.minimum} rows with a confidence",
               file=sys.stderr)
         return 1
+    if args.heldout:
+        print("| run | items | maps fitted on (items) | ECE | ECE through a Platt map (floor's 95th pct) "
+              "| ECE through an isotonic map (floor's 95th pct) |")
+        print("|---|---|---|---|---|---|")
+        for line in lines:
+            print(line)
+        return 0
     print("| run | items | accuracy | ECE | ECE after Platt (leave-one-out) | ECE after isotonic (cross-fitted) "
           "| floor: mean (95th pct) | within floor | AUROC (95 %) |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -228,8 +228,9 @@ def _delong(right: np.ndarray, wrong: np.ndarray, level: float) -> tuple[float, 
 
 
 def calibrate(confidences: Iterable[float], correct: Iterable[bool], *, interval: IntervalMethod = "delong",
-              seed: int = 0, resamples: int = RESAMPLES) -> Calibration:
-    """Every figure at once, with notes on those that are undefined."""
+              seed: int = 0, resamples: int = RESAMPLES, recalibrate: bool = True) -> Calibration:
+    """Every figure at once, with notes on those that are undefined. `recalibrate=False` leaves out the
+    leave-one-out Platt scaling (one fit an item) and its floor, for confidences already mapped."""
     confidence, truth = checked(confidences, correct)
     values, truths = confidence.tolist(), truth.tolist()
     notes = [note] if (note := _undefined_auroc(truth)) is not None else []
@@ -237,9 +238,9 @@ def calibrate(confidences: Iterable[float], correct: Iterable[bool], *, interval
     band = auroc_interval(values, truths, method=interval, seed=seed, resamples=resamples)
     if area is not None and band is None:
         notes.append("no AUROC interval: DeLong's needs at least two right and two wrong answers")
-    platt = _platt(values, truths)
+    platt = _platt(values, truths) if recalibrate else None
     mapped = None if platt is None else platt[0]
-    if mapped is None and truth.any() and not truth.all():
+    if recalibrate and mapped is None and truth.any() and not truth.all():
         notes.append(f"no recalibrated ECE: Platt scaling needs at least {RECALIBRATION_MINIMUM} right and "
                      f"{RECALIBRATION_MINIMUM} wrong answers")
     return Calibration(
@@ -267,6 +268,16 @@ def recalibrated(confidences: Sequence[float], correct: Sequence[bool]) -> list[
     return None if platt is None else platt[0]
 
 
+CLIP = 1e-4
+"""Confidences are clipped to [CLIP, 1 - CLIP] before their logit: 0 and 1 have none."""
+
+
+def logit_feature(confidence: np.ndarray) -> np.ndarray:
+    """The one feature of Platt scaling: logit(confidence) as a column, the confidence clipped to [CLIP, 1 - CLIP]."""
+    clipped = np.clip(confidence, CLIP, 1 - CLIP)
+    return np.log(clipped / (1 - clipped)).reshape(-1, 1)
+
+
 def _platt(confidences: Sequence[float], correct: Sequence[bool]) -> tuple[list[float], list[float]] | None:
     """The `recalibrated` confidences, and for each item the mean of them over the items of its confidence (which
     puts items of equal confidence in one bin)."""
@@ -275,8 +286,7 @@ def _platt(confidences: Sequence[float], correct: Sequence[bool]) -> tuple[list[
         return None
     from sklearn.linear_model import LogisticRegression
 
-    clipped = np.clip(confidence, 1e-4, 1 - 1e-4)
-    feature = np.log(clipped / (1 - clipped)).reshape(-1, 1)
+    feature = logit_feature(confidence)
     if truth.size <= MAX_LEAVE_ONE_OUT:
         fold = np.arange(truth.size)
     else:

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from noosphere.cli.ask import ModelOpener, add_ask
 from noosphere.cli.bench import add_bench
+from noosphere.cli.calibration_cmd import add_calibration
 from noosphere.cli.memory_cmd import add_memory
 from noosphere.cli.models import add_models
 from noosphere.cli.serve_cmd import add_serve
@@ -30,6 +31,7 @@ def make_app(opener: ModelOpener = open_model) -> typer.Typer:
                       pretty_exceptions_enable=False, no_args_is_help=True)
     add_ask(app, opener)
     add_bench(app, opener)
+    add_calibration(app)
     add_models(app)
     add_memory(app)
     add_trace(app)

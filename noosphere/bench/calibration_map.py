@@ -1,0 +1,262 @@
+"""A calibration map fitted on some runs of an engine and applied to another run of it, on items it never saw.
+
+Leave-one-out Platt scaling (`calibration.recalibrated`) estimates, inside one run, what a map learnt on the other
+items would do. Deployed, an engine's confidence is mapped the other way round: the map is fitted once, on dev
+runs, and applied to new items. `fit_map` fits one on the rows of one or more runs, by one of two `METHODS`:
+
+- `platt`: Platt scaling, p -> sigmoid(slope * logit(p) + intercept), a logistic regression on logit(p) (p clipped
+  to [1e-4, 1 - 1e-4]). Two parameters; but a confidence of exactly 1 (every sample agreed) sits at logit 9.2, far
+  from the rest, and the one slope cannot bring it down without flattening everything else.
+- `isotonic`: the monotone step map of least squared error (scikit-learn's `IsotonicRegression`, clipped to the
+  fitted range), stored as its steps' corners and interpolated between them. It maps each confidence level to
+  the accuracy the fit saw there, so "every sample agreed" gets its own accuracy; it needs more items per step.
+
+`apply_map` maps another run's confidences and measures them (`HeldOut`).
+
+A map belongs to one engine: the run's `config.json` less what names the run and picks its items
+(`ENGINE_IGNORED`: the seed, the item selection, the data path, the parallelism). A map fitted on one engine's
+confidence says nothing about another's, so fitting on runs of two engines, or applying a map to a run of another
+engine, is refused and the keys that differ are named. So is applying it to an item it was fitted on: that is not
+held out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from noosphere.bench.calibration import (
+    RECALIBRATION_MINIMUM,
+    Calibration,
+    calibrate,
+    checked,
+    ece_noise_floor,
+    logit_feature,
+)
+from noosphere.datafiles import describe
+from noosphere.errors import UsageError
+from noosphere.runs import load_done
+
+ENGINE_IGNORED = frozenset({"run_id", "command", "seed", "limit", "offset", "data", "society_file", "matched_run",
+                            "parallel", "first_seed"})
+"""Keys of a run's config that do not change the engine: which run it was and which items it scored."""
+FORMAT = "noosphere-calibration-map"
+SHOWN_IDS = 5
+Method = Literal["platt", "isotonic"]
+METHODS: tuple[str, ...] = ("platt", "isotonic")
+
+
+def engine_of(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a run's config that says which engine gave its confidences."""
+    return {key: value for key, value in config.items() if key not in ENGINE_IGNORED}
+
+
+def engine_difference(first: Mapping[str, Any], second: Mapping[str, Any]) -> list[str]:
+    """The keys on which two engines differ, sorted."""
+    return sorted(key for key in set(first) | set(second) if first.get(key) != second.get(key))
+
+
+@dataclass(frozen=True)
+class RunRows:
+    """The rows of one benchmark run that carry a confidence."""
+
+    folder: Path
+    engine: Mapping[str, Any]
+    ids: tuple[str, ...]
+    confidences: tuple[float, ...]
+    correct: tuple[bool, ...]
+
+
+def read_run(folder: Path) -> RunRows:
+    """A run folder's engine and its rows with a confidence; a `UsageError` for a folder that is no benchmark run,
+    or whose rows carry no confidence."""
+    config_path, items = folder / "config.json", folder / "items.jsonl"
+    if not config_path.is_file() or not items.is_file():
+        raise UsageError(f"{folder} is not a benchmark run: it needs config.json and items.jsonl")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise UsageError(f"{config_path} cannot be read as JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise UsageError(f"{config_path} is not a JSON object")
+    rows = [row for row in load_done(items).values() if row.get("confidence") is not None]
+    if not rows:
+        raise UsageError(f"{folder}: no row of items.jsonl carries a confidence, so there is nothing to calibrate")
+    confidences, correct = checked([row["confidence"] for row in rows], [row["correct"] for row in rows])
+    return RunRows(folder, engine_of(config), tuple(str(row["id"]) for row in rows), tuple(confidences.tolist()),
+                   tuple(correct.tolist()))
+
+
+class MapFile(BaseModel):
+    """A calibration map as written to disk (`CalibrationMap.save`), checked when read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["noosphere-calibration-map"]
+    version: Literal[1]
+    method: Method
+    parameters: list[float]
+    """platt: [slope, intercept]; isotonic: the steps' corners, [x1, ..., xk, y1, ..., yk], x rising."""
+    engine: dict[str, Any]
+    runs: list[str]
+    items: list[str]
+    accuracy: float
+
+    @model_validator(mode="after")
+    def _parameters_fit_method(self) -> MapFile:
+        values = self.parameters
+        if not all(math.isfinite(v) for v in values):
+            raise ValueError("parameters must be finite numbers")
+        if self.method == "platt" and len(values) != 2:
+            raise ValueError(f"a platt map has 2 parameters (slope, intercept), not {len(values)}")
+        if self.method == "isotonic":
+            half = len(values) // 2
+            xs, ys = values[:half], values[half:]
+            if not values or len(values) % 2 or any(b < a for a, b in pairwise(xs)):
+                raise ValueError("an isotonic map's parameters are k rising x values, then k y values")
+            if any(not 0 <= y <= 1 for y in ys) or any(b < a for a, b in pairwise(ys)):
+                raise ValueError("an isotonic map's y values are probabilities that never fall")
+        return self
+
+
+@dataclass(frozen=True)
+class CalibrationMap:
+    """A map of confidences fitted on `items` of `runs` of one `engine` (see the module's `METHODS`)."""
+
+    method: Method
+    parameters: tuple[float, ...]
+    engine: Mapping[str, Any]
+    runs: tuple[str, ...]
+    items: frozenset[str]
+    accuracy: float
+
+    def apply(self, confidences: Sequence[float]) -> list[float]:
+        confidence = np.asarray(confidences, dtype=float)
+        if self.method == "isotonic":
+            half = len(self.parameters) // 2
+            return np.interp(confidence, self.parameters[:half], self.parameters[half:]).tolist()
+        slope, intercept = self.parameters
+        score = slope * logit_feature(confidence)[:, 0] + intercept
+        return (1.0 / (1.0 + np.exp(-score))).tolist()
+
+    def describe(self) -> str:
+        if self.method == "platt":
+            return f"p -> sigmoid({self.parameters[0]:.3f} * logit(p) {self.parameters[1]:+.3f})"
+        return f"an isotonic step map of {len(self.parameters) // 2} corners"
+
+    def save(self, path: Path) -> Path:
+        data = MapFile(format=FORMAT, version=1, method=self.method, parameters=list(self.parameters),
+                       engine=dict(self.engine), runs=list(self.runs), items=sorted(self.items),
+                       accuracy=self.accuracy)
+        try:
+            path.write_text(data.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {path} ({exc.strerror or exc})") from None
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> CalibrationMap:
+        try:
+            data = MapFile.model_validate_json(path.read_bytes())
+        except OSError as exc:
+            raise UsageError(f"cannot read the calibration map {path} ({exc.strerror or exc})") from None
+        except ValidationError as exc:
+            raise UsageError(f"{path} is not a calibration map ({describe(exc, 'a calibration map')}); write one "
+                             "with `noosphere calibration fit`") from None
+        return cls(data.method, tuple(data.parameters), data.engine, tuple(data.runs), frozenset(data.items),
+                   data.accuracy)
+
+
+def fit_map(runs: Sequence[RunRows], method: Method = "platt") -> CalibrationMap:
+    """A map fitted by `method` on every row with a confidence of `runs`: runs of one engine, on different items."""
+    if method not in METHODS:
+        raise UsageError(f"unknown calibration method {method!r}: one of {', '.join(METHODS)}")
+    if not runs:
+        raise UsageError("a calibration map is fitted on at least one run")
+    first = runs[0]
+    for run in runs[1:]:
+        if differ := engine_difference(first.engine, run.engine):
+            raise UsageError(f"{run.folder} and {first.folder} are runs of different engines (they differ in "
+                             f"{', '.join(differ)}): a map is fitted on one engine's confidences")
+    seen: set[str] = set()
+    for run in runs:
+        if twice := sorted(seen.intersection(run.ids)):
+            raise UsageError(f"{run.folder} scores items another of the runs also scores ({_shown(twice)}): fit on "
+                             "runs of different items, so no item counts twice")
+        seen.update(run.ids)
+    confidence = np.array([c for run in runs for c in run.confidences])
+    truth = np.array([t for run in runs for t in run.correct], dtype=bool)
+    if min(int(truth.sum()), int((~truth).sum())) < RECALIBRATION_MINIMUM:
+        raise UsageError(f"a calibration map needs at least {RECALIBRATION_MINIMUM} right and "
+                         f"{RECALIBRATION_MINIMUM} wrong answers; these runs have {int(truth.sum())} right and "
+                         f"{int((~truth).sum())} wrong")
+    if method == "platt":
+        from sklearn.linear_model import LogisticRegression
+
+        fit = LogisticRegression(C=1e6).fit(logit_feature(confidence), truth)
+        parameters: tuple[float, ...] = (float(fit.coef_[0, 0]), float(fit.intercept_[0]))
+    else:
+        from sklearn.isotonic import IsotonicRegression
+
+        steps = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(confidence, truth.astype(float))
+        parameters = (*map(float, steps.X_thresholds_), *map(float, steps.y_thresholds_))
+    return CalibrationMap(method, parameters, dict(first.engine), tuple(str(run.folder) for run in runs),
+                          frozenset(seen), float(truth.mean()))
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A run's confidences as written (`raw`) and through a map fitted on other items (`mapped`), with the ECE a
+    perfectly calibrated confidence of the mapped values would show on these items (mean, 95th percentile)."""
+
+    raw: Calibration
+    mapped: Calibration
+    floor: tuple[float, float] | None
+
+    @property
+    def within_floor(self) -> bool | None:
+        if self.floor is None or self.mapped.ece is None:
+            return None
+        return self.mapped.ece <= self.floor[1]
+
+
+def apply_map(calibration_map: CalibrationMap, run: RunRows) -> HeldOut:
+    """`run`'s calibration before and after the map; refused for a run of another engine or on fitted items."""
+    if differ := engine_difference(calibration_map.engine, run.engine):
+        raise UsageError(f"the map was fitted on another engine's runs than {run.folder} (they differ in "
+                         f"{', '.join(differ)}): a map only means something for the engine it was fitted on")
+    if seen := sorted(calibration_map.items.intersection(run.ids)):
+        raise UsageError(f"{len(seen)} of {run.folder}'s items were in the map's fit ({_shown(seen)}): apply it to "
+                         "items it never saw, or fit it on other runs")
+    mapped = calibration_map.apply(run.confidences)
+    return HeldOut(calibrate(run.confidences, run.correct, recalibrate=False),
+                   calibrate(mapped, run.correct, recalibrate=False), ece_noise_floor(mapped))
+
+
+def held_out_fits(runs: Sequence[RunRows]) -> dict[Path, tuple[RunRows, ...]]:
+    """For each run, the other runs of its engine that a map is fitted on: those whose items it does not share,
+    taken largest first while they share no item among themselves. Runs with none are left out."""
+    fits: dict[Path, tuple[RunRows, ...]] = {}
+    for run in runs:
+        others = sorted((o for o in runs if o is not run and not engine_difference(o.engine, run.engine)
+                         and not set(o.ids) & set(run.ids)), key=lambda o: (-len(o.ids), str(o.folder)))
+        chosen: list[RunRows] = []
+        for other in others:
+            if not any(set(other.ids) & set(c.ids) for c in chosen):
+                chosen.append(other)
+        if chosen:
+            fits[run.folder] = tuple(chosen)
+    return fits
+
+
+def _shown(ids: Sequence[str]) -> str:
+    more = f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else ""
+    return ", ".join(ids[:SHOWN_IDS]) + more

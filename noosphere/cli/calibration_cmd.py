@@ -1,0 +1,95 @@
+"""`noosphere calibration fit RUN... -o MAP` and `noosphere calibration apply MAP RUN`: calibration held out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from noosphere.bench.calibration import write_reliability_diagram
+from noosphere.bench.calibration_map import METHODS, CalibrationMap, HeldOut, Method, apply_map, fit_map, read_run
+from noosphere.errors import UsageError
+from noosphere.printable import markup_safe
+
+
+def add_calibration(app: typer.Typer) -> None:
+    calibration_app = typer.Typer(
+        help="Fit a calibration map on some benchmark runs of an engine; measure it on another run of it.",
+        no_args_is_help=True)
+    app.add_typer(calibration_app, name="calibration")
+
+    @calibration_app.command("fit")
+    def fit(
+        runs: Annotated[list[Path], typer.Argument(help="benchmark run folders of one engine, on different items")],
+        out: Annotated[Path, typer.Option("-o", "--out", help="the map's JSON file to write")],
+        method: Annotated[str, typer.Option(help=f"the map: {' or '.join(METHODS)}")] = "platt",
+    ) -> None:
+        """Fit a map of the runs' confidences to how often they are right (Platt scaling or isotonic steps)."""
+        for run in runs:
+            if out.resolve().parent == run.resolve():
+                raise UsageError(f"-o {out} is inside the run folder {run}: write the map elsewhere")
+        if method not in METHODS:
+            raise UsageError(f"--method {method!r}: give one of {', '.join(METHODS)}")
+        chosen: Method = "isotonic" if method == "isotonic" else "platt"
+        calibration_map = fit_map([read_run(run) for run in runs], chosen)
+        calibration_map.save(out)
+        Console(emoji=False).print(
+            f"wrote {markup_safe(out)}: {calibration_map.describe()}, fitted on {len(calibration_map.items)} items "
+            f"of {len(runs)} run(s), {calibration_map.accuracy:.1%} right", highlight=False, soft_wrap=True)
+
+    @calibration_app.command("apply")
+    def apply(
+        map_file: Annotated[Path, typer.Argument(metavar="MAP", help="a map written by `noosphere calibration fit`")],
+        run: Annotated[Path, typer.Argument(help="a run of the same engine on other items")],
+        diagram: Annotated[Path | None, typer.Option(
+            help="draw the mapped confidences' reliability diagram here (.png or .svg)")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="print the figures as JSON")] = False,
+    ) -> None:
+        """Map a run's confidences through the map and measure them, beside the run's own."""
+        if diagram is not None and diagram.resolve().parent == run.resolve():
+            raise UsageError(f"--diagram {diagram} is inside the run folder: the run's own diagram lives there; "
+                             "draw this one elsewhere")
+        calibration_map = CalibrationMap.load(map_file)
+        rows = read_run(run)
+        held = apply_map(calibration_map, rows)
+        if diagram is not None:
+            write_reliability_diagram(calibration_map.apply(rows.confidences), rows.correct, diagram,
+                                      f"{run.name} · held-out {calibration_map.method} map")
+        console = Console(emoji=False)
+        if as_json:
+            console.print_json(json.dumps(_figures(held)))
+            return
+        console.print(_table(held, run), soft_wrap=True)
+        console.print(f"map fitted on {len(calibration_map.items)} items of {len(calibration_map.runs)} run(s); "
+                      f"{held.raw.n} items of {markup_safe(run.name)}, none of them in the fit.",
+                      highlight=False, soft_wrap=True)
+        if diagram is not None:
+            console.print(f"wrote {markup_safe(diagram)}", highlight=False, soft_wrap=True)
+
+
+def _figures(held: HeldOut) -> dict[str, object]:
+    floor = None if held.floor is None else [round(f, 4) for f in held.floor]
+    return {"raw": held.raw.as_dict(), "mapped": held.mapped.as_dict(), "mapped_floor": floor,
+            "within_floor": held.within_floor}
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _table(held: HeldOut, run: Path) -> Table:
+    table = Table(title=f"{run.name}: confidence as written and through the map")
+    for column in ("", "ECE", "Brier", "AUROC", "mean confidence", "accuracy"):
+        table.add_column(column)
+    for name, result in (("as written", held.raw), ("mapped", held.mapped)):
+        table.add_row(name, _figure(result.ece), _figure(result.brier), _figure(result.auroc),
+                      _figure(result.mean_confidence), _figure(result.accuracy))
+    if held.floor is not None:
+        table.caption = (f"a perfectly calibrated confidence of the mapped values shows ECE {held.floor[0]:.3f} on "
+                         f"these items, up to {held.floor[1]:.3f} in 95 % of draws "
+                         f"({'within' if held.within_floor else 'above'} it)")
+    return table

@@ -1,0 +1,157 @@
+"""Calibration held out: a map fitted on some runs of an engine, applied to another run of it on other items."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from noosphere.bench.calibration import expected_calibration_error
+from noosphere.bench.calibration_map import (
+    CalibrationMap,
+    apply_map,
+    engine_of,
+    fit_map,
+    held_out_fits,
+    read_run,
+)
+from noosphere.errors import UsageError
+from tests.helpers import load_script
+from tests.test_cli import invoke
+
+TABLE = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "calibration_table.py")
+ENGINE = {"command": "bench", "benchmark": "gsm8k", "system": "best-of-n", "model": "local:m", "n": 3}
+
+
+def overconfident_rows(start: int, count: int, seed: int) -> list[dict]:
+    """Rows whose confidence says 0.9 where the engine is right 60 % of the time and 0.6 where it is right 20 %."""
+    rng = random.Random(seed)
+    rows = []
+    for number in range(start, start + count):
+        high = number % 2 == 0
+        rows.append({"id": f"q{number:04d}", "correct": rng.random() < (0.6 if high else 0.2),
+                     "confidence": 0.9 if high else 0.6})
+    return rows
+
+
+def make_run(folder: Path, rows: list[dict], **config: object) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({**ENGINE, "run_id": folder.name, **config}))
+    (folder / "items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return folder
+
+
+@pytest.mark.parametrize("method", ["platt", "isotonic"])
+def test_a_map_fitted_on_one_block_corrects_the_next(tmp_path: Path, method: str) -> None:
+    dev = read_run(make_run(tmp_path / "dev", overconfident_rows(0, 400, 1), offset=0, seed=0))
+    test = read_run(make_run(tmp_path / "test", overconfident_rows(400, 400, 2), offset=400, seed=7))
+    held = apply_map(fit_map([dev], method), test)  # seed and offset differ: the same engine
+    assert held.raw.ece is not None and held.raw.ece > 0.25
+    assert held.mapped.ece is not None and held.mapped.ece < 0.06
+    assert held.mapped.auroc == pytest.approx(held.raw.auroc)  # a rising map keeps the order
+    assert held.within_floor is True
+
+
+def test_isotonic_gives_each_confidence_level_its_own_accuracy(tmp_path: Path) -> None:
+    rows = [{"id": f"a{n}", "correct": n % 4 != 0, "confidence": 1.0} for n in range(40)]  # right 75 %
+    rows += [{"id": f"b{n}", "correct": n % 4 == 0, "confidence": 0.5} for n in range(40)]  # right 25 %
+    calibration_map = fit_map([read_run(make_run(tmp_path / "dev", rows))], "isotonic")
+    assert calibration_map.apply([1.0, 0.5, 0.75]) == pytest.approx([0.75, 0.25, 0.5])
+
+
+def test_a_map_survives_its_file_and_a_damaged_file_is_refused(tmp_path: Path) -> None:
+    dev = read_run(make_run(tmp_path / "dev", overconfident_rows(0, 60, 1)))
+    for method in ("platt", "isotonic"):
+        fitted = fit_map([dev], method)  # type: ignore[arg-type]
+        loaded = CalibrationMap.load(fitted.save(tmp_path / f"{method}.json"))
+        assert loaded == fitted
+        assert loaded.apply([0.6, 0.9]) == pytest.approx(fitted.apply([0.6, 0.9]))
+    data = json.loads((tmp_path / "isotonic.json").read_text())
+    data["parameters"] = data["parameters"][::-1]  # falling x values
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(UsageError, match="not a calibration map"):
+        CalibrationMap.load(tmp_path / "bad.json")
+    (tmp_path / "text.json").write_text("slope=1")
+    with pytest.raises(UsageError, match="not a calibration map"):
+        CalibrationMap.load(tmp_path / "text.json")
+
+
+def test_another_engine_or_fitted_items_are_refused(tmp_path: Path) -> None:
+    dev = read_run(make_run(tmp_path / "dev", overconfident_rows(0, 60, 1)))
+    other = read_run(make_run(tmp_path / "n5", overconfident_rows(60, 60, 2), n=5))
+    same_items = read_run(make_run(tmp_path / "again", overconfident_rows(50, 60, 3)))
+    calibration_map = fit_map([dev])
+    with pytest.raises(UsageError, match="differ in n"):
+        apply_map(calibration_map, other)
+    with pytest.raises(UsageError, match="10 of .* were in the map's fit .*q0050"):
+        apply_map(calibration_map, same_items)
+    with pytest.raises(UsageError, match="different engines"):
+        fit_map([dev, other])
+    with pytest.raises(UsageError, match="counts twice"):
+        fit_map([dev, same_items])
+
+
+def test_too_few_right_or_wrong_answers_or_no_confidence_is_said(tmp_path: Path) -> None:
+    right = read_run(make_run(tmp_path / "right", [{"id": f"q{n}", "correct": True, "confidence": 0.8}
+                                                   for n in range(20)]))
+    with pytest.raises(UsageError, match="20 right and 0 wrong"):
+        fit_map([right])
+    with pytest.raises(UsageError, match="no row of items.jsonl carries a confidence"):
+        read_run(make_run(tmp_path / "none", [{"id": "q1", "correct": True}]))
+    with pytest.raises(UsageError, match="not a benchmark run"):
+        read_run(tmp_path)
+
+
+def test_the_engine_leaves_out_what_names_the_run_and_its_items() -> None:
+    config = {**ENGINE, "run_id": "r", "seed": 3, "limit": 100, "offset": 50, "data": "/x", "society_file": "/y"}
+    assert engine_of(config) == {k: v for k, v in ENGINE.items() if k != "command"}
+
+
+def test_held_out_fits_take_other_runs_of_the_engine_on_other_items(tmp_path: Path) -> None:
+    a = read_run(make_run(tmp_path / "a", overconfident_rows(0, 50, 1)))
+    b = read_run(make_run(tmp_path / "b", overconfident_rows(50, 50, 2)))
+    c = read_run(make_run(tmp_path / "c", overconfident_rows(90, 40, 3)))  # shares items with b
+    d = read_run(make_run(tmp_path / "d", overconfident_rows(200, 50, 4), n=5))  # another engine
+    fits = held_out_fits([a, b, c, d])
+    assert [r.folder.name for r in fits[a.folder]] == ["b"]  # b is larger; c shares items with b
+    assert [r.folder.name for r in fits[b.folder]] == ["a"]
+    assert [r.folder.name for r in fits[c.folder]] == ["a"]
+    assert d.folder not in fits
+
+
+def test_cli_fits_and_applies_and_refuses_writing_into_a_run(tmp_path: Path) -> None:
+    dev = make_run(tmp_path / "dev", overconfident_rows(0, 200, 1))
+    test = make_run(tmp_path / "test", overconfident_rows(200, 200, 2))
+    code, out, err = invoke(["calibration", "fit", str(dev), "-o", str(tmp_path / "map.json"), "--method", "isotonic"])
+    assert code == 0, err
+    assert "fitted on 200 items of 1 run(s)" in out
+    code, out, err = invoke(["calibration", "apply", str(tmp_path / "map.json"), str(test), "--json",
+                             "--diagram", str(tmp_path / "held.svg")])
+    assert code == 0, err
+    figures = json.loads(out)
+    assert figures["mapped"]["ece"] < figures["raw"]["ece"]
+    rows = [json.loads(line) for line in (test / "items.jsonl").read_text().splitlines()]
+    mapped = CalibrationMap.load(tmp_path / "map.json").apply([r["confidence"] for r in rows])
+    assert figures["mapped"]["ece"] == pytest.approx(
+        expected_calibration_error(mapped, [r["correct"] for r in rows]), abs=1e-4)
+    assert (tmp_path / "held.svg").read_text().startswith("<?xml")
+    code, _, err = invoke(["calibration", "apply", str(tmp_path / "map.json"), str(test), "--diagram",
+                           str(test / "reliability.png")])
+    assert code == 2 and "inside the run folder" in err
+    code, _, err = invoke(["calibration", "fit", str(dev), "-o", str(tmp_path / "m.json"), "--method", "beta"])
+    assert code == 2 and "platt, isotonic" in err
+
+
+def test_calibration_table_heldout_lists_runs_with_a_sibling(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    make_run(tmp_path / "gsm8k" / "b3" / "r1", overconfident_rows(0, 100, 1), offset=0)
+    make_run(tmp_path / "gsm8k" / "b3-next" / "r2", overconfident_rows(100, 100, 2), offset=100)
+    make_run(tmp_path / "gsm8k" / "b5" / "r3", overconfident_rows(0, 100, 3), n=5)
+    assert TABLE.main(["--results", str(tmp_path), "--heldout"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| `")]
+    assert [row.split("|")[1].strip() for row in rows] == ["`gsm8k/b3/r1`", "`gsm8k/b3-next/r2`"]
+    cells = [cell.strip() for cell in rows[1].split("|")[1:-1]]
+    assert cells[2] == "`gsm8k/b3/r1` (100)"
+    assert float(cells[3]) > 0.25 and float(cells[4].split()[0]) < 0.1
