@@ -408,6 +408,10 @@ SUITES: dict[str, Suite] = {
         Config("best-of-n5-program-451", ("--system", "best-of-n", "--n", "5", "--form", "program", "--weights",
                                           "sequence", "--offset", "450"), 100),
         Config("programmer-jury-451", ("--system", "society", "--society", JURY, "--offset", "450"), 100),
+        # and a third block, 551-650, named while 451-550 ran and before its results were read
+        Config("best-of-n5-program-551", ("--system", "best-of-n", "--n", "5", "--form", "program", "--weights",
+                                          "sequence", "--offset", "550"), 100),
+        Config("programmer-jury-551", ("--system", "society", "--society", JURY, "--offset", "550"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
