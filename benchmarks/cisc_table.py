@@ -26,21 +26,26 @@ samples.
 
 `--against OTHER_RUN` sets two such runs side by side on the problems both scored (a society and best-of-N at the
 calls it measured): each one's calls a problem, plain and weighted votes over all its answers, and the problems
-the first run's weighted vote gets right and the other's wrong, and the other way round.
+the first run's weighted vote gets right and the other's wrong, and the other way round, with the two-sided sign
+test of those counts. `--at K` counts the other run over its first K samples only (best-of-K from a best-of-N
+run: the other side at the calls the first spent). With `--against`, RUN_DIR and OTHER_RUN may each be several
+folders, runs of one configuration on different problems (blocks), pooled.
 
 `--mix OTHER_RUN` recounts two best-of-N runs on the same problems, their samples of two forms (say statements and
 programs: `--form program`) pooled: at every k, the vote over the first ceil(k/2) samples of the first run and the
 first floor(k/2) of the other, beside each run alone at k; a society of members of both forms without any discussion.
 
-    python benchmarks/cisc_table.py RUN_DIR [--against OTHER_RUN | --adaptive F | --quorum Q | --mix OTHER_RUN]
-                                    [--json]
+    python benchmarks/cisc_table.py RUN_DIR... [--against OTHER_RUN... [--at K] | --adaptive F | --quorum Q
+                                    | --mix OTHER_RUN] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -201,26 +206,61 @@ def weighted_rows(run: Path) -> dict[str, dict[str, Any]]:
     return {i: r for i, r in rows.items() if r.get("samples")}
 
 
-def side_by_side(first: Path, other: Path) -> dict[str, Any]:
-    """Two weighted runs on the problems both scored: calls, plain and weighted accuracy over all their answers,
-    and the weighted votes compared problem by problem."""
-    rows = [weighted_rows(first), weighted_rows(other)]
+def pooled_rows(runs: Sequence[Path]) -> dict[str, dict[str, Any]]:
+    """The rows of several runs of one configuration on different problems, by problem id; a problem two of them
+    scored is refused (it would count twice, or once by whichever came last)."""
+    pooled: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        rows = weighted_rows(run)
+        if twice := sorted(set(pooled) & set(rows)):
+            raise SystemExit(f"cisc_table: {run} scored problems another of the pooled runs also scored "
+                             f"({', '.join(twice[:3])}{' ...' if len(twice) > 3 else ''}): pool runs of different "
+                             "problems")
+        pooled.update(rows)
+    return pooled
+
+
+def sign_test(won: int, lost: int) -> float:
+    """Two-sided exact sign test of `won` against `lost` (ties left out): the probability of a split at least this
+    uneven if each differing problem went either way with probability 1/2."""
+    n = won + lost
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, j) for j in range(min(won, lost) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def side_by_side(first: Path | Sequence[Path], other: Path | Sequence[Path], at: int | None = None
+                 ) -> dict[str, Any]:
+    """Two weighted runs (or blocks of runs, pooled) on the problems both scored: calls, plain and weighted accuracy
+    over all their answers (the other's over its first `at` samples when given), and the weighted votes compared
+    problem by problem."""
+    sides = [[first] if isinstance(first, Path) else list(first), [other] if isinstance(other, Path) else list(other)]
+    rows = [pooled_rows(side) for side in sides]
     common = sorted(set(rows[0]) & set(rows[1]))
+    names = [", ".join(str(run) for run in side) for side in sides]
     if not common:
-        raise SystemExit(f"cisc_table: {first} and {other} scored no problem in common")
+        raise SystemExit(f"cisc_table: {names[0]} and {names[1]} scored no problem in common")
     runs, verdict = [], []
-    for run, by_id in zip((first, other), rows, strict=True):
+    for index, (name, by_id) in enumerate(zip(names, rows, strict=True)):
         chosen = [by_id[i] for i in common]
         field, k = weight_field(chosen), max(len(r["samples"]) for r in chosen)
+        if index == 1 and at is not None:
+            if not 1 <= at <= k:
+                raise SystemExit(f"cisc_table: --at {at}: the other run has 1 to {k} samples a problem")
+            k = at
         weighted = verdicts(chosen, k, True, field)
         verdict.append(weighted)
-        runs.append({"run": str(run), "calls": round(sum(r.get("calls", 0) for r in chosen) / len(chosen), 2),
+        calls = (k if index == 1 and at is not None
+                 else round(sum(r.get("calls", 0) for r in chosen) / len(chosen), 2))
+        runs.append({"run": name if index == 0 or at is None else f"{name} (first {k} samples)", "calls": calls,
                      "plain": round(100 * sum(verdicts(chosen, k, False, field)) / len(chosen), 1),
                      "weighted": round(100 * sum(weighted) / len(chosen), 1),
-                     "decided": round(100 * sum(bool(r["correct"]) for r in chosen) / len(chosen), 1)})
+                     "decided": (round(100 * sum(bool(r["correct"]) for r in chosen) / len(chosen), 1)
+                                 if index == 0 or at is None else None)})
     won = [i for i, a, b in zip(common, *verdict, strict=True) if a and not b]
     lost = [i for i, a, b in zip(common, *verdict, strict=True) if b and not a]
-    return {"problems": common, "runs": runs, "won": won, "lost": lost}
+    return {"problems": common, "runs": runs, "won": won, "lost": lost, "sign_test_p": sign_test(len(won), len(lost))}
 
 
 def mixed_table(first: Path, other: Path) -> dict[str, Any]:
@@ -265,8 +305,10 @@ def won_lost(row: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run", type=Path)
-    parser.add_argument("--against", type=Path, help="another weighted run, compared on the problems both scored")
+    parser.add_argument("run", type=Path, nargs="+", help="a run folder (with --against, several: pooled)")
+    parser.add_argument("--against", type=Path, nargs="+",
+                        help="another weighted run (or several, pooled), compared on the problems both scored")
+    parser.add_argument("--at", type=int, metavar="K", help="with --against: count the other run's first K samples")
     parser.add_argument("--adaptive", type=int, metavar="F",
                         help="recount a best-of-N run adaptively: F samples, the rest only where they disagree")
     parser.add_argument("--quorum", type=int, metavar="Q",
@@ -277,7 +319,13 @@ def main() -> None:
     args = parser.parse_args()
     if sum(option is not None for option in (args.adaptive, args.quorum, args.against, args.mix)) > 1:
         parser.error("--adaptive, --quorum, --against and --mix each make a table of their own: give one")
-    for folder in (args.run, args.against, args.mix):
+    if args.at is not None and args.against is None:
+        parser.error("--at K counts the other run of --against over its first K samples: give --against")
+    if len(args.run) > 1 and args.against is None:
+        parser.error("several runs are pooled with --against only; the other tables take one run")
+    firsts = args.run
+    args.run = firsts[0]
+    for folder in (*firsts, *(args.against or ()), args.mix):
         if folder is not None and not (folder / "items.jsonl").is_file():
             raise SystemExit(f"cisc_table: {folder} is not a run folder (no items.jsonl)")
     if args.adaptive is not None or args.quorum is not None:
@@ -306,7 +354,7 @@ def main() -> None:
                      for row in mixed["rows"]])
         return
     if args.against is not None:
-        compared = side_by_side(args.run, args.against)
+        compared = side_by_side(firsts, args.against, args.at)
         if args.json:
             print(json.dumps(compared, indent=2))
             return
@@ -314,9 +362,11 @@ def main() -> None:
               f"{compared['problems'][-1]})\n\n| run | calls / problem | plain | weighted | as the run decided |\n"
               "|---|---|---|---|---|")
         for run in compared["runs"]:
-            print(f"| {run['run']} | {run['calls']} | {run['plain']} | {run['weighted']} | {run['decided']} |")
-        print(f"\nweighted, the first against the other: +{len(compared['won'])} / -{len(compared['lost'])} "
-              f"(won: {', '.join(compared['won']) or 'none'}; lost: {', '.join(compared['lost']) or 'none'})")
+            decided = "-" if run["decided"] is None else run["decided"]
+            print(f"| {run['run']} | {run['calls']} | {run['plain']} | {run['weighted']} | {decided} |")
+        print(f"\nweighted, the first against the other: +{len(compared['won'])} / -{len(compared['lost'])}, "
+              f"sign test p = {compared['sign_test_p']:.2f} (won: {', '.join(compared['won']) or 'none'}; lost: "
+              f"{', '.join(compared['lost']) or 'none'})")
         return
     result = table(args.run)
     if args.json:

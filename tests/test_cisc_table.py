@@ -159,3 +159,30 @@ def test_two_best_of_n_runs_are_pooled_sample_by_sample_beside_each_alone(tmp_pa
     p_true = write(tmp_path / "ptrue", [row("a", "7", [("7", 0.9)], "p_true")])
     with pytest.raises(SystemExit, match="weighted alike"):
         cisc.mixed_table(words, p_true)
+
+
+def test_against_counts_the_other_run_at_k_samples_pools_blocks_and_gives_a_sign_test(tmp_path: Path) -> None:
+    cisc = load_script(SCRIPT, "cisc_table_script")
+    field = "token_probability"
+    jury_a = write(tmp_path / "jury-a", [
+        {"id": "a", "gold": "7", "correct": True, "error": None, "calls": 2, "samples": [
+            {"number": "7", field: 0.5}, {"number": "7", field: 0.5}]}])
+    jury_b = write(tmp_path / "jury-b", [
+        {"id": "b", "gold": "5", "correct": True, "error": None, "calls": 4, "samples": [
+            {"number": "5", field: 0.5}, {"number": "6", field: 0.5}, {"number": "4", field: 0.5},
+            {"number": "5", field: 0.5}]}])
+    # best-of-4: a is 7 only once all four are counted; b is 6 at every k
+    best = write(tmp_path / "best", [row("a", "7", [("8", 0.9), ("7", 0.2), ("7", 0.5), ("7", 0.5)], field),
+                                     row("b", "5", [("6", 0.9), ("6", 0.2), ("5", 0.1), ("6", 0.4)], field)])
+    whole = cisc.side_by_side([jury_a, jury_b], best)
+    assert whole["problems"] == ["a", "b"] and (whole["won"], whole["lost"]) == (["b"], [])
+    assert whole["runs"][0]["calls"] == 3.0 and whole["runs"][1]["weighted"] == 50.0
+    at_two = cisc.side_by_side([jury_a, jury_b], best, at=2)
+    assert at_two["won"] == ["a", "b"] and at_two["runs"][1]["calls"] == 2 and at_two["runs"][1]["weighted"] == 0.0
+    assert at_two["runs"][1]["decided"] is None  # the run decided over all its samples, not two
+    assert at_two["sign_test_p"] == pytest.approx(0.5)
+    assert cisc.sign_test(11, 7) == pytest.approx(0.4807, abs=1e-4) and cisc.sign_test(0, 0) == 1.0
+    with pytest.raises(SystemExit, match="1 to 4 samples"):
+        cisc.side_by_side(jury_a, best, at=5)
+    with pytest.raises(SystemExit, match="pool runs of different problems"):
+        cisc.side_by_side([jury_a, jury_a], best)
