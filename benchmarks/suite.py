@@ -307,6 +307,8 @@ SUITES: dict[str, Suite] = {
         # design was made after looking at the dev results: measure it on held-out items only (`--offset 10`)
         Config("ctm-logprob-generalist", ("--system", "ctm", "--scores", "logprob", "--processors",
                                           "functions+generalist", "--motor", "call", "--gate", "0.8"), 10),
+        # stop 67: a second held-out block, items 17-22 of each category, named before it ran:
+        # `suite.py bfcl --offset 16 --limit 6 --only base base-gate ctm-logprob-generalist`
     ), ("simple_python_accuracy", "multiple_accuracy", "parallel_accuracy", "parallel_multiple_accuracy",
         "irrelevance_accuracy", "overall_accuracy"), parallel=4),
     "gsm8k": Suite("gsm8k", (
