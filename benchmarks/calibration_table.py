@@ -10,7 +10,7 @@ noise alone gives on that many items; an ECE target below the floor's mean canno
 a markdown table, one row per run, every run.
 
 `--heldout` prints instead, for every run that has other runs of its engine on other items (the same config.json
-but for the seed and the item selection: `noosphere.bench.calibration_map`), its ECE through a Platt map fitted on
+but for the seed, `offset` and `limit`: `noosphere.bench.calibration_map`), its ECE through a Platt map fitted on
 those runs and through an isotonic map fitted on them (`noosphere calibration fit`), as a deployed engine's
 confidence would be mapped, each with the 95th percentile of the ECE a perfectly calibrated confidence of the mapped
 values shows on these items (starred when the ECE is above it).
@@ -23,7 +23,15 @@ import sys
 from pathlib import Path
 
 from noosphere.bench.calibration import calibrate, isotonic_ece, row_confidences
-from noosphere.bench.calibration_map import METHODS, HeldOut, apply_map, fit_map, held_out_fits, read_run
+from noosphere.bench.calibration_map import (
+    METHODS,
+    HeldOut,
+    NoConfidence,
+    apply_map,
+    fit_map,
+    held_out_fits,
+    read_run,
+)
 from noosphere.bench.script_args import at_least_one
 from noosphere.errors import UsageError
 from noosphere.runs import load_done
@@ -68,7 +76,7 @@ def heldout_rows(results: Path, minimum: int) -> list[str]:
     for items in sorted(results.rglob("items.jsonl")):
         try:
             run = read_run(items.parent)
-        except UsageError:  # no confidence in any row: not a run to calibrate
+        except NoConfidence:  # not a run to calibrate
             continue
         if len(run.ids) >= minimum:
             runs.append(run)

@@ -85,7 +85,7 @@ def test_another_engine_or_fitted_items_are_refused(tmp_path: Path) -> None:
     calibration_map = fit_map([dev])
     with pytest.raises(UsageError, match="differ in n"):
         apply_map(calibration_map, other)
-    with pytest.raises(UsageError, match="10 of .* were in the map's fit .*q0050"):
+    with pytest.raises(UsageError, match=r"10 of .* were in the map's fit .*q0050"):
         apply_map(calibration_map, same_items)
     with pytest.raises(UsageError, match="different engines"):
         fit_map([dev, other])
@@ -98,7 +98,7 @@ def test_too_few_right_or_wrong_answers_or_no_confidence_is_said(tmp_path: Path)
                                                    for n in range(20)]))
     with pytest.raises(UsageError, match="20 right and 0 wrong"):
         fit_map([right])
-    with pytest.raises(UsageError, match="no row of items.jsonl carries a confidence"):
+    with pytest.raises(UsageError, match=r"no row of items\.jsonl carries a confidence"):
         read_run(make_run(tmp_path / "none", [{"id": "q1", "correct": True}]))
     with pytest.raises(UsageError, match="not a benchmark run"):
         read_run(tmp_path)
@@ -155,3 +155,43 @@ def test_calibration_table_heldout_lists_runs_with_a_sibling(tmp_path: Path,
     cells = [cell.strip() for cell in rows[1].split("|")[1:-1]]
     assert cells[2] == "`gsm8k/b3/r1` (100)"
     assert float(cells[3]) > 0.25 and float(cells[4].split()[0]) < 0.1
+
+
+def test_a_bad_row_is_named_with_its_file_and_item_and_a_torn_line_is_told(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    no_truth = make_run(tmp_path / "no-truth", [*overconfident_rows(0, 20, 1), {"id": "x1", "confidence": 0.5}])
+    with pytest.raises(UsageError, match=r"items.jsonl: item x1: correctness 0 is None"):
+        read_run(no_truth)
+    make_run(tmp_path / "results" / "a" / "r1", [{"id": "y", "correct": True, "confidence": 1.7}])
+    make_run(tmp_path / "results" / "a-next" / "r2", overconfident_rows(0, 20, 2))
+    assert TABLE.main(["--results", str(tmp_path / "results"), "--heldout"]) == 2  # not left out in silence
+    assert "item y: confidence 0 is 1.7" in capsys.readouterr().err
+    torn = make_run(tmp_path / "torn", overconfident_rows(0, 40, 3))
+    with (torn / "items.jsonl").open("a") as handle:
+        handle.write('{"id": "q9999", "corr\n' + json.dumps(overconfident_rows(40, 1, 3)[0]) + "\n")  # resumed
+    monkeypatch.chdir(torn)
+    code, out, _ = invoke(["calibration", "fit", ".", "-o", str(tmp_path / "m.json")])
+    warned = capsys.readouterr().err  # warnings go to stderr, as the viewer's about a trace's bad lines
+    assert code == 0 and "fitted on 41 items" in out and "warning:" in warned and "(left out)" in warned
+    code, out, err = invoke(["calibration", "apply", str(tmp_path / "m.json"), str(no_truth.parent / "torn")])
+    assert code == 2 and "were in the map's fit" in err
+    fresh = make_run(tmp_path / "fresh", overconfident_rows(100, 40, 4))
+    monkeypatch.chdir(fresh)
+    code, out, err = invoke(["calibration", "apply", str(tmp_path / "m.json"), "."])
+    assert code == 0, err
+    assert "40 items of fresh, none of them in the fit" in out  # the folder's name, not "." or ""
+    code, _, err = invoke(["calibration", "fit", str(torn), "-o", str(torn / "sub" / "m.json")])
+    assert code == 2 and "inside the run folder" in err
+    code, _, err = invoke(["calibration", "fit", str(torn), str(torn), "-o", str(tmp_path / "m2.json")])
+    assert code == 2 and "given twice" in err
+
+
+def test_an_ece_equal_to_the_floor_up_to_rounding_is_within_it(tmp_path: Path) -> None:
+    from noosphere.bench.calibration import calibrate
+    from noosphere.bench.calibration_map import HeldOut
+
+    result = calibrate([0.5, 0.5], [True, False], recalibrate=False)
+    held = HeldOut(result, result.__class__(**{**result.__dict__, "ece": 0.15000000000000002}),
+                   (0.1, 0.1499999999999999))
+    assert held.within_floor is True
+    assert HeldOut(result, result.__class__(**{**result.__dict__, "ece": 0.1501}), (0.1, 0.15)).within_floor is False

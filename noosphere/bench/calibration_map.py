@@ -13,11 +13,13 @@ runs, and applied to new items. `fit_map` fits one on the rows of one or more ru
 
 `apply_map` maps another run's confidences and measures them (`HeldOut`).
 
-A map belongs to one engine: the run's `config.json` less what names the run and picks its items
-(`ENGINE_IGNORED`: the seed, the item selection, the data path, the parallelism). A map fitted on one engine's
+A map belongs to one engine: the run's `config.json` less what names the run and where its items start
+(`ENGINE_IGNORED`: the seed, `offset` and `limit`, the data path, the parallelism). A map fitted on one engine's
 confidence says nothing about another's, so fitting on runs of two engines, or applying a map to a run of another
-engine, is refused and the keys that differ are named. So is applying it to an item it was fitted on: that is not
-held out.
+engine, is refused and the keys that differ are named (a key one config lacks counts as null: an option added
+later whose null keeps the old behaviour). Keys that choose items some other way (BFCL's `categories`, a game
+suite's `worlds`) stay part of the engine, so runs that differ in them are not paired. Applying a map to an item
+it was fitted on is refused too: that is not held out. Items are told apart by their ids.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ ENGINE_IGNORED = frozenset({"run_id", "command", "seed", "limit", "offset", "dat
 """Keys of a run's config that do not change the engine: which run it was and which items it scored."""
 FORMAT = "noosphere-calibration-map"
 SHOWN_IDS = 5
+FLOOR_TOLERANCE = 1e-9
+"""With few confidence levels an ECE and the floor's percentile can be the same number up to rounding."""
 Method = Literal["platt", "isotonic"]
 METHODS: tuple[str, ...] = ("platt", "isotonic")
 
@@ -73,11 +77,18 @@ class RunRows:
     ids: tuple[str, ...]
     confidences: tuple[float, ...]
     correct: tuple[bool, ...]
+    bad_lines: tuple[str, ...] = ()
+    """Lines of items.jsonl that could not be read (a line torn by a kill): left out, for the caller to tell."""
+
+
+class NoConfidence(UsageError):
+    """A run none of whose rows carries a confidence: nothing to calibrate."""
 
 
 def read_run(folder: Path) -> RunRows:
-    """A run folder's engine and its rows with a confidence; a `UsageError` for a folder that is no benchmark run,
-    or whose rows carry no confidence."""
+    """A run folder's engine and its rows with a confidence; a `UsageError` for a folder that is no benchmark run or
+    a row whose confidence or correctness is not one (naming the file and the item), `NoConfidence` when no row
+    carries a confidence."""
     config_path, items = folder / "config.json", folder / "items.jsonl"
     if not config_path.is_file() or not items.is_file():
         raise UsageError(f"{folder} is not a benchmark run: it needs config.json and items.jsonl")
@@ -87,12 +98,19 @@ def read_run(folder: Path) -> RunRows:
         raise UsageError(f"{config_path} cannot be read as JSON ({exc})") from None
     if not isinstance(config, dict):
         raise UsageError(f"{config_path} is not a JSON object")
-    rows = [row for row in load_done(items).values() if row.get("confidence") is not None]
+    bad: list[str] = []
+    rows = [row for row in load_done(items, on_bad_line=lambda line: bad.append(str(line))).values()
+            if row.get("confidence") is not None]
     if not rows:
-        raise UsageError(f"{folder}: no row of items.jsonl carries a confidence, so there is nothing to calibrate")
-    confidences, correct = checked([row["confidence"] for row in rows], [row["correct"] for row in rows])
-    return RunRows(folder, engine_of(config), tuple(str(row["id"]) for row in rows), tuple(confidences.tolist()),
-                   tuple(correct.tolist()))
+        raise NoConfidence(f"{folder}: no row of items.jsonl carries a confidence, so there is nothing to calibrate")
+    for row in rows:
+        try:
+            checked([row["confidence"]], [row.get("correct")])
+        except UsageError as exc:
+            raise UsageError(f"{items}: item {row['id']}: {exc}") from None
+    return RunRows(folder, engine_of(config), tuple(str(row["id"]) for row in rows),
+                   tuple(float(row["confidence"]) for row in rows), tuple(bool(row["correct"]) for row in rows),
+                   tuple(bad))
 
 
 class MapFile(BaseModel):
@@ -186,6 +204,9 @@ def fit_map(runs: Sequence[RunRows], method: Method = "platt") -> CalibrationMap
         if differ := engine_difference(first.engine, run.engine):
             raise UsageError(f"{run.folder} and {first.folder} are runs of different engines (they differ in "
                              f"{', '.join(differ)}): a map is fitted on one engine's confidences")
+    folders = [run.folder.resolve() for run in runs]
+    if len(set(folders)) < len(folders):
+        raise UsageError("a run folder is given twice: give each run once")
     seen: set[str] = set()
     for run in runs:
         if twice := sorted(seen.intersection(run.ids)):
@@ -225,7 +246,7 @@ class HeldOut:
     def within_floor(self) -> bool | None:
         if self.floor is None or self.mapped.ece is None:
             return None
-        return self.mapped.ece <= self.floor[1]
+        return self.mapped.ece <= self.floor[1] + FLOOR_TOLERANCE
 
 
 def apply_map(calibration_map: CalibrationMap, run: RunRows) -> HeldOut:

@@ -11,7 +11,16 @@ from rich.console import Console
 from rich.table import Table
 
 from noosphere.bench.calibration import write_reliability_diagram
-from noosphere.bench.calibration_map import METHODS, CalibrationMap, HeldOut, Method, apply_map, fit_map, read_run
+from noosphere.bench.calibration_map import (
+    METHODS,
+    CalibrationMap,
+    HeldOut,
+    Method,
+    RunRows,
+    apply_map,
+    fit_map,
+    read_run,
+)
 from noosphere.errors import UsageError
 from noosphere.printable import markup_safe
 
@@ -30,12 +39,12 @@ def add_calibration(app: typer.Typer) -> None:
     ) -> None:
         """Fit a map of the runs' confidences to how often they are right (Platt scaling or isotonic steps)."""
         for run in runs:
-            if out.resolve().parent == run.resolve():
+            if run.resolve() in out.resolve().parents:
                 raise UsageError(f"-o {out} is inside the run folder {run}: write the map elsewhere")
         if method not in METHODS:
             raise UsageError(f"--method {method!r}: give one of {', '.join(METHODS)}")
         chosen: Method = "isotonic" if method == "isotonic" else "platt"
-        calibration_map = fit_map([read_run(run) for run in runs], chosen)
+        calibration_map = fit_map([_read(run) for run in runs], chosen)
         calibration_map.save(out)
         Console(emoji=False).print(
             f"wrote {markup_safe(out)}: {calibration_map.describe()}, fitted on {len(calibration_map.items)} items "
@@ -50,31 +59,42 @@ def add_calibration(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="print the figures as JSON")] = False,
     ) -> None:
         """Map a run's confidences through the map and measure them, beside the run's own."""
-        if diagram is not None and diagram.resolve().parent == run.resolve():
+        if diagram is not None and run.resolve() in diagram.resolve().parents:
             raise UsageError(f"--diagram {diagram} is inside the run folder: the run's own diagram lives there; "
                              "draw this one elsewhere")
         calibration_map = CalibrationMap.load(map_file)
-        rows = read_run(run)
+        rows = _read(run)
         held = apply_map(calibration_map, rows)
         if diagram is not None:
             write_reliability_diagram(calibration_map.apply(rows.confidences), rows.correct, diagram,
-                                      f"{run.name} · held-out {calibration_map.method} map")
+                                      f"{run.resolve().name} · held-out {calibration_map.method} map")
         console = Console(emoji=False)
         if as_json:
             console.print_json(json.dumps(_figures(held)))
             return
         console.print(_table(held, run), soft_wrap=True)
         console.print(f"map fitted on {len(calibration_map.items)} items of {len(calibration_map.runs)} run(s); "
-                      f"{held.raw.n} items of {markup_safe(run.name)}, none of them in the fit.",
+                      f"{held.raw.n} items of {markup_safe(run.resolve().name)}, none of them in the fit.",
                       highlight=False, soft_wrap=True)
         if diagram is not None:
             console.print(f"wrote {markup_safe(diagram)}", highlight=False, soft_wrap=True)
 
 
+def _read(run: Path) -> RunRows:
+    """The run's rows, telling on stderr of lines that could not be read (left out)."""
+    rows = read_run(run)
+    warnings = Console(stderr=True, emoji=False)
+    for line in rows.bad_lines:
+        warnings.print(f"warning: {markup_safe(line)} (left out)", highlight=False, soft_wrap=True)
+    return rows
+
+
 def _figures(held: HeldOut) -> dict[str, object]:
+    """The figures of both confidences, without the in-run recalibration (not run on these)."""
     floor = None if held.floor is None else [round(f, 4) for f in held.floor]
-    return {"raw": held.raw.as_dict(), "mapped": held.mapped.as_dict(), "mapped_floor": floor,
-            "within_floor": held.within_floor}
+    shown = [{k: v for k, v in c.as_dict().items() if k not in ("ece_recalibrated", "ece_floor")}
+             for c in (held.raw, held.mapped)]
+    return {"raw": shown[0], "mapped": shown[1], "mapped_floor": floor, "within_floor": held.within_floor}
 
 
 def _figure(value: float | None) -> str:
@@ -82,7 +102,7 @@ def _figure(value: float | None) -> str:
 
 
 def _table(held: HeldOut, run: Path) -> Table:
-    table = Table(title=f"{run.name}: confidence as written and through the map")
+    table = Table(title=f"{run.resolve().name}: confidence as written and through the map")
     for column in ("", "ECE", "Brier", "AUROC", "mean confidence", "accuracy"):
         table.add_column(column)
     for name, result in (("as written", held.raw), ("mapped", held.mapped)):
