@@ -20,7 +20,7 @@ import pytest
 
 from noosphere.tools import Limits, Sandbox, SandboxUnavailableError, python_tool, run_python_program
 from noosphere.tools import sandbox as sandbox_module
-from noosphere.tools.bwrap import bwrap_path
+from noosphere.tools.bwrap import WORKDIR, bwrap_path
 from noosphere.tools.cgroup import Cgroup
 from noosphere.trace import Trace
 
@@ -356,3 +356,13 @@ def test_an_early_exit_fails_tests_but_passes_a_program_that_only_prints() -> No
     ran = run_python_program(source, early_exit_passes=True)
     assert ran.passed and ran.printed == "7", ran.output
     assert not run_python_program("print(7)\nraise SystemExit(3)", early_exit_passes=True).passed
+
+
+def test_an_unconfined_traceback_names_the_file_as_the_sandbox_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not the temporary folder's random name: a repair prompt quoting it would differ on every run."""
+    monkeypatch.setattr(sandbox_module, "bwrap_path", lambda: None)
+    first, second = (run_python_program("import os\nprint(os.getcwd())\nraise ValueError('no')",
+                                        sandbox=Sandbox(unsandboxed=True), timeout_s=5) for _ in range(2))
+    assert not first.passed and "ValueError: no" in first.output
+    assert f'File "{WORKDIR}/' in first.output and "noosphere-sandbox-" not in first.output
+    assert first.output == second.output

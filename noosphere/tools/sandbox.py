@@ -27,6 +27,7 @@ an underscore (the way from `()` to `os.system`).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import logging
 import math
@@ -39,7 +40,7 @@ from pathlib import Path
 
 from noosphere.errors import RuntimeFault, UsageError
 from noosphere.syntax import parse
-from noosphere.tools.bwrap import NOBODY, bwrap_command, bwrap_path
+from noosphere.tools.bwrap import NOBODY, WORKDIR, bwrap_command, bwrap_path
 from noosphere.tools.cgroup import Cgroup
 from noosphere.tools.process import Finished, run_in_group
 from noosphere.trace import Event, Trace
@@ -151,6 +152,18 @@ def _signal_of(returncode: int | None, sandboxed: bool) -> int | None:
     return returncode - 128 if sandboxed and 128 < returncode < 160 else None
 
 
+def _as_if_confined(finished: Finished, folder: str) -> Finished:
+    """Output of code run unconfined in `folder`, its paths written as inside the sandbox (`WORKDIR`): a traceback
+    names the same file whichever way the code ran, not a temporary folder's random name (which would make a repair
+    prompt that quotes it differ on every run, and miss the call cache)."""
+    def written(text: str) -> str:
+        for prefix in dict.fromkeys((os.path.realpath(folder), folder)):
+            text = text.replace(prefix, WORKDIR)
+        return text
+
+    return dataclasses.replace(finished, stdout=written(finished.stdout), stderr=written(finished.stderr))
+
+
 class Sandbox:
     """Where code tools run code: bubblewrap, or (opted in, loudly) the bare machine."""
 
@@ -216,8 +229,9 @@ class Sandbox:
                 log.warning("running a model-written %s WITHOUT a sandbox (%s)", what, self.reason)
                 if self.trace is not None:
                     self.trace.emit(SandboxUnconfined(what=what, reason=self.reason))
-                return run_in_group(inside([*_launch(limits, False, processes), *argv]), timeout_s=limits.timeout_s,
-                                    cwd=Path(folder))
+                ran = run_in_group(inside([*_launch(limits, False, processes), *argv]), timeout_s=limits.timeout_s,
+                                   cwd=Path(folder))
+                return _as_if_confined(ran, folder)
             report = os.pipe()  # bwrap names the sandbox's first process on it: its death ends the sandbox
             command = bwrap_command(bwrap, paths, tmpfs_bytes=limits.tmpfs_mb * MB, info_fd=report[1])
             return run_in_group(inside([*command, *_launch(limits, True, processes), *argv]),
