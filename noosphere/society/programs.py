@@ -184,9 +184,10 @@ async def program_statement(member: Member, prompt: str, sandbox: Sandbox, *, me
         return reply, probability
 
     def failed(failure: ProgramFailed, attempt: int) -> None:
-        member.note(prompts.PROGRAM_FAILED.format(reason=failure))
-        if attempt < member.repairs:
+        if attempt < member.repairs:  # the repair prompt tells it, the next turn of its history
             member.model.trace.emit(ProgramRepaired(member=member.name, attempt=attempt + 1, reason=str(failure)))
+        else:  # its last try: kept beside the reply, for its later turns to read
+            member.note(prompts.PROGRAM_FAILED.format(reason=failure))
 
     source, printed, probability, _ = await with_repairs(write, sandbox, member.repairs, failed=failed)
     member.note(prompts.PROGRAM_PRINTED.format(printed=printed))
