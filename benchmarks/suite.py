@@ -414,6 +414,11 @@ SUITES: dict[str, Suite] = {
         Config("best-of-n5-program-551", ("--system", "best-of-n", "--n", "5", "--form", "program", "--weights",
                                           "sequence", "--offset", "550"), 100),
         Config("programmer-jury-551", ("--system", "society", "--society", JURY, "--offset", "550"), 100),
+        # a fourth block, 651-750, named after the third was read: more problems for the pooled figure and a fourth
+        # test of maps fitted on the other blocks
+        Config("best-of-n5-program-651", ("--system", "best-of-n", "--n", "5", "--form", "program", "--weights",
+                                          "sequence", "--offset", "650"), 100),
+        Config("programmer-jury-651", ("--system", "society", "--society", JURY, "--offset", "650"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
