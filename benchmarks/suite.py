@@ -107,6 +107,16 @@ def _ctm(*extra: str) -> tuple[str, ...]:
     return ("--system", "ctm", "--stm-samples", "3", *extra)
 
 
+def _jury_block(first: int) -> tuple[Config, Config]:
+    """Weighted best-of-5 of programs and the programmer jury on the 100 GSM8K problems after the first `first`
+    (the first block's jury is named `programmer-jury`, as it ran)."""
+    block = f"{first + 1}"
+    return (Config(f"best-of-n5-program-{block}", ("--system", "best-of-n", "--n", "5", "--form", "program",
+                                                   "--weights", "sequence", "--offset", str(first)), 100),
+            Config("programmer-jury" if first == 350 else f"programmer-jury-{block}",
+                   ("--system", "society", "--society", JURY, "--offset", str(first)), 100))
+
+
 def _alfworld() -> tuple[Config, ...]:
     """24 games, 4 of each task type: the three systems, the memory ablations, and the k sweep (the
     default k is 4, so `metaagent-both` stands for it; the sweep uses episodic memory alone)."""
@@ -399,26 +409,13 @@ SUITES: dict[str, Suite] = {
         Config("best-of-n-program-fresh-repair", ("--system", "best-of-n", "--n", "3", "--form", "program", "--weights",
                                                   "sequence", "--repairs", "1", "--offset", "250"), 100),
         # stop 66, on problems 351-450 that no run had seen: weighted best-of-5 of programs, recounted at every k from 1
-        # to 5 (`cisc_table.py`), the yardstick for a society whose calls per problem are not a whole number
-        Config("best-of-n5-program-351", ("--system", "best-of-n", "--n", "5", "--form", "program", "--weights",
-                                          "sequence", "--offset", "350"), 100),
-        # and a jury of five programmers asked in turn until two print the same number (`quorum = 2`), every answer
-        # weighted by its reply's probability, written before any run: its calls follow how much its members split
-        Config("programmer-jury", ("--system", "society", "--society", JURY, "--offset", "350"), 100),
-        # stop 67, the same two on problems 451-550, named before either ran: a second block for the jury's claim, and
-        # the test items for calibration maps fitted on the 351-450 runs (`calibration_table.py --heldout`)
-        Config("best-of-n5-program-451", ("--system", "best-of-n", "--n", "5", "--form", "program", "--weights",
-                                          "sequence", "--offset", "450"), 100),
-        Config("programmer-jury-451", ("--system", "society", "--society", JURY, "--offset", "450"), 100),
-        # and a third block, 551-650, named while 451-550 ran and before its results were read
-        Config("best-of-n5-program-551", ("--system", "best-of-n", "--n", "5", "--form", "program", "--weights",
-                                          "sequence", "--offset", "550"), 100),
-        Config("programmer-jury-551", ("--system", "society", "--society", JURY, "--offset", "550"), 100),
-        # a fourth block, 651-750, named after the third was read: more problems for the pooled figure and a fourth
-        # test of maps fitted on the other blocks
-        Config("best-of-n5-program-651", ("--system", "best-of-n", "--n", "5", "--form", "program", "--weights",
-                                          "sequence", "--offset", "650"), 100),
-        Config("programmer-jury-651", ("--system", "society", "--society", JURY, "--offset", "650"), 100),
+        # to 5 (`cisc_table.py`), the yardstick for a society whose calls per problem are not a whole number, and a
+        # jury of five programmers asked in turn until two print the same number (`quorum = 2`), every answer weighted
+        # by its reply's probability, written before any run: its calls follow how much its members split. Stop 67,
+        # the same two on three more blocks, each named before it ran (451-550 and 551-650 together, 651-750 after
+        # 551-650 was read): more problems for the jury's claim, and the test items for calibration maps fitted on
+        # the other blocks (`calibration_table.py --heldout`)
+        *(config for first in (350, 450, 550, 650) for config in _jury_block(first)),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
