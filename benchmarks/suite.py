@@ -39,7 +39,7 @@ and actions per success, a row per run) and, where the suite has the meta-agent 
 The summary has a row for every run of every configuration, oldest first, each named by its folder: a
 configuration measured twice (before and after a prompt changed, say) shows both results, never only the
 newest. "vs <first configuration>" compares a run item by item with the first configuration's run (or its
-`-heldout` configuration's) that shares the most items with it, the first such run on a tie.
+`-heldout` or `-confirm` configuration's) that shares the most items with it, the first such run on a tie.
 
 Measuring again on items a change was not tuned on: a prompt, role or setting changed after looking at results
 on dev items has seen those items, so its figure there is optimistic. `--offset N` (MUStARD, GSM8K, BFCL;
@@ -167,6 +167,11 @@ HELDOUT_SEED = 3
 """The held-out check of `react-scored` (stop 41): the same challenges and budget on games 3, 4 and 5 of each
 challenge, which no run had played when the judge and its margin were chosen on games 0-2."""
 
+CONFIRM_SEED = 6
+"""A second held-out check of `react-scored` (stop 68), named before it ran: games 6, 7 and 8 of each challenge, which
+no run had played; ReAct first, then `react-scored`, whose calls up to the judge's first override the call cache
+answers."""
+
 
 def _textworld() -> tuple[Config, ...]:
     """Issue 27's TextWorld table: ReAct, Reflexion and the meta-agent with memory none / episodic / conceptual /
@@ -180,7 +185,8 @@ def _textworld() -> tuple[Config, ...]:
             Config("reflexion", ("--system", "reflexion", *games), n),
             Config("react-scored", ("--system", "react-scored", "--margin", "0.05", *games), n),
             Config("react-scored-nomargin", ("--system", "react-scored", "--margin", "0", *games), n),
-            *(Config(f"{name}-heldout", (*system, "--seed", str(HELDOUT_SEED), *games), n)
+            *(Config(f"{name}-{held}", (*system, "--seed", str(seed), *games), n)
+              for held, seed in (("heldout", HELDOUT_SEED), ("confirm", CONFIRM_SEED))
               for name, system in (("react", ("--system", "react")),
                                    ("react-scored", ("--system", "react-scored", "--margin", "0.05")))),
             *(Config(f"metaagent-{memory}", ("--system", "metaagent", "--memory", memory, *games), n,
@@ -319,6 +325,8 @@ SUITES: dict[str, Suite] = {
                                           "functions+generalist", "--motor", "call", "--gate", "0.8"), 10),
         # stop 67: a second held-out block, items 17-22 of each category, named before it ran:
         # `suite.py bfcl --offset 16 --limit 6 --only base base-gate ctm-logprob-generalist`
+        # stop 68: a third, items 23-28 of each category, named before it ran:
+        # `suite.py bfcl --offset 22 --limit 6 --only base base-gate ctm-logprob-generalist`
     ), ("simple_python_accuracy", "multiple_accuracy", "parallel_accuracy", "parallel_multiple_accuracy",
         "irrelevance_accuracy", "overall_accuracy"), parallel=4),
     "gsm8k": Suite("gsm8k", (
@@ -416,6 +424,11 @@ SUITES: dict[str, Suite] = {
         # 551-650 was read): more problems for the jury's claim, and the test items for calibration maps fitted on
         # the other blocks (`calibration_table.py --heldout`)
         *(config for first in (350, 450, 550, 650) for config in _jury_block(first)),
+        # stop 68: weighted best-of-3 of statements on two more blocks (251-350, 351-450), named before they ran, so
+        # that its confidence can be mapped by a calibration fitted on its other blocks (`calibration_table.py
+        # --heldout`): on 151-250 it was the one 100-problem run over 0.10 after leave-one-out Platt scaling
+        *(Config(f"best-of-n-sequence-{first + 1}", ("--system", "best-of-n", "--n", "3", "--weights", "sequence",
+                                                     "--offset", str(first)), 100) for first in (250, 350)),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
@@ -600,9 +613,10 @@ def summary(suite: Suite, out: Path) -> None:
     print("|---" * (4 + len(suite.metrics) + len(COSTS)) + "|")
     runs = [(config.name, folder, found) for config in suite.configs for folder in run_folders(out / config.name)
             if (found := measured(folder)) is not None]
-    # the reference's runs, on its own items and on the held-out ones (`react-heldout` for TextWorld's seed 3)
+    # the reference's runs, on its own items and on the held-out ones (`react-heldout` and `react-confirm` for
+    # TextWorld's seeds 3 and 6, GSM8K's `base-confirm`)
     references = [(at, found.items) for at, (name, _, found) in enumerate(runs)
-                  if name in (reference_name, f"{reference_name}-heldout")]
+                  if name in (reference_name, f"{reference_name}-heldout", f"{reference_name}-confirm")]
     diagnosed: dict[tuple[str, str], dict] = {}
     for here, (name, folder, found) in enumerate(runs):
         offset = offset_of(folder)
