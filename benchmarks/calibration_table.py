@@ -13,7 +13,9 @@ a markdown table, one row per run, every run.
 but for the seed, `offset` and `limit`: `noosphere.bench.calibration_map`), its ECE through a Platt map fitted on
 those runs and through an isotonic map fitted on them (`noosphere calibration fit`), as a deployed engine's
 confidence would be mapped, each with the 95th percentile of the ECE a perfectly calibrated confidence of the mapped
-values shows on these items (starred when the ECE is above it).
+values shows on these items (starred when the ECE is above it). Below it, a row for each engine with two or more
+runs on different items: each run mapped by a map fitted on the others and every mapped item measured together
+(`noosphere calibration cross`), on all the engine's items at once, where one run alone leaves a floor too high.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ from noosphere.bench.calibration_map import (
     METHODS,
     HeldOut,
     NoConfidence,
+    RunRows,
     apply_map,
+    cross_fitted,
+    engine_folds,
     fit_map,
     held_out_fits,
     read_run,
@@ -71,7 +76,7 @@ def _through(held: HeldOut) -> str:
     return f"{_figure(held.mapped.ece)} ({held.floor[1]:.3f}{'' if held.within_floor else ' *'})"
 
 
-def heldout_rows(results: Path, minimum: int) -> list[str]:
+def _runs(results: Path, minimum: int) -> list[RunRows]:
     runs = []
     for items in sorted(results.rglob("items.jsonl")):
         try:
@@ -80,6 +85,25 @@ def heldout_rows(results: Path, minimum: int) -> list[str]:
             continue
         if len(run.ids) >= minimum:
             runs.append(run)
+    return runs
+
+
+def pooled_rows(results: Path, minimum: int) -> list[str]:
+    """A row per engine with two or more runs on different items: every run mapped by the others' map, pooled."""
+    lines = []
+    for folds in engine_folds(_runs(results, minimum)):
+        try:
+            held = [cross_fitted(folds, method) for method in METHODS]
+        except UsageError:  # some fold's other runs are all right or all wrong
+            continue
+        names = ", ".join(f"`{f.folder.relative_to(results)}` ({len(f.ids)})" for f in folds)
+        lines.append(f"| {names} | {held[0].raw.n} | {_figure(held[0].raw.accuracy)} | {_figure(held[0].raw.ece)} | "
+                     + " | ".join(_through(h) for h in held) + " |")
+    return lines
+
+
+def heldout_rows(results: Path, minimum: int) -> list[str]:
+    runs = _runs(results, minimum)
     lines = []
     for folder, fitted in held_out_fits(runs).items():
         run = next(r for r in runs if r.folder == folder)
@@ -120,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|---|---|")
         for line in lines:
             print(line)
+        if pooled := pooled_rows(args.results, args.minimum):
+            print("\n| runs of one engine, on different items (items) | items | accuracy | ECE | ECE pooled, each run "
+                  "through a Platt map fitted on the others (floor's 95th pct) | the same with isotonic maps |")
+            print("|---|---|---|---|---|---|")
+            for line in pooled:
+                print(line)
         return 0
     print("| run | items | accuracy | ECE | ECE after Platt (leave-one-out) | ECE after isotonic (cross-fitted) "
           "| floor: mean (95th pct) | within floor | AUROC (95 %) |")

@@ -777,3 +777,25 @@ def test_a_resume_refuses_another_category_and_takes_the_runs_own_again(data: Pa
     code, _, err = invoke(["bench", "bfcl", "--resume", str(run_dir), "--category", "irrelevance", "--category",
                            "irrelevance", "--quiet", "--no-cache"], opener)  # each once, as a new run saves it
     assert code == 0, err
+
+
+def test_a_run_made_before_processors_were_saved_keeps_the_functions(data: Path, tmp_path: Path) -> None:
+    """A config without `processors` is a run of the function processors (`noosphere.bench.saved`): a resume that
+    asks for the generalist is refused, as for a run that saved the option."""
+    def reply(request: Request) -> Any:
+        return {"tool_calls": []}
+
+    code, _, err = invoke(["bench", "bfcl", "--system", "base", "--data", str(data), "--category", "irrelevance",
+                           "--out", str(tmp_path / "runs"), "--quiet", "--no-cache"], opener_for(reply))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    config = json.loads((run_dir / "config.json").read_text())
+    del config["processors"]  # as runs made before the option
+    (run_dir / "config.json").write_text(json.dumps(config))
+    opener = opener_for(reply)
+    code, _, err = invoke(["bench", "bfcl", "--resume", str(run_dir), "--processors", "functions+generalist",
+                           "--quiet", "--no-cache"], opener)
+    assert code == 2 and "--processors functions+generalist (the run has functions)" in err, err
+    code, _, err = invoke(["bench", "bfcl", "--resume", str(run_dir), "--processors", "functions", "--quiet",
+                           "--no-cache"], opener)
+    assert code == 0, err

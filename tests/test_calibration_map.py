@@ -12,6 +12,8 @@ from noosphere.bench.calibration import expected_calibration_error
 from noosphere.bench.calibration_map import (
     CalibrationMap,
     apply_map,
+    cross_fitted,
+    engine_folds,
     engine_of,
     fit_map,
     held_out_fits,
@@ -150,7 +152,8 @@ def test_calibration_table_heldout_lists_runs_with_a_sibling(tmp_path: Path,
     make_run(tmp_path / "gsm8k" / "b3-next" / "r2", overconfident_rows(100, 100, 2), offset=100)
     make_run(tmp_path / "gsm8k" / "b5" / "r3", overconfident_rows(0, 100, 3), n=5)
     assert TABLE.main(["--results", str(tmp_path), "--heldout"]) == 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| `")]
+    per_run = capsys.readouterr().out.split("\n\n")[0]  # the pooled table follows
+    rows = [line for line in per_run.splitlines() if line.startswith("| `")]
     assert [row.split("|")[1].strip() for row in rows] == ["`gsm8k/b3/r1`", "`gsm8k/b3-next/r2`"]
     cells = [cell.strip() for cell in rows[1].split("|")[1:-1]]
     assert cells[2] == "`gsm8k/b3/r1` (100)"
@@ -195,3 +198,63 @@ def test_an_ece_equal_to_the_floor_up_to_rounding_is_within_it(tmp_path: Path) -
                    (0.1, 0.1499999999999999))
     assert held.within_floor is True
     assert HeldOut(result, result.__class__(**{**result.__dict__, "ece": 0.1501}), (0.1, 0.15)).within_floor is False
+
+
+def test_cross_fitting_maps_each_run_by_the_others_and_measures_them_together(tmp_path: Path) -> None:
+    blocks = [read_run(make_run(tmp_path / f"b{k}", overconfident_rows(100 * k, 100, k), offset=100 * k))
+              for k in range(4)]
+    held = cross_fitted(blocks, "platt")
+    assert held.raw.n == 400 and held.raw.ece is not None and held.raw.ece > 0.25
+    assert held.mapped.ece is not None and held.mapped.ece < 0.06
+    # the first block's values are those of a map fitted on the other three, not on all four
+    on_others = fit_map(blocks[1:], "platt").apply(blocks[0].confidences)
+    assert held.mapped_confidences[:100] == pytest.approx(on_others)
+    assert held.mapped_confidences[:100] != pytest.approx(fit_map(blocks, "platt").apply(blocks[0].confidences))
+    with pytest.raises(UsageError, match="at least two runs"):
+        cross_fitted(blocks[:1])
+    overlapping = read_run(make_run(tmp_path / "again", overconfident_rows(50, 100, 9)))
+    with pytest.raises(UsageError, match="counts twice"):
+        cross_fitted([*blocks, overlapping])
+
+
+def test_engine_folds_group_one_engines_runs_on_different_items(tmp_path: Path) -> None:
+    a = read_run(make_run(tmp_path / "a", overconfident_rows(0, 50, 1)))
+    b = read_run(make_run(tmp_path / "b", overconfident_rows(50, 60, 2)))
+    c = read_run(make_run(tmp_path / "c", overconfident_rows(90, 40, 3)))  # shares items with b, the larger
+    d = read_run(make_run(tmp_path / "d", overconfident_rows(200, 50, 4), n=5))  # another engine, alone
+    assert [[r.folder.name for r in fold] for fold in engine_folds([a, b, c, d])] == [["b", "a"]]
+
+
+def test_a_key_an_older_config_lacks_stands_for_the_value_the_run_played(tmp_path: Path) -> None:
+    """`form` was added to bench gsm8k after runs were made without it: those played statements."""
+    old = read_run(make_run(tmp_path / "old", overconfident_rows(0, 60, 1)))
+    saying = read_run(make_run(tmp_path / "new", overconfident_rows(60, 60, 2), form="statement"))
+    programs = read_run(make_run(tmp_path / "programs", overconfident_rows(120, 60, 3), form="program"))
+    apply_map(fit_map([old]), saying)  # the same engine
+    assert len(fit_map([old, saying]).items) == 120
+    with pytest.raises(UsageError, match="differ in form"):
+        apply_map(fit_map([old]), programs)
+    unknown = read_run(make_run(tmp_path / "unknown", overconfident_rows(180, 60, 4), stm_samples=3))
+    with pytest.raises(UsageError, match="differ in stm_samples"):  # not listed: a missing key is null
+        apply_map(fit_map([old]), unknown)
+
+
+def test_cli_cross_and_the_tables_pooled_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = [make_run(tmp_path / "gsm8k" / f"b{k}" / f"r{k}", overconfident_rows(100 * k, 100, k), offset=100 * k)
+            for k in range(3)]
+    code, out, err = invoke(["calibration", "cross", *map(str, runs), "--json", "--method", "isotonic",
+                             "--diagram", str(tmp_path / "cross.svg")])
+    assert code == 0, err
+    figures = json.loads(out)
+    assert figures["raw"]["n"] == 300 and figures["mapped"]["ece"] < 0.08 < figures["raw"]["ece"]
+    assert (tmp_path / "cross.svg").read_text().startswith("<?xml")
+    code, out, err = invoke(["calibration", "cross", *map(str, runs)])
+    assert code == 0 and "300 items of 3 runs" in out, err
+    code, _, err = invoke(["calibration", "cross", str(runs[0])])
+    assert code == 2 and "at least two runs" in err
+    code, _, err = invoke(["calibration", "cross", *map(str, runs), "--diagram", str(runs[1] / "x.png")])
+    assert code == 2 and "inside the run folder" in err
+    assert TABLE.main(["--results", str(tmp_path / "gsm8k"), "--heldout"]) == 0
+    pooled = capsys.readouterr().out.split("ECE pooled")[1].splitlines()[2]
+    cells = [cell.strip() for cell in pooled.split("|")[1:-1]]
+    assert cells[1] == "300" and float(cells[3]) > 0.25 and float(cells[4].split()[0]) < 0.08

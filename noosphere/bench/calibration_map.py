@@ -16,9 +16,10 @@ runs, and applied to new items. `fit_map` fits one on the rows of one or more ru
 A map belongs to one engine: the run's `config.json` less what names the run and where its items start
 (`ENGINE_IGNORED`: the seed, `offset` and `limit`, the data path, the parallelism). A map fitted on one engine's
 confidence says nothing about another's, so fitting on runs of two engines, or applying a map to a run of another
-engine, is refused and the keys that differ are named (a key one config lacks counts as null: an option added
-later whose null keeps the old behaviour). Keys that choose items some other way (BFCL's `categories`, a game
-suite's `worlds`) stay part of the engine, so runs that differ in them are not paired. Applying a map to an item
+engine, is refused and the keys that differ are named. A key one config lacks stands for the value the run played
+(`noosphere.bench.saved.ABSENT_MEANS`: an option added later, or saved only when given), else null. Keys that
+choose items some other way (BFCL's `categories`, a game suite's `worlds`) stay part of the engine, so runs that
+differ in them are not paired. Applying a map to an item
 it was fitted on is refused too: that is not held out. Items are told apart by their ids.
 """
 
@@ -43,6 +44,7 @@ from noosphere.bench.calibration import (
     ece_noise_floor,
     logit_feature,
 )
+from noosphere.bench.saved import saved_value
 from noosphere.datafiles import describe
 from noosphere.errors import UsageError
 from noosphere.runs import load_done
@@ -64,8 +66,9 @@ def engine_of(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def engine_difference(first: Mapping[str, Any], second: Mapping[str, Any]) -> list[str]:
-    """The keys on which two engines differ, sorted."""
-    return sorted(key for key in set(first) | set(second) if first.get(key) != second.get(key))
+    """The keys on which two engines differ, sorted; a key one lacks stands for the value the run played
+    (`noosphere.bench.saved.ABSENT_MEANS`), else null."""
+    return sorted(key for key in set(first) | set(second) if saved_value(first, key) != saved_value(second, key))
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,7 @@ class HeldOut:
     raw: Calibration
     mapped: Calibration
     floor: tuple[float, float] | None
+    mapped_confidences: tuple[float, ...] = ()
 
     @property
     def within_floor(self) -> bool | None:
@@ -259,7 +263,47 @@ def apply_map(calibration_map: CalibrationMap, run: RunRows) -> HeldOut:
                          "items it never saw, or fit it on other runs")
     mapped = calibration_map.apply(run.confidences)
     return HeldOut(calibrate(run.confidences, run.correct, recalibrate=False),
-                   calibrate(mapped, run.correct, recalibrate=False), ece_noise_floor(mapped))
+                   calibrate(mapped, run.correct, recalibrate=False), ece_noise_floor(mapped), tuple(mapped))
+
+
+def cross_fitted(runs: Sequence[RunRows], method: Method = "platt") -> HeldOut:
+    """Cross-fitting with the runs as folds: each run's confidences mapped by a map fitted on the other runs, and all
+    the mapped rows measured together. Every item is mapped by a map that never saw it, and the ECE is measured on
+    every item of the runs, where one run alone leaves a noise floor too high to tell 0.10 apart. Runs of one engine,
+    on different items (as `fit_map` checks), at least two."""
+    if len(runs) < 2:
+        raise UsageError("cross-fitting needs at least two runs: each is mapped by a map fitted on the others")
+    fit_map(runs, method)  # one engine, each run once, no item twice: refused before any fold
+    confidences: list[float] = []
+    correct: list[bool] = []
+    mapped: list[float] = []
+    for at, run in enumerate(runs):
+        mapped += fit_map([*runs[:at], *runs[at + 1:]], method).apply(run.confidences)
+        confidences += run.confidences
+        correct += run.correct
+    return HeldOut(calibrate(confidences, correct, recalibrate=False), calibrate(mapped, correct, recalibrate=False),
+                   ece_noise_floor(mapped), tuple(mapped))
+
+
+def engine_folds(runs: Sequence[RunRows]) -> list[tuple[RunRows, ...]]:
+    """The runs grouped by engine, each group the runs that share no item (largest first, then by folder): the folds
+    `cross_fitted` takes. Groups of one run are left out."""
+    groups: list[list[RunRows]] = []
+    for run in runs:
+        group = next((g for g in groups if not engine_difference(g[0].engine, run.engine)), None)
+        if group is None:
+            groups.append([run])
+        else:
+            group.append(run)
+    folds = []
+    for group in groups:
+        chosen: list[RunRows] = []
+        for run in sorted(group, key=lambda r: (-len(r.ids), str(r.folder))):
+            if not any(set(run.ids) & set(c.ids) for c in chosen):
+                chosen.append(run)
+        if len(chosen) >= 2:
+            folds.append(tuple(chosen))
+    return folds
 
 
 def held_out_fits(runs: Sequence[RunRows]) -> dict[Path, tuple[RunRows, ...]]:

@@ -21,6 +21,7 @@ from noosphere.bench import averages, run_items, write_report
 from noosphere.bench.calibration import calibrate_run
 from noosphere.bench.remote import run_items_on_cluster
 from noosphere.bench.runner import ScoredRow, Solve, load_done, progress_bars
+from noosphere.bench.saved import ABSENT_MEANS
 from noosphere.cli.ask import (
     BudgetOption,
     ModelOpener,
@@ -197,13 +198,6 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 RESUME_TAKES = frozenset({"resume", "no_cache", "quiet", "budget", "parallel", "cluster", "workers", "replicas",
                           "otel", "otel_content"})
 """The options that may change how a resumed run goes on; every other keeps the value the run was made with."""
-SAVED_WHEN_SET: dict[str, Any] = {
-    "deterministic": False,
-    # the game benchmarks' meta-agent options, saved when given (or, for the margin, when a judge takes it)
-    "judge": False, "margin": None, "graph": None, "planner_view": "team", "focus": "replay", "recall_view": "team",
-    "recall_at": "start"}
-"""Options a run's config holds only when they were given (so older configs read the same): absent, the run has
-this value."""
 SAVED_AS: dict[str, str] = {"env": "worlds", "category": "categories", "match_run": "matched_run"}
 """Options a run's config holds under another name (`bench embodied --env`: its `worlds`; `bench bfcl --category`:
 its `categories`; `bench gsm8k --match-run`: its `matched_run`)."""
@@ -245,7 +239,7 @@ def _refuse_other_settings(context: typer.Context, resume: Path, given: dict[str
         source = context.get_parameter_source(name)
         return source is not None and source.name == "COMMANDLINE"
 
-    absent = {**SAVED_WHEN_SET, "margin": 0.0} if saved.get("system") == "react-scored" else SAVED_WHEN_SET
+    absent = {**ABSENT_MEANS, "margin": 0.0} if saved.get("system") == "react-scored" else ABSENT_MEANS
     kept = {**absent, **saved}  # a react-scored run made before margins plays margin 0 (`bench.games.player`)
     differing = [difference for name, value in given.items() if name not in RESUME_TAKES and typed(name)
                  for difference in _differences(name, value, kept, resume)]

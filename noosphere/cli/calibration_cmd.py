@@ -1,4 +1,4 @@
-"""`noosphere calibration fit RUN... -o MAP` and `noosphere calibration apply MAP RUN`: calibration held out."""
+"""`noosphere calibration fit RUN... -o MAP`, `apply MAP RUN` and `cross RUN...`: calibration held out."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from noosphere.bench.calibration_map import (
     Method,
     RunRows,
     apply_map,
+    cross_fitted,
     fit_map,
     read_run,
 )
@@ -38,12 +39,8 @@ def add_calibration(app: typer.Typer) -> None:
         method: Annotated[str, typer.Option(help=f"the map: {' or '.join(METHODS)}")] = "platt",
     ) -> None:
         """Fit a map of the runs' confidences to how often they are right (Platt scaling or isotonic steps)."""
-        for run in runs:
-            if run.resolve() in out.resolve().parents:
-                raise UsageError(f"-o {out} is inside the run folder {run}: write the map elsewhere")
-        if method not in METHODS:
-            raise UsageError(f"--method {method!r}: give one of {', '.join(METHODS)}")
-        chosen: Method = "isotonic" if method == "isotonic" else "platt"
+        _outside(out, runs, "-o")
+        chosen = _method(method)
         calibration_map = fit_map([_read(run) for run in runs], chosen)
         calibration_map.save(out)
         Console(emoji=False).print(
@@ -59,9 +56,8 @@ def add_calibration(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="print the figures as JSON")] = False,
     ) -> None:
         """Map a run's confidences through the map and measure them, beside the run's own."""
-        if diagram is not None and run.resolve() in diagram.resolve().parents:
-            raise UsageError(f"--diagram {diagram} is inside the run folder: the run's own diagram lives there; "
-                             "draw this one elsewhere")
+        if diagram is not None:
+            _outside(diagram, [run], "--diagram")
         calibration_map = CalibrationMap.load(map_file)
         rows = _read(run)
         held = apply_map(calibration_map, rows)
@@ -72,12 +68,54 @@ def add_calibration(app: typer.Typer) -> None:
         if as_json:
             console.print_json(json.dumps(_figures(held)))
             return
-        console.print(_table(held, run), soft_wrap=True)
+        console.print(_table(held, run.resolve().name), soft_wrap=True)
         console.print(f"map fitted on {len(calibration_map.items)} items of {len(calibration_map.runs)} run(s); "
                       f"{held.raw.n} items of {markup_safe(run.resolve().name)}, none of them in the fit.",
                       highlight=False, soft_wrap=True)
         if diagram is not None:
             console.print(f"wrote {markup_safe(diagram)}", highlight=False, soft_wrap=True)
+
+
+    @calibration_app.command("cross")
+    def cross(
+        runs: Annotated[list[Path], typer.Argument(help="two or more benchmark run folders of one engine, on "
+                                                        "different items")],
+        method: Annotated[str, typer.Option(help=f"the map: {' or '.join(METHODS)}")] = "platt",
+        diagram: Annotated[Path | None, typer.Option(
+            help="draw the mapped confidences' reliability diagram here (.png or .svg)")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="print the figures as JSON")] = False,
+    ) -> None:
+        """Map each run by a map fitted on the other runs, and measure every mapped item together."""
+        chosen = _method(method)
+        if diagram is not None:
+            _outside(diagram, runs, "--diagram")
+        rows = [_read(run) for run in runs]
+        held = cross_fitted(rows, chosen)
+        if diagram is not None:
+            write_reliability_diagram(held.mapped_confidences, [t for r in rows for t in r.correct], diagram,
+                                      f"{len(rows)} runs, each through a {chosen} map fitted on the others")
+        console = Console(emoji=False)
+        if as_json:
+            console.print_json(json.dumps(_figures(held)))
+            return
+        console.print(_table(held, f"{len(rows)} runs, each mapped by the others"), soft_wrap=True)
+        console.print(f"{held.raw.n} items of {len(rows)} runs; each run mapped by a {chosen} map fitted on the "
+                      "other runs, none of its items in that fit.", highlight=False, soft_wrap=True)
+        if diagram is not None:
+            console.print(f"wrote {markup_safe(diagram)}", highlight=False, soft_wrap=True)
+
+
+def _method(method: str) -> Method:
+    if method not in METHODS:
+        raise UsageError(f"--method {method!r}: give one of {', '.join(METHODS)}")
+    return "isotonic" if method == "isotonic" else "platt"
+
+
+def _outside(path: Path, runs: list[Path], option: str) -> None:
+    """Refuse an output inside a run folder: the run's own files live there."""
+    for run in runs:
+        if run.resolve() in path.resolve().parents:
+            raise UsageError(f"{option} {path} is inside the run folder {run}: write it elsewhere")
 
 
 def _read(run: Path) -> RunRows:
@@ -101,8 +139,8 @@ def _figure(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _table(held: HeldOut, run: Path) -> Table:
-    table = Table(title=f"{run.resolve().name}: confidence as written and through the map")
+def _table(held: HeldOut, name: str) -> Table:
+    table = Table(title=f"{name}: confidence as written and through the map")
     for column in ("", "ECE", "Brier", "AUROC", "mean confidence", "accuracy"):
         table.add_column(column)
     for name, result in (("as written", held.raw), ("mapped", held.mapped)):
