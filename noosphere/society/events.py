@@ -88,7 +88,8 @@ class BallotCast(Event):
     voter: str
     ranking: list[str]
     standing: bool = False
-    """The voter's standing answer counted for it (no vote was cast), not a ballot it filled in."""
+    """An answer the voter gave, counted for it (no vote was cast), not a ballot it filled in: its standing answer, or,
+    under `every_answer`, any one answer it gave (the voter named `member@phase:round`)."""
     weight: float | None = None
     """In a weighted vote: what the ballot counts (the voter's P(True) that its answer is right, or the probability
     of the reply that gave it)."""
