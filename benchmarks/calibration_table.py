@@ -94,7 +94,9 @@ def pooled_rows(results: Path, minimum: int) -> list[str]:
     for folds in engine_folds(_runs(results, minimum)):
         try:
             held = [cross_fitted(folds, method) for method in METHODS]
-        except UsageError:  # some fold's other runs are all right or all wrong
+        except UsageError as exc:  # some fold's other runs are all right or all wrong
+            print(f"calibration_table: {folds[0].folder.relative_to(results)} and its engine's other runs are not "
+                  f"cross-fitted: {exc}", file=sys.stderr)
             continue
         names = ", ".join(f"`{f.folder.relative_to(results)}` ({len(f.ids)})" for f in folds)
         lines.append(f"| {names} | {held[0].raw.n} | {_figure(held[0].raw.accuracy)} | {_figure(held[0].raw.ece)} | "

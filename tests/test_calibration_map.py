@@ -212,6 +212,10 @@ def test_cross_fitting_maps_each_run_by_the_others_and_measures_them_together(tm
     assert held.mapped_confidences[:100] != pytest.approx(fit_map(blocks, "platt").apply(blocks[0].confidences))
     with pytest.raises(UsageError, match="at least two runs"):
         cross_fitted(blocks[:1])
+    all_right = read_run(make_run(tmp_path / "right", [{**row, "correct": True}
+                                                       for row in overconfident_rows(900, 100, 8)]))
+    with pytest.raises(UsageError, match="0 wrong"):  # the fold mapped by that run alone cannot be fitted
+        cross_fitted([blocks[0], all_right])
     overlapping = read_run(make_run(tmp_path / "again", overconfident_rows(50, 100, 9)))
     with pytest.raises(UsageError, match="counts twice"):
         cross_fitted([*blocks, overlapping])
@@ -234,9 +238,16 @@ def test_a_key_an_older_config_lacks_stands_for_the_value_the_run_played(tmp_pat
     assert len(fit_map([old, saying]).items) == 120
     with pytest.raises(UsageError, match="differ in form"):
         apply_map(fit_map([old]), programs)
-    unknown = read_run(make_run(tmp_path / "unknown", overconfident_rows(180, 60, 4), stm_samples=3))
-    with pytest.raises(UsageError, match="differ in stm_samples"):  # not listed: a missing key is null
-        apply_map(fit_map([old]), unknown)
+    unknown = read_run(make_run(tmp_path / "unknown", overconfident_rows(180, 60, 4), novel_option=None))
+    apply_map(fit_map([old]), unknown)  # a key with no known value: absent is null
+    novel = read_run(make_run(tmp_path / "novel", overconfident_rows(240, 60, 5), novel_option=1))
+    with pytest.raises(UsageError, match="differ in novel_option"):
+        apply_map(fit_map([old]), novel)
+    weighted = read_run(make_run(tmp_path / "weighted", overconfident_rows(300, 60, 6), weighted=True))
+    p_true = read_run(make_run(tmp_path / "p-true", overconfident_rows(360, 60, 7), weighted=True, weights="p-true"))
+    apply_map(fit_map([weighted]), p_true)  # made before --weights: --weighted was P(True)
+    with pytest.raises(UsageError, match="differ in weighted, weights"):
+        apply_map(fit_map([old]), p_true)
 
 
 def test_cli_cross_and_the_tables_pooled_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

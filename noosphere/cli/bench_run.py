@@ -21,7 +21,7 @@ from noosphere.bench import averages, run_items, write_report
 from noosphere.bench.calibration import calibrate_run
 from noosphere.bench.remote import run_items_on_cluster
 from noosphere.bench.runner import ScoredRow, Solve, load_done, progress_bars
-from noosphere.bench.saved import ABSENT_MEANS
+from noosphere.bench.saved import played
 from noosphere.cli.ask import (
     BudgetOption,
     ModelOpener,
@@ -239,8 +239,7 @@ def _refuse_other_settings(context: typer.Context, resume: Path, given: dict[str
         source = context.get_parameter_source(name)
         return source is not None and source.name == "COMMANDLINE"
 
-    absent = {**ABSENT_MEANS, "margin": 0.0} if saved.get("system") == "react-scored" else ABSENT_MEANS
-    kept = {**absent, **saved}  # a react-scored run made before margins plays margin 0 (`bench.games.player`)
+    kept = played(saved)  # with what each key it lacks stands for
     differing = [difference for name, value in given.items() if name not in RESUME_TAKES and typed(name)
                  for difference in _differences(name, value, kept, resume)]
     if differing:
