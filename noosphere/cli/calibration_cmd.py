@@ -99,8 +99,9 @@ def add_calibration(app: typer.Typer) -> None:
             console.print_json(json.dumps(_figures(held)))
             return
         console.print(_table(held, f"{len(rows)} runs, each mapped by the others"), soft_wrap=True)
-        console.print(f"{held.raw.n} items of {len(rows)} runs; each run mapped by a {chosen} map fitted on the "
-                      "other runs, none of its items in that fit.", highlight=False, soft_wrap=True)
+        article = "an" if chosen == "isotonic" else "a"
+        console.print(f"{held.raw.n} items of {len(rows)} runs; each run mapped by {article} {chosen} map fitted on "
+                      "the other runs, none of its items in that fit.", highlight=False, soft_wrap=True)
         if diagram is not None:
             console.print(f"wrote {markup_safe(diagram)}", highlight=False, soft_wrap=True)
 
