@@ -203,11 +203,15 @@ def test_a_held_out_run_is_set_against_the_references_held_out_run(suite: Any, t
     reported(tmp_path / "metaagent-none-percept-heldout" / "20260103-000000-cccccc", {"cc-3": True, "th-3": True},
              100.0)
     reported(tmp_path / "metaagent-none-percept" / "20260103-000000-dddddd", {"cc-0": True}, 100.0)
+    # the second held-out set (seed 6): its ReAct run is a reference too
+    reported(tmp_path / "react-confirm" / "20260104-000000-eeeeee", {"cc-6": False, "th-6": False}, 0.0)
+    reported(tmp_path / "react-scored-confirm" / "20260104-000000-ffffff", {"cc-6": True, "th-6": False}, 50.0)
     suite.summary(suite.SUITES["textworld"], tmp_path)
     rows = {row.split(" | ")[0]: row.split(" | ") for row in capsys.readouterr().out.splitlines()[2:]}
     versus = rows["| metaagent-none-percept-heldout"][-7]
     assert versus == "+1 / -0 of 2" and rows["| metaagent-none-percept"][-7] == "+0 / -0 of 1"
     assert rows["| react-heldout"][-7] == "-" and rows["| react"][-7] == "-"  # no reference run shares its items
+    assert rows["| react-confirm"][-7] == "-" and rows["| react-scored-confirm"][-7] == "+1 / -0 of 2"
 
 
 def test_runs_on_later_items_get_their_own_folders_rows_and_reference(suite: Any, tmp_path: Path,

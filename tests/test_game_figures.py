@@ -169,7 +169,8 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
         suite: Any) -> None:
     table = suite.SUITES["textworld"]
     assert [c.name for c in table.configs] == ["react", "reflexion", "react-scored", "react-scored-nomargin",
-                                               "react-heldout", "react-scored-heldout", "metaagent-none",
+                                               "react-heldout", "react-scored-heldout", "react-confirm",
+                                               "react-scored-confirm", "metaagent-none",
                                                "metaagent-episodic", "metaagent-conceptual", "metaagent-both",
                                                "metaagent-none-judged", "metaagent-both-judged",
                                                *(f"metaagent-{memory}-percept"
@@ -187,12 +188,14 @@ def test_the_textworld_table_is_six_configurations_and_react_scored_on_the_same_
                                                "metaagent-none-percept-mask-heldout"]
     assert [c.name for c in table.configs if "--judge" in c.args] == ["metaagent-none-judged", "metaagent-both-judged"]
     margins = {c.name: c.args[c.args.index("--margin") + 1] for c in table.configs if "--margin" in c.args}
-    assert margins == {"react-scored": "0.05", "react-scored-nomargin": "0", "react-scored-heldout": "0.05"}
+    assert margins == {"react-scored": "0.05", "react-scored-nomargin": "0", "react-scored-heldout": "0.05",
+                       "react-scored-confirm": "0.05"}
     seeds = {c.name: c.args[c.args.index("--seed") + 1] for c in table.configs if "--seed" in c.args}
-    assert seeds == {name: "3" for name in (
+    assert seeds == {**{name: "3" for name in (
         "react-heldout", "react-scored-heldout", "metaagent-none-percept-heldout",
         "metaagent-none-percept-strike-heldout", "metaagent-none-percept-mask-heldout",
-        "metaagent-both-percept-stuck-heldout", "metaagent-none-percept-paired-heldout")}
+        "metaagent-both-percept-stuck-heldout", "metaagent-none-percept-paired-heldout")},
+        "react-confirm": "6", "react-scored-confirm": "6"}
     games = {c.args[c.args.index("--tier"):] for c in table.configs}
     assert games == {("--tier", "1", "--challenges", "coin_collector,treasure_hunter,cooking,custom",
                       "--per-challenge", "3", "--max-actions", "40")}
