@@ -326,7 +326,8 @@ SUITES: dict[str, Suite] = {
         # stop 67: a second held-out block, items 17-22 of each category, named before it ran:
         # `suite.py bfcl --offset 16 --limit 6 --only base base-gate ctm-logprob-generalist`
         # stop 68: a third, items 23-28 of each category, named before it ran:
-        # `suite.py bfcl --offset 22 --limit 6 --only base base-gate ctm-logprob-generalist`
+        # `suite.py bfcl --offset 22 --limit 6 --only base base-gate ctm-logprob-generalist`; then a fourth, items
+        # 29-34, named before it ran (the third had come out at +3.3): `--offset 28 --limit 6`
     ), ("simple_python_accuracy", "multiple_accuracy", "parallel_accuracy", "parallel_multiple_accuracy",
         "irrelevance_accuracy", "overall_accuracy"), parallel=4),
     "gsm8k": Suite("gsm8k", (

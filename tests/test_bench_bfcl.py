@@ -97,7 +97,7 @@ def test_base_makes_one_request_with_all_functions(data: Path, tmp_path: Path) -
         return {"tool_calls": [{"name": "area_rectangle.calculate", "arguments": {"length": 7, "breadth": 3}},
                                {"name": "area_circle.calculate", "arguments": {"radius": 5}}]}
 
-    opener = opener_for(reply)
+    opener = opener_for(_no_calls)
     code, out, err = invoke(["bench", "bfcl", "--system", "base", "--data", str(data), "--category",
                              "parallel_multiple", "--category", "irrelevance", "--out", str(tmp_path / "runs"),
                              "--quiet", "--no-cache"], opener)
@@ -122,7 +122,7 @@ def test_ctm_makes_the_proposed_calls_the_motor_keeps(data: Path, tmp_path: Path
             return {"calls": [{"radius": 5}], "relevance": 0.9, **base}
         return {"calls": [{"length": 7, "breadth": 3}], "relevance": 0.8, **base}
 
-    opener = opener_for(reply)
+    opener = opener_for(_no_calls)
     code, out, err = invoke(["bench", "bfcl", "--system", "ctm", "--data", str(data), "--out",
                              str(tmp_path / "runs"), "--quiet", "--no-cache", "--category", "parallel_multiple",
                              "--category", "irrelevance"], opener)
@@ -147,7 +147,7 @@ def test_proposals_below_the_relevance_bar_never_reach_the_motor(data: Path, tmp
         return {"calls": [{"radius": 1}], "relevance": 0.1, "response": "r", "additional_question": "",
                 "confidence": 0.9, "surprise": 0.0}
 
-    opener = opener_for(reply)
+    opener = opener_for(_no_calls)
     code, out, err = invoke(["bench", "bfcl", "--system", "ctm", "--data", str(data), "--out",
                              str(tmp_path / "runs"), "--quiet", "--no-cache", "--category", "irrelevance"], opener)
     assert code == 0, err
@@ -757,18 +757,25 @@ def test_a_category_given_twice_is_scored_once_and_the_data_path_is_saved_whole(
     assert config["categories"] == ["irrelevance"] and config["data"] == str(data.resolve())
 
 
+def _no_calls(request: Request) -> Any:
+    return {"tool_calls": []}
+
+
+def _no_call_base_run(data: Path, tmp_path: Path) -> Path:
+    """A finished base run on the irrelevance items whose every reply makes no call."""
+    code, _, err = invoke(["bench", "bfcl", "--system", "base", "--data", str(data), "--category", "irrelevance",
+                           "--out", str(tmp_path / "runs"), "--quiet", "--no-cache"], opener_for(_no_calls))
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    return run_dir
+
+
 def test_a_resume_refuses_another_category_and_takes_the_runs_own_again(data: Path, tmp_path: Path) -> None:
     """The run saves --category as its `categories`: another category on a resume was ignored silently (the run's
     own were scored), as was the check of the rest of its options' spelling."""
-    def reply(request: Request) -> Any:
-        return {"tool_calls": []}
-
-    code, _, err = invoke(["bench", "bfcl", "--system", "base", "--data", str(data), "--category", "irrelevance",
-                           "--out", str(tmp_path / "runs"), "--quiet", "--no-cache"], opener_for(reply))
-    assert code == 0, err
-    [run_dir] = list((tmp_path / "runs").iterdir())
+    run_dir = _no_call_base_run(data, tmp_path)
     before = (run_dir / "result.json").read_text()
-    opener = opener_for(reply)
+    opener = opener_for(_no_calls)
     code, _, err = invoke(["bench", "bfcl", "--resume", str(run_dir), "--category", "parallel_multiple", "--quiet",
                            "--no-cache"], opener)
     assert code == 2 and "--category parallel_multiple (the run has irrelevance)" in err, err
@@ -782,17 +789,11 @@ def test_a_resume_refuses_another_category_and_takes_the_runs_own_again(data: Pa
 def test_a_run_made_before_processors_were_saved_keeps_the_functions(data: Path, tmp_path: Path) -> None:
     """A config without `processors` is a run of the function processors (`noosphere.bench.saved`): a resume that
     asks for the generalist is refused, as for a run that saved the option."""
-    def reply(request: Request) -> Any:
-        return {"tool_calls": []}
-
-    code, _, err = invoke(["bench", "bfcl", "--system", "base", "--data", str(data), "--category", "irrelevance",
-                           "--out", str(tmp_path / "runs"), "--quiet", "--no-cache"], opener_for(reply))
-    assert code == 0, err
-    [run_dir] = list((tmp_path / "runs").iterdir())
+    run_dir = _no_call_base_run(data, tmp_path)
     config = json.loads((run_dir / "config.json").read_text())
     del config["processors"]  # as runs made before the option
     (run_dir / "config.json").write_text(json.dumps(config))
-    opener = opener_for(reply)
+    opener = opener_for(_no_calls)
     code, _, err = invoke(["bench", "bfcl", "--resume", str(run_dir), "--processors", "functions+generalist",
                            "--quiet", "--no-cache"], opener)
     assert code == 2 and "--processors functions+generalist (the run has functions)" in err, err
