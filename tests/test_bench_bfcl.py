@@ -97,7 +97,7 @@ def test_base_makes_one_request_with_all_functions(data: Path, tmp_path: Path) -
         return {"tool_calls": [{"name": "area_rectangle.calculate", "arguments": {"length": 7, "breadth": 3}},
                                {"name": "area_circle.calculate", "arguments": {"radius": 5}}]}
 
-    opener = opener_for(_no_calls)
+    opener = opener_for(reply)
     code, out, err = invoke(["bench", "bfcl", "--system", "base", "--data", str(data), "--category",
                              "parallel_multiple", "--category", "irrelevance", "--out", str(tmp_path / "runs"),
                              "--quiet", "--no-cache"], opener)
@@ -122,7 +122,7 @@ def test_ctm_makes_the_proposed_calls_the_motor_keeps(data: Path, tmp_path: Path
             return {"calls": [{"radius": 5}], "relevance": 0.9, **base}
         return {"calls": [{"length": 7, "breadth": 3}], "relevance": 0.8, **base}
 
-    opener = opener_for(_no_calls)
+    opener = opener_for(reply)
     code, out, err = invoke(["bench", "bfcl", "--system", "ctm", "--data", str(data), "--out",
                              str(tmp_path / "runs"), "--quiet", "--no-cache", "--category", "parallel_multiple",
                              "--category", "irrelevance"], opener)
@@ -147,7 +147,7 @@ def test_proposals_below_the_relevance_bar_never_reach_the_motor(data: Path, tmp
         return {"calls": [{"radius": 1}], "relevance": 0.1, "response": "r", "additional_question": "",
                 "confidence": 0.9, "surprise": 0.0}
 
-    opener = opener_for(_no_calls)
+    opener = opener_for(reply)
     code, out, err = invoke(["bench", "bfcl", "--system", "ctm", "--data", str(data), "--out",
                              str(tmp_path / "runs"), "--quiet", "--no-cache", "--category", "irrelevance"], opener)
     assert code == 0, err
