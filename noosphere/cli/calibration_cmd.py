@@ -62,7 +62,7 @@ def add_calibration(app: typer.Typer) -> None:
         rows = _read(run)
         held = apply_map(calibration_map, rows)
         if diagram is not None:
-            write_reliability_diagram(calibration_map.apply(rows.confidences), rows.correct, diagram,
+            write_reliability_diagram(held.mapped_confidences, rows.correct, diagram,
                                       f"{run.resolve().name} · held-out {calibration_map.method} map")
         console = Console(emoji=False)
         if as_json:
@@ -74,7 +74,6 @@ def add_calibration(app: typer.Typer) -> None:
                       highlight=False, soft_wrap=True)
         if diagram is not None:
             console.print(f"wrote {markup_safe(diagram)}", highlight=False, soft_wrap=True)
-
 
     @calibration_app.command("cross")
     def cross(
