@@ -328,6 +328,9 @@ SUITES: dict[str, Suite] = {
         # stop 68: a third, items 23-28 of each category, named before it ran:
         # `suite.py bfcl --offset 22 --limit 6 --only base base-gate ctm-logprob-generalist`; then a fourth, items
         # 29-34, named before it ran (the third had come out at +3.3): `--offset 28 --limit 6`
+        # stop 69: the function-processor workspace with the call motor on the same three held-out blocks, named
+        # before it ran, so that its confidence has folds for a calibration fitted on its other runs:
+        # `suite.py bfcl --offset 16 --limit 6 --only ctm-logprob-call`, then `--offset 22`, then `--offset 28`
     ), ("simple_python_accuracy", "multiple_accuracy", "parallel_accuracy", "parallel_multiple_accuracy",
         "irrelevance_accuracy", "overall_accuracy"), parallel=4),
     "gsm8k": Suite("gsm8k", (
@@ -430,6 +433,10 @@ SUITES: dict[str, Suite] = {
         # --heldout`): on 151-250 it was the one 100-problem run over 0.10 after leave-one-out Platt scaling
         *(Config(f"best-of-n-sequence-{first + 1}", ("--system", "best-of-n", "--n", "3", "--weights", "sequence",
                                                      "--offset", str(first)), 100) for first in (250, 350)),
+        # stop 69: weighted best-of-6 of statements on a third block (151-250), named before it ran: its two runs
+        # (1-30, 51-150) were the one pooled engine the calibration maps made worse, with folds of 30 and 100
+        Config("best-of-n6-sequence-151", ("--system", "best-of-n", "--n", "6", "--weights", "sequence", "--offset",
+                                           "150"), 100),
     # a society problem keeps 5 conversations; 3 problems fill the 16 caches
     ), ("accuracy",), parallel=3, diagnose=answer_spread),
     "alfworld": Suite("alfworld", _alfworld(), GAME_METRICS, parallel=4,
