@@ -330,7 +330,9 @@ SUITES: dict[str, Suite] = {
         # 29-34, named before it ran (the third had come out at +3.3): `--offset 28 --limit 6`
         # stop 69: the function-processor workspace with the call motor on the same three held-out blocks, named
         # before it ran, so that its confidence has folds for a calibration fitted on its other runs:
-        # `suite.py bfcl --offset 16 --limit 6 --only ctm-logprob-call`, then `--offset 22`, then `--offset 28`
+        # `suite.py bfcl --offset 16 --limit 6 --only ctm-logprob-call`, then `--offset 22`, then `--offset 28`;
+        # and the select motor's workspace, run on dev items only, on the first held-out block:
+        # `suite.py bfcl --offset 10 --limit 6 --only ctm-logprob`
     ), ("simple_python_accuracy", "multiple_accuracy", "parallel_accuracy", "parallel_multiple_accuracy",
         "irrelevance_accuracy", "overall_accuracy"), parallel=4),
     "gsm8k": Suite("gsm8k", (
