@@ -19,6 +19,7 @@ from noosphere.bench.calibration_map import (
     held_out_fits,
     read_run,
 )
+from noosphere.bench.saved import ABSENT_MEANS, played
 from noosphere.errors import UsageError
 from tests.helpers import load_script
 from tests.test_cli import invoke
@@ -269,3 +270,11 @@ def test_cli_cross_and_the_tables_pooled_row(tmp_path: Path, capsys: pytest.Capt
     pooled = capsys.readouterr().out.split("ECE pooled")[1].splitlines()[2]
     cells = [cell.strip() for cell in pooled.split("|")[1:-1]]
     assert cells[1] == "300" and float(cells[3]) > 0.25 and float(cells[4].split()[0]) < 0.08
+
+
+def test_a_filled_in_value_is_the_callers_own() -> None:
+    """`played` fills in a list for a config without `ablation`; a caller that extends it changes its own copy, not
+    what the next config's absence stands for."""
+    first = played({"system": "ctm"})
+    first["ablation"].append("no_ltm")
+    assert played({"system": "ctm"})["ablation"] == [] and ABSENT_MEANS["ablation"] == []

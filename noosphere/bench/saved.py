@@ -9,6 +9,7 @@ known value stays absent (null).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -30,7 +31,7 @@ def played(config: Mapping[str, Any]) -> dict[str, Any]:
     """`config` with each key it lacks that has a known value filled in: `ABSENT_MEANS`, a react-scored run made
     before margins played margin 0 (`bench.games.player`), and a best-of-N run made before `--weights` has the
     weights its `--weighted` chose."""
-    absent = dict(ABSENT_MEANS)
+    absent = copy.deepcopy(dict(ABSENT_MEANS))  # a caller's edit of a filled-in list never reaches the table
     if config.get("system") == "react-scored":
         absent["margin"] = 0.0
     absent["weights"] = "p-true" if config.get("weighted") else "none"
