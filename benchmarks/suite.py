@@ -306,6 +306,9 @@ SUITES: dict[str, Suite] = {
                                                                       "--stm-alpha", "judged", "--ablation", ablation),
                  20)
           for ablation in ("no_uptree", "no_broadcast", "no_fusion", "no_ltm")),
+        # stop 69: the judged workspace on the next 20 of the 40 items (21-40), named before it ran, so that its alpha
+        # has a second fold for a calibration map fitted on the other: `suite.py mustard --offset 20 --only
+        # ctm-logprob-judged`
     ), ("accuracy", "precision", "recall", "f1", "past_first_iteration", "ece", "auroc"), parallel=4),
     "bfcl": Suite("bfcl", (
         Config("base", ("--system", "base"), 10),
