@@ -309,6 +309,9 @@ SUITES: dict[str, Suite] = {
         # stop 69: the judged workspace on the next 20 of the 40 items (21-40), named before it ran, so that its alpha
         # has a second fold for a calibration map fitted on the other: `suite.py mustard --offset 20 --only
         # ctm-logprob-judged`
+        # stop 70: its four ablations on the same items 21-40, named before they ran, so that each has a second fold
+        # for a cross-fitted calibration map: `suite.py mustard --offset 20 --only ctm-logprob-judged-no-ltm
+        # ctm-logprob-judged-no-fusion ctm-logprob-judged-no-uptree ctm-logprob-judged-no-broadcast`
     ), ("accuracy", "precision", "recall", "f1", "past_first_iteration", "ece", "auroc"), parallel=4),
     "bfcl": Suite("bfcl", (
         Config("base", ("--system", "base"), 10),
