@@ -1,7 +1,9 @@
 """One error hierarchy for the whole library.
 
 Usage errors are the caller's mistake and are raised before any work starts (unknown model id,
-missing weights, a capability the model lacks, a malformed config). Runtime errors happen while
+missing weights, a capability the model lacks, a malformed config). The one exception is a capability a
+provider claims and then fails to deliver (no logprobs sent back): known only after the first call, it is still a
+usage error, because every later call would fail the same way. Runtime errors happen while
 work runs (a provider fault, output that cannot be parsed, a budget spent). Errors carry their
 facts as attributes so callers and traces can use them; they never log.
 """

@@ -236,15 +236,17 @@ async def test_a_provider_with_logprobs_scores_options_and_one_without_is_an_err
 
 
 @pytest.mark.provider_double
-async def test_first_tokens_that_name_no_option_or_carry_no_logprob_are_model_errors(
+async def test_first_tokens_that_name_no_option_or_carry_no_logprob_are_model_errors_and_none_sent_is_usage(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from noosphere.llm import open_model
     from noosphere.llm.litellm_backend import import_litellm
 
     litellm = import_litellm()
+    empty_top = _fake_response([("Yes", -0.1)])
+    empty_top.choices[0].logprobs.content[0].top_logprobs = []
     null_top = _fake_response([("Yes", -0.1)])
     null_top.choices[0].logprobs.content[0].top_logprobs = None
-    responses = iter([_fake_response([("Sure", math.log(0.7)), ("I", math.log(0.2))]), null_top])
+    responses = iter([_fake_response([("Sure", math.log(0.7)), ("I", math.log(0.2))]), empty_top, null_top])
 
     async def fake_acompletion(**kwargs: Any) -> Any:
         return next(responses)
@@ -253,8 +255,10 @@ async def test_first_tokens_that_name_no_option_or_carry_no_logprob_are_model_er
     model = open_model("litellm:openai/gpt-4o-mini", trace=Trace(None))
     with pytest.raises(ModelError, match="none of the options \\['Yes', 'No'\\] is among the first token's 2"):
         await model.score_options("Is it raining?", ["Yes", "No"])  # not a uniform 0.5 / 0.5
-    with pytest.raises(ModelError, match="no top_logprobs"):
+    with pytest.raises(ModelError, match="an empty top_logprobs"):  # this call's fault: the turn forfeits
         await model.score_options("Is it snowing?", ["Yes", "No"])
+    with pytest.raises(CapabilityError, match="top_logprobs"):  # never sent: a server that ignores it stops the run
+        await model.score_options("Is it hailing?", ["Yes", "No"])
     assert not model.trace.of_kind("options_scored")
 
 
@@ -474,6 +478,26 @@ def test_options_are_scored_from_the_token_every_one_of_them_shares() -> None:
     context, continuations = loaded.scoring_tokens([], "Answer:", ("Yes", "Maybe"))  # nothing merges: as before
     assert [vocab[i] for i in context] == ["<p>", "Answer:"] and [[vocab[i] for i in c] for c in continuations] == [
         ["Yes"], ["Maybe"]]
+
+
+async def test_an_option_that_tokenizes_to_nothing_is_refused_before_the_call_is_counted_or_decoded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Summed over no token, its log-probability would be 0 (probability 1): it would win every time, silently. The
+    embedded backend's tokenizer is the one to know; `Model` asks it before the call counts against a budget."""
+    from noosphere.llm.local import LocalBackend
+
+    submitted: list[Any] = []
+    engine = SimpleNamespace(submit=submitted.append)
+    monkeypatch.setattr(LocalBackend, "engine", property(lambda self: engine))
+    backend = LocalBackend("local:test", Path("unused.gguf"), fingerprint="test")
+    backend._loaded = SimpleNamespace(  # type: ignore[assignment]
+        scoring_tokens=lambda messages, prefix, options: ([1, 2], [[3] if o == "Yes" else [] for o in options]))
+    trace = Trace()
+    model = Model(backend, trace=trace)
+    with pytest.raises(UsageError, match="option 'Maybe' tokenizes to nothing on local:test"):
+        await model.score_options("Is it raining?", ["Yes", "Maybe"])
+    assert submitted == [] and model.ledger._started == 0 and model.ledger.calls == 0
+    assert not trace.of_kind("options_scored")
 
 
 @pytest.mark.parametrize("logprobs", [(math.nan, -1.2), (math.inf, -1.2), (-math.inf, -math.inf)])

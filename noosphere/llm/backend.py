@@ -2,6 +2,10 @@
 
 Everything else (capability checks, structured output, repair and retry, provider-fault retries,
 caching, tracing, usage) lives once in `Model` on top of it, so a new provider is one small class.
+
+Two methods are optional, for a backend that can score options: `async score(ScoreRequest) -> ScoreReply` (the
+summed log-probability of each option's tokens), and `check_score(ScoreRequest) -> None`, which `Model` calls before
+the call is counted, to refuse what only the backend's tokenizer knows (an option that tokenizes to nothing).
 """
 
 from __future__ import annotations

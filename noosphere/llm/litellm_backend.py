@@ -21,7 +21,7 @@ import json_repair
 from noosphere.environment import environment
 from noosphere.errors import CapabilityError, ContextOverflowError, ModelError, ProviderRefusedError, UsageError
 from noosphere.llm.messages import Message
-from noosphere.llm.scoring import NO_LOGPROBS, PREFIX_REFUSED, SAMPLE_INSTEAD, check_first_tokens
+from noosphere.llm.scoring import NO_LOGPROBS, NO_TOP_LOGPROBS, PREFIX_REFUSED, SAMPLE_INSTEAD, check_first_tokens
 from noosphere.llm.tools import UNPARSED
 from noosphere.llm.types import Capabilities, Reply, Request, ScoreReply, ScoreRequest, Settings, ToolCall, Usage
 from noosphere.redact import Redactor
@@ -175,11 +175,13 @@ class LiteLLMBackend:
         content = _field(logprobs, "content")
         if not content:  # sent for no token (the reply ended at once): this call only
             raise ModelError(self.model_id, "the provider returned logprobs for no token (an empty reply)")
-        alternatives = _field(content[0], "top_logprobs") or []
+        alternatives = _field(content[0], "top_logprobs")
+        if alternatives is None:  # the field not sent: a server that ignores top_logprobs, the same on every call
+            raise CapabilityError(self.model_id, NO_TOP_LOGPROBS)
         top = [(str(_field(t, "token")), float(_field(t, "logprob"))) for t in alternatives
                if _field(t, "token") is not None and _field(t, "logprob") is not None]
         if not top:
-            raise ModelError(self.model_id, "the provider returned no top_logprobs for the first token")
+            raise ModelError(self.model_id, "the provider returned an empty top_logprobs for the first token")
         scores = first_token_scores(request.options, top, model_id=self.model_id)
         usage = getattr(response, "usage", None)
         counted = _counted(self.model_id, Usage(getattr(usage, "prompt_tokens", 0) or 0,

@@ -94,14 +94,23 @@ class LocalBackend:
         """The model's batch engine (scoring uses it even on the serial path, with one slot)."""
         return self.loaded.batch_engine(self.slots or 1, self.model_id)
 
-    async def score(self, request: ScoreRequest) -> ScoreReply:
-        """Exact option scores from the logits: one scoring job per option, all sharing the prompt's cache
-        (the first evaluates the prompt, the others copy it), decoded with whatever else is running."""
+    def _scoring_tokens(self, request: ScoreRequest) -> tuple[list[int], list[list[int]]]:
         context, continuations = self.loaded.scoring_tokens([m.to_openai() for m in request.messages],
                                                             request.prefix, request.options)
         for option, tokens in zip(request.options, continuations, strict=True):
-            if not tokens:
+            if not tokens:  # summed over no token, its log-probability would be 0: probability 1, a silent winner
                 raise UsageError(f"option {option!r} tokenizes to nothing on {self.model_id}")
+        return context, continuations
+
+    def check_score(self, request: ScoreRequest) -> None:
+        """Refuse, before the call is counted or anything is decoded, an option that tokenizes to nothing after
+        this prompt (known only once the prompt is tokenized, so not in `Model.check_scoring`)."""
+        self._scoring_tokens(request)
+
+    async def score(self, request: ScoreRequest) -> ScoreReply:
+        """Exact option scores from the logits: one scoring job per option, all sharing the prompt's cache
+        (the first evaluates the prompt, the others copy it), decoded with whatever else is running."""
+        context, continuations = self._scoring_tokens(request)
         jobs = [GenerationJob([*context, *tokens], 0, 0.0, 1.0, 0, score_from=len(context),
                               isolated=self.deterministic) for tokens in continuations]
         futures = [asyncio.wrap_future(self.engine.submit(job)) for job in jobs]

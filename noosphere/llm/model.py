@@ -205,11 +205,6 @@ class Model:
             return await self._score_by_sampling(request, normalise, samples, settings or self.settings,
                                                  "the model cannot score options")
         started = time.perf_counter()
-        self.ledger.check()
-        allowance = current_allowance()
-        if allowance is not None:
-            allowance.reserve_call()
-        self.ledger.start_call()
         key = score_key(self.backend.fingerprint, request) if self.cache is not None else None
         stored = self.cache.get_json(key) if self.cache is not None and key is not None else None
         if stored is not None:
@@ -218,6 +213,13 @@ class Model:
             except ModelError:
                 stored = None
         cached = stored is not None
+        if not cached and (check := getattr(self.backend, "check_score", None)) is not None:
+            check(request)  # what only the backend's tokenizer knows, refused before the call is counted
+        self.ledger.check()
+        allowance = current_allowance()
+        if allowance is not None:
+            allowance.reserve_call()
+        self.ledger.start_call()
         if stored is not None:
             reply = ScoreReply(tuple(stored["logprobs"]), tuple(stored["tokens"]), Usage(**stored["usage"]),
                                stored["method"])

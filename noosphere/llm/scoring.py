@@ -157,6 +157,9 @@ NO_LOGPROBS = ("log-probabilities here: asked for them, the provider returned no
                + SAMPLE_INSTEAD)
 """A provider that says it serves logprobs and then sends none cannot be scored on: a usage error that stops the run
 at once (one line), not a fault each turn forfeits, which would let the run go on without its scores."""
+NO_TOP_LOGPROBS = ("the first token's top alternatives (top_logprobs): the provider returned the reply's logprobs "
+                   "without them, and every call would be the same " + SAMPLE_INSTEAD)
+"""A server that ignores `top_logprobs` cannot score options by their first token: a usage error, as `NO_LOGPROBS`."""
 PREFIX_REFUSED = ("scoring after a prefix (a provider scores only the first token of the reply); put the prefix's "
                   "words in the question instead")
 
