@@ -313,7 +313,8 @@ SUITES: dict[str, Suite] = {
         # for a cross-fitted calibration map: `suite.py mustard --offset 20 --only ctm-logprob-judged-no-ltm
         # ctm-logprob-judged-no-fusion ctm-logprob-judged-no-uptree ctm-logprob-judged-no-broadcast`. At 4 minutes an
         # item (the first 6 of no_uptree) the four would not fit a session: no_uptree was stopped after its 12th
-        # item, no_ltm (its calls are the full run's) ran all 20, and no_broadcast, then no_fusion, 12 (`--limit 12`)
+        # item, no_ltm (its calls are the full run's) ran all 20, and no_broadcast, then no_fusion, 12 (`--limit 12`);
+        # no_uptree was then resumed to 20
     ), ("accuracy", "precision", "recall", "f1", "past_first_iteration", "ece", "auroc"), parallel=4),
     "bfcl": Suite("bfcl", (
         Config("base", ("--system", "base"), 10),
