@@ -23,8 +23,10 @@ the k sweep of table 1), alfworld-12 (issue 27: ReAct and the meta-agent with bo
 2 per task type, 30 actions each), textworld (issue 27: the table sized to the 1.5B model, six
 configurations on the same 12 tier-1 games of 40 actions at most), textworld-tiers (issue 5: the three
 systems on each tier) and miniwob (issue 28: base, react and ctm on 20 web tasks x 3 seeds).
-`--limit` replaces every run's own item count (a quick pass). `--new` starts a new run of each chosen configuration
-beside its earlier ones, finished or not (after a change to the code or a prompt: the summary then shows both).
+`--limit` replaces every run's own item count (a quick pass); a run made with a smaller one is resumed with it and
+grows, scoring the items it had not reached (its first items stay as scored). `--new` starts a new run of each
+chosen configuration beside its earlier ones, finished or not (after a change to the code or a prompt: the summary
+then shows both).
 
 Suite embodied (issue 30): random, frontier, single and the embodied society on 2 worlds x 10 seeds, 36 actions
 each, the society 16 at R = 1 (`EMBODIED` says why); beside them `single-scored` and `single-scored-raw`, the single
@@ -315,6 +317,9 @@ SUITES: dict[str, Suite] = {
         # item (the first 6 of no_uptree) the four would not fit a session: no_uptree was stopped after its 12th
         # item, no_ltm (its calls are the full run's) ran all 20, and no_broadcast, then no_fusion, 12 (`--limit 12`);
         # no_uptree was then resumed to 20
+        # stop 71: no_broadcast and no_fusion grown from 12 to 20 items (a resume with a larger limit scores items
+        # 33-40 in the same folders), named before they ran: `suite.py mustard --offset 20 --limit 20 --only
+        # ctm-logprob-judged-no-broadcast ctm-logprob-judged-no-fusion`
     ), ("accuracy", "precision", "recall", "f1", "past_first_iteration", "ece", "auroc"), parallel=4),
     "bfcl": Suite("bfcl", (
         Config("base", ("--system", "base"), 10),
@@ -490,6 +495,16 @@ def offset_of(folder: Path) -> int:
         return 0
 
 
+def _grows(folder: Path, limit: int | None) -> bool:
+    """Whether the suite's `--limit` is larger than the run's own: the run is resumed with it, and scores the items
+    it had not reached (a run cut to fit one session's compute, grown in the next)."""
+    try:
+        own = json.loads((folder / "config.json").read_text()).get("limit")
+    except (OSError, ValueError):
+        return False
+    return isinstance(own, int) and limit is not None and limit > own
+
+
 def finished(folder: Path) -> bool:
     """Every item was scored (an item that failed is scored as an error): resuming would only load the model
     to rewrite the report."""
@@ -524,11 +539,12 @@ def run(suite: Suite, config: Config, out: Path, args: argparse.Namespace) -> su
     parallel = 1 if config.in_order else args.parallel or suite.parallel
     command = [sys.executable, "-m", "noosphere", "bench", suite.benchmark, "--quiet", "--parallel", str(parallel)]
     existing = [] if getattr(args, "new", False) else run_folders(folder, _offset(args, config))
-    if existing and finished(existing[-1]):
+    grows = bool(existing) and _grows(existing[-1], args.limit)
+    if existing and finished(existing[-1]) and not grows:
         print(f"== {config.name}: finished ({existing[-1]})", flush=True)
         return None
     if existing:
-        command += ["--resume", str(existing[-1])]
+        command += ["--resume", str(existing[-1]), *(["--limit", str(args.limit)] if grows else [])]
     else:
         command += _new_run(config, folder, args)
         if config.match:
@@ -573,7 +589,9 @@ def run_together(suite: Suite, configs: list[Config], out: Path, args: argparse.
             print(f"== {config.name}: skipped (its run folder could not be created)", flush=True)
             failed.append(config.name)
         elif finished(existing[-1]):
-            print(f"== {config.name}: finished ({existing[-1]})", flush=True)
+            grows = _grows(existing[-1], args.limit)
+            grow = " (to grow it to --limit, run the suite without --together)" if grows else ""
+            print(f"== {config.name}: finished ({existing[-1]}){grow}", flush=True)
         else:
             folders.append(str(existing[-1]))
     if not folders:

@@ -14,7 +14,7 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
@@ -77,11 +77,15 @@ class Run:
         self.trace.emit(RunStarted(run_id=self.run_id, command=command, config=config))
 
     @classmethod
-    def resume(cls, directory: Path | str, *, budget: Budget | None = None) -> Run:
-        """Reopen a run folder (a killed benchmark, say): same config, the trace is appended to."""
+    def resume(cls, directory: Path | str, *, budget: Budget | None = None,
+               changes: Mapping[str, Any] | None = None) -> Run:
+        """Reopen a run folder (a killed benchmark, say): same config, the trace is appended to. `changes` are
+        settings this session changes (a benchmark's grown `limit`), kept for the resumes after it; the caller
+        decides which settings may change."""
         directory = Path(directory)
         saved = cls.saved_config(directory)
         config = {k: v for k, v in saved.items() if k not in ("run_id", "command")}
+        config.update(changes or {})
         if budget is not None:  # new limits over the saved ones, kept for the resumes after this one
             config["budget"] = {**(config.get("budget") or {}),
                                 **{k: v for k, v in asdict(budget).items() if v is not None}}

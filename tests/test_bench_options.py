@@ -131,21 +131,64 @@ def test_a_society_member_of_another_model_is_opened_beside_the_run_s_with_its_o
 
 def test_a_resume_refuses_a_setting_other_than_the_runs_own_and_takes_the_same_again(data: Path,
                                                                                     tmp_path: Path) -> None:
-    """`--limit 3` on a run made with `--limit 1` was ignored silently; now it is refused, before the run reopens.
-    Repeating the run's own settings, or changing how it goes on (`--parallel`, `--budget`), is fine."""
+    """`--system society` on a base run was ignored silently; now it is refused, before the run reopens, as is a
+    limit smaller than the run's own. Repeating the run's own settings, or changing how it goes on (`--parallel`,
+    `--budget`), is fine."""
     models: list[Model] = []
-    code, _, err = invoke(gsm8k(data, tmp_path / "runs", "--limit", "1"), recording_opener(models))
+    data.write_text(data.read_text() * 3)  # three problems
+    code, _, err = invoke(gsm8k(data, tmp_path / "runs", "--limit", "2"), recording_opener(models))
     assert code == 0, err
     [run_dir] = list((tmp_path / "runs").iterdir())
-    before = (run_dir / "result.json").read_text()
-    for changed, says in ((["--limit", "3"], "--limit 3 (the run has 1)"), (["--system", "society"], "--system")):
+    before = (run_dir / "result.json").read_text(), (run_dir / "config.json").read_text()
+    for changed, says in ((["--limit", "1"], "--limit 1 (the run has 2; a resume may grow a run's limit, never "
+                                             "shrink it)"), (["--system", "society"], "--system")):
         code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), *changed, "--no-cache", "--quiet"],
                               recording_opener(models))
         assert code == 2 and says in err and "keeps the settings it was made with" in err, err
-        assert (run_dir / "result.json").read_text() == before
-    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--limit", "1", "--data", str(data),
+        assert ((run_dir / "result.json").read_text(), (run_dir / "config.json").read_text()) == before
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--limit", "2", "--data", str(data),
                            "--parallel", "2", "--no-cache", "--quiet"], recording_opener(models))
     assert code == 0, err
+
+
+def test_a_larger_limit_grows_a_finished_run_and_scores_only_the_new_items(data: Path, tmp_path: Path) -> None:
+    """A run sized to the compute at hand grows later: `--resume RUN --limit N` scores items it had not reached,
+    keeps the rows it has, reports them all, and the next resume keeps the new limit. A run made without a limit
+    scores every item already and is not grown."""
+    data.write_text("".join(json.dumps({"question": f"What is {n} + 4?", "answer": f"#### {n + 4}"}) + "\n"
+                            for n in range(4)))
+    asked: list[str] = []
+
+    def opener(model_id: str, **kwargs: Any) -> Model:
+        def answer(request: Any) -> str:
+            asked.append(request.messages[-1].content)
+            return json.dumps({"reasoning": "adding", "answer": "4"})
+        return open_model(model_id, script=answer, **kwargs)
+
+    code, _, err = invoke(gsm8k(data, tmp_path / "runs", "--limit", "1"), opener)
+    assert code == 0, err
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    first = (run_dir / "items.jsonl").read_text()
+    assert len(asked) == 1 and "0 + 4" in asked[0]
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--limit", "3", "--no-cache", "--quiet"],
+                          opener)
+    assert code == 0, err
+    assert len(asked) == 3 and "1 + 4" in asked[1] + asked[2] and "2 + 4" in asked[1] + asked[2]
+    rows = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    assert (run_dir / "items.jsonl").read_text().startswith(first) and len(rows) == 3
+    assert json.loads((run_dir / "config.json").read_text())["limit"] == 3
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["metrics"]["n"] == 3 and report["metrics"]["accuracy"] == round(100 / 3, 2)
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "ok"
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(run_dir), "--no-cache", "--quiet"], opener)
+    assert code == 0 and len(asked) == 3, err  # the grown limit is the run's own now: nothing left to score
+
+    code, _, err = invoke(gsm8k(data, tmp_path / "all"), opener)
+    assert code == 0, err
+    [whole] = list((tmp_path / "all").iterdir())
+    code, _, err = invoke(["bench", "gsm8k", "--resume", str(whole), "--limit", "9", "--no-cache", "--quiet"],
+                          opener)
+    assert code == 2 and "--limit 9 (the run has no limit: it scores every item)" in err, err
 
 
 def test_a_run_keeps_its_own_calls_so_a_resume_on_a_fresh_machine_replays_them(

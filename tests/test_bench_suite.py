@@ -81,6 +81,25 @@ def test_a_finished_run_is_not_started_again(suite: Any, tmp_path: Path, monkeyp
     assert ran == []
 
 
+def test_a_larger_limit_grows_a_finished_run_and_a_smaller_one_leaves_it(suite: Any, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run cut to 12 items to fit a session grows in the next with the suite's `--limit 20`: resumed, with the
+    limit, not started again beside itself; `--limit 12` or less finds it finished."""
+    folder = tmp_path / "base" / "20260101-000000-abcdef"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"limit": 12}))
+    (folder / "result.json").write_text(json.dumps({"status": "ok"}))
+    grown = commands(suite, monkeypatch, "gsm8k", "base", tmp_path, limit=20)
+    assert grown[-4:] == ["--resume", str(folder), "--limit", "20"]
+    ran: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "run", lambda command, check: ran.append(command))
+    for limit in (12, 5, None):
+        [base] = [c for c in suite.SUITES["gsm8k"].configs if c.name == "base"]
+        suite.run(suite.SUITES["gsm8k"], base, tmp_path, argparse.Namespace(limit=limit, model="local:m",
+                                                                            parallel=None))
+        assert ran == [], limit
+
+
 def test_new_starts_another_run_beside_the_earlier_ones(suite: Any, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     for name, status in (("20260101-000000-abcdef", "ok"), ("20260102-000000-abcdef", "interrupted")):

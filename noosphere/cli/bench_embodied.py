@@ -99,7 +99,7 @@ def add_embodied_benchmark(bench_app: typer.Typer, opener: ModelOpener) -> None:
     ) -> None:
         """Embodied exploration and question answering (NLSOM appendix J) in MiniGrid/BabyAI houses: coverage
         after S actions, its curve, EQA accuracy, calls and tokens per action."""
-        config = {"benchmark": "embodied"} if options.resume is not None else embodied_config(
+        config = {"benchmark": "embodied", "limit": limit} if options.resume is not None else embodied_config(
             system, env, episodes, first_seed, max_steps, rounds, society, eqa, limit, options.config())
 
         def load(saved: dict[str, Any]) -> list[embodied_bench.Episode]:

@@ -334,7 +334,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     ) -> None:
         """ALFWorld games: success per task type and actions per success."""
         # a folder is saved absolute: a run resumed from another directory reads the same games
-        config = {"benchmark": "alfworld"} if options.resume else {
+        config = {"benchmark": "alfworld", "limit": limit} if options.resume else {
             "benchmark": "alfworld", "per_type": per_type, "data": str(data.resolve()) if data else None, "demo": demo,
             "split": data_split(data, split), **game.config(limit, options)}
         run_games(config, GAME_BENCHMARKS["alfworld"], options, create_only=game.create_only, check=check_alfworld)
@@ -356,7 +356,7 @@ def add_game_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         """TextWorld games generated from fixed seeds: coin collector, treasure hunter, cooking, custom quests."""
         from noosphere.llm.weights import default_cache_dir
 
-        config = {"benchmark": "textworld"} if options.resume else {
+        config = {"benchmark": "textworld", "limit": limit} if options.resume else {
             "benchmark": "textworld", "tier": tier, "per_challenge": per_challenge,
             "challenges": parse_challenges(challenges),
             "games_dir": str((games_dir or default_cache_dir() / "textworld").resolve()),

@@ -121,6 +121,7 @@ def checked_config(config: dict[str, Any], resume: Path | None, check: Check | N
     data file fails here, before any folder is made or any result rewritten."""
     saved = Run.saved_config(resume) if resume is not None else config
     if resume is not None:
+        saved = {**saved, **grown_limit(config, saved)}  # its data checked for the items the run will have
         try:
             SavedBenchmark.model_validate(saved)
         except ValidationError as exc:
@@ -197,7 +198,8 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 
 RESUME_TAKES = frozenset({"resume", "no_cache", "quiet", "budget", "parallel", "cluster", "workers", "replicas",
                           "otel", "otel_content"})
-"""The options that may change how a resumed run goes on; every other keeps the value the run was made with."""
+"""The options that may change how a resumed run goes on; every other keeps the value the run was made with, but
+`--limit`, which may grow (`grown_limit`)."""
 SAVED_AS: dict[str, str] = {"env": "worlds", "category": "categories", "match_run": "matched_run"}
 """Options a run's config holds under another name (`bench embodied --env`: its `worlds`; `bench bfcl --category`:
 its `categories`; `bench gsm8k --match-run`: its `matched_run`)."""
@@ -211,7 +213,8 @@ def with_run_options(command: Command) -> Command:
     the command typer sees takes its own options followed by every run option (`--model`, `--seed`, `--out`,
     `--resume`, `--no-cache`, `--budget`, `--quiet`, `--parallel`, `--deterministic`, `--cluster`, `--workers`,
     `--replicas`), gathered into `options`. `benchmark_command` registers a command with them. With `--resume`,
-    an option given on the command line with another value than the run's own is refused (`RESUME_TAKES` aside)."""
+    an option given on the command line with another value than the run's own is refused (`RESUME_TAKES` aside; a
+    larger `--limit` grows the run)."""
     grouped = with_option_group(RunOptions, "options", RUN_OPTION_TYPES)(command)
 
     @functools.wraps(grouped)
@@ -229,7 +232,8 @@ def with_run_options(command: Command) -> Command:
 
 
 def _refuse_other_settings(context: typer.Context, resume: Path, given: dict[str, Any]) -> None:
-    """A resumed run keeps its settings: `--limit 3` on a run made with `--limit 1` would be ignored, silently."""
+    """A resumed run keeps its settings: `--system society` on a base run would be ignored, silently. `--limit`
+    may grow the run (`_limit_difference`): its first items are scored already, and the rest join them."""
     try:
         saved = Run.saved_config(resume)
     except Exception:  # told by the resume itself, in its own words
@@ -257,6 +261,8 @@ def _differences(name: str, given: Any, kept: dict[str, Any], resume: Path) -> l
         return [] if Path(given).resolve() == here else [f"--out {given} (the run's folder is in {here})"]
     if name == "set_":
         return _society_differences(given, kept)
+    if name == "limit" and given is not None:
+        return _limit_difference(given, kept.get("limit"))
     if name in SOCIETY_SETTINGS and name not in kept and "society" in kept:
         society = kept["society"]
         if not isinstance(society, dict):
@@ -274,6 +280,26 @@ def _differences(name: str, given: Any, kept: dict[str, Any], resume: Path) -> l
     if key not in kept or _same_setting(name, given, kept[key]):
         return []
     return [f"{flag} {_given(given)} (the run has {_shown(name, kept[key])})"]
+
+
+def _limit_difference(given: int, saved: Any) -> list[str]:
+    """`--limit N` on a resume may grow the run (`grown_limit`): the items are the first N of a fixed selection, so
+    the run's rows stay its first items and the new ones come after them. A smaller limit would leave scored rows
+    outside the run, and a run made without a limit scores every item already."""
+    if saved is None:
+        return [f"--limit {given} (the run has no limit: it scores every item)"]
+    if not isinstance(saved, int) or given < saved:
+        return [f"--limit {given} (the run has {saved}; a resume may grow a run's limit, never shrink it)"]
+    return []
+
+
+def grown_limit(config: dict[str, Any], saved: dict[str, Any]) -> dict[str, Any]:
+    """The settings a resume changes: `limit`, where the command line gives a larger one than the run's own
+    (refused before, when it is smaller or the run has none)."""
+    given, own = config.get("limit"), saved.get("limit")
+    if isinstance(given, int) and isinstance(own, int) and given > own:
+        return {"limit": given}
+    return {}
 
 
 def _society_differences(pairs: list[str], kept: dict[str, Any]) -> list[str]:
@@ -456,10 +482,12 @@ def run_benchmark(opener: ModelOpener, title: str | Callable[[dict[str, Any]], s
     benchmark = Benchmark(title if callable(title) else lambda saved: title, max_tokens, prepare, summarise, artefacts,
                           uses_model)
     limits = parse_budget(budget)
+    changes = grown_limit(config, Run.saved_config(resume)) if resume is not None else {}
     saved = checked_config(config, resume, check)
     models = [saved["model"]] if benchmark.calls_model(saved) else []
     with on_cluster(cluster, opener, models, model_options(saved)) as session:
-        run = (Run.resume(resume, budget=Budget(**limits) if limits else None) if resume is not None
+        run = (Run.resume(resume, budget=Budget(**limits) if limits else None, changes=changes)
+               if resume is not None
                else Run.create(out, command="bench", config=with_budget(config, budget)))
         with run, terminate_as_interrupt():
             if otel is not None:  # the run's spans, as it goes (`--otel`)

@@ -195,7 +195,7 @@ def add_society_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
     ) -> None:
         """Grade-school maths: exact match on the final number, with calls, tokens and seconds per problem."""
         resume = options.resume
-        config = {"benchmark": "gsm8k"} if resume is not None else _gsm8k_config(
+        config = {"benchmark": "gsm8k", "limit": limit} if resume is not None else _gsm8k_config(
             system, society, rounds, rights, vote, n, options, limit, data, match_run, set_,
             _weights(weighted, weights), offset, form, repairs)
         # refused before the run is opened (a resumed one's result.json stays as it was)

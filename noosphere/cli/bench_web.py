@@ -150,7 +150,7 @@ def add_web_benchmarks(bench_app: typer.Typer, opener: ModelOpener) -> None:
         if scores != "auto" and system != "ctm" and not options.resume:
             raise UsageError(f"--scores chooses where the ctm's scores come from; --system {system} takes none")
         resume = options.resume
-        config = {"benchmark": "miniwob"} if resume else {
+        config = {"benchmark": "miniwob", "limit": limit} if resume else {
             "benchmark": "miniwob", "system": system, **options.config(), "tasks": _task_list(tasks),
             "seeds": seeds, "max_steps": max_steps, "limit": limit, "iterations": iterations, "threshold": threshold,
             "scores": scores, "step_timeout": step_timeout, "settle": settle,
