@@ -320,6 +320,10 @@ SUITES: dict[str, Suite] = {
         # stop 71: no_broadcast and no_fusion grown from 12 to 20 items (a resume with a larger limit scores items
         # 33-40 in the same folders), named before they ran: `suite.py mustard --offset 20 --limit 20 --only
         # ctm-logprob-judged-no-broadcast ctm-logprob-judged-no-fusion`
+        # stop 71, after them: the judged workspace and its no_ltm (whose calls are the full system's, answered by
+        # the call cache) on a third block, items 41-52, named before they ran: `suite.py mustard --offset 40 --limit
+        # 12 --only ctm-logprob-judged ctm-logprob-judged-no-ltm`; a third fold for the cross-fitted maps, and 12
+        # more items for the full system's labels and iterations
     ), ("accuracy", "precision", "recall", "f1", "past_first_iteration", "ece", "auroc"), parallel=4),
     "bfcl": Suite("bfcl", (
         Config("base", ("--system", "base"), 10),
@@ -448,7 +452,9 @@ SUITES: dict[str, Suite] = {
         # that its confidence can be mapped by a calibration fitted on its other blocks (`calibration_table.py
         # --heldout`): on 151-250 it was the one 100-problem run over 0.10 after leave-one-out Platt scaling
         *(Config(f"best-of-n-sequence-{first + 1}", ("--system", "best-of-n", "--n", "3", "--weights", "sequence",
-                                                     "--offset", str(first)), 100) for first in (250, 350)),
+                                                     "--offset", str(first)), 100) for first in (250, 350, 450)),
+        # stop 71: a fourth block of it (451-550), named before it ran: pooled, its Platt maps gave 0.117 (isotonic
+        # 0.082), each fitted on the other two blocks' 200 problems; now each is fitted on 300
         # stop 69: weighted best-of-6 of statements on a third block (151-250), named before it ran: its two runs
         # (1-30, 51-150) were the one pooled engine the calibration maps made worse, with folds of 30 and 100
         Config("best-of-n6-sequence-151", ("--system", "best-of-n", "--n", "6", "--weights", "sequence", "--offset",
