@@ -324,6 +324,11 @@ SUITES: dict[str, Suite] = {
         # the call cache) on a third block, items 41-52, named before they ran: `suite.py mustard --offset 40 --limit
         # 12 --only ctm-logprob-judged ctm-logprob-judged-no-ltm`; a third fold for the cross-fitted maps, and 12
         # more items for the full system's labels and iterations
+        # stop 72: the third block grown to 20 items (41-60) for the full system and no_ltm, and no_broadcast and
+        # no_fusion run on it, named before they ran: `suite.py mustard --offset 40 --limit 20 --only
+        # ctm-logprob-judged ctm-logprob-judged-no-broadcast ctm-logprob-judged-no-fusion ctm-logprob-judged-no-ltm`;
+        # three folds of 20 for the cross-fitted maps of four of the five judged engines (no_uptree, at 4 minutes an
+        # item, does not fit beside them)
     ), ("accuracy", "precision", "recall", "f1", "past_first_iteration", "ece", "auroc"), parallel=4),
     "bfcl": Suite("bfcl", (
         Config("base", ("--system", "base"), 10),
