@@ -10,8 +10,9 @@ noise alone gives on that many items; an ECE target below the floor's mean canno
 a markdown table, one row per run, every run.
 
 `--heldout` prints instead, for every run that has other runs of its engine on other items (the same config.json
-but for the seed, `offset` and `limit`: `noosphere.bench.calibration_map`), its ECE through a Platt map fitted on
-those runs and through an isotonic map fitted on them (`noosphere calibration fit`), as a deployed engine's
+but for the seed, `offset` and `limit`: `noosphere.bench.calibration_map`), its ECE through a map of each of the
+module's `METHODS` (Platt, isotonic, Platt with a penalty chosen by cross-validation) fitted on those runs
+(`noosphere calibration fit`), as a deployed engine's
 confidence would be mapped, each with the 95th percentile of the ECE a perfectly calibrated confidence of the mapped
 values shows on these items (starred when the ECE is above it). Below it, a row for each engine with two or more
 runs on different items: each run mapped by a map fitted on the others and every mapped item measured together
@@ -40,6 +41,10 @@ from noosphere.bench.calibration_map import (
 from noosphere.bench.script_args import at_least_one
 from noosphere.errors import UsageError
 from noosphere.runs import load_done
+
+
+def _article(method: str) -> str:
+    return "an" if method[0] in "aeiou" else "a"
 
 
 def _figure(value: float | None) -> str:
@@ -141,15 +146,16 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     if args.heldout:
-        print("| run | items | maps fitted on (items) | ECE | ECE through a Platt map (floor's 95th pct) "
-              "| ECE through an isotonic map (floor's 95th pct) |")
-        print("|---|---|---|---|---|---|")
+        print("| run | items | maps fitted on (items) | ECE | "
+              + " | ".join(f"ECE through {_article(m)} {m} map (floor's 95th pct)" for m in METHODS) + " |")
+        print("|---" * (4 + len(METHODS)) + "|")
         for line in lines:
             print(line)
         if pooled := pooled_rows(args.results, args.minimum):
-            print("\n| runs of one engine, on different items (items) | items | accuracy | ECE | ECE pooled, each run "
-                  "through a Platt map fitted on the others (floor's 95th pct) | the same with isotonic maps |")
-            print("|---|---|---|---|---|---|")
+            print("\n| runs of one engine, on different items (items) | items | accuracy | ECE | "
+                  + " | ".join(f"ECE pooled, each run through {_article(m)} {m} map fitted on the others "
+                               "(floor's 95th pct)" for m in METHODS) + " |")
+            print("|---" * (4 + len(METHODS)) + "|")
             for line in pooled:
                 print(line)
         return 0

@@ -10,6 +10,11 @@ runs, and applied to new items. `fit_map` fits one on the rows of one or more ru
 - `isotonic`: the monotone step map of least squared error (scikit-learn's `IsotonicRegression`, clipped to the
   fitted range), stored as its steps' corners and interpolated between them. It maps each confidence level to
   the accuracy the fit saw there, so "every sample agreed" gets its own accuracy; it needs more items per step.
+- `platt-cv`: Platt scaling with an L2 penalty on the slope whose strength is chosen by stratified k-fold log loss
+  on the fit's own rows (`CV_STRENGTHS`, k = 5 or the fewer of its right and wrong answers). Where the confidence
+  carries no signal the held-out folds pick a strong penalty and the map is nearly the fit's accuracy for every
+  item; where it carries signal they pick a weak one and it is Platt scaling. The other two maps fit their
+  parameters freely, so on 20-40 items of a score that tells nothing they fit noise.
 
 `apply_map` maps another run's confidences and measures them (`HeldOut`).
 
@@ -56,8 +61,12 @@ FORMAT = "noosphere-calibration-map"
 SHOWN_IDS = 5
 FLOOR_TOLERANCE = 1e-9
 """With few confidence levels an ECE and the floor's percentile can be the same number up to rounding."""
-Method = Literal["platt", "isotonic"]
-METHODS: tuple[str, ...] = ("platt", "isotonic")
+Method = Literal["platt", "isotonic", "platt-cv"]
+METHODS: tuple[str, ...] = ("platt", "isotonic", "platt-cv")
+CV_STRENGTHS: tuple[float, ...] = tuple(float(10.0 ** power) for power in range(-4, 5))
+"""The inverse penalties `platt-cv` chooses among (scikit-learn's C, 1e-4 to 1e4): the map of the one with the least
+held-out log loss is fitted on every row; a tie goes to the stronger penalty, the simpler map."""
+CV_FOLDS = 5
 
 
 def engine_of(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,7 +134,7 @@ class MapFile(BaseModel):
     version: Literal[1]
     method: Method
     parameters: list[float]
-    """platt: [slope, intercept]; isotonic: the steps' corners, [x1, ..., xk, y1, ..., yk], x rising."""
+    """platt and platt-cv: [slope, intercept]; isotonic: the steps' corners, [x1, ..., xk, y1, ..., yk], x rising."""
     engine: dict[str, Any]
     runs: list[str]
     items: list[str]
@@ -136,8 +145,8 @@ class MapFile(BaseModel):
         values = self.parameters
         if not all(math.isfinite(v) for v in values):
             raise ValueError("parameters must be finite numbers")
-        if self.method == "platt" and len(values) != 2:
-            raise ValueError(f"a platt map has 2 parameters (slope, intercept), not {len(values)}")
+        if self.method != "isotonic" and len(values) != 2:
+            raise ValueError(f"a {self.method} map has 2 parameters (slope, intercept), not {len(values)}")
         if self.method == "isotonic":
             half = len(values) // 2
             xs, ys = values[:half], values[half:]
@@ -169,7 +178,7 @@ class CalibrationMap:
         return (1.0 / (1.0 + np.exp(-score))).tolist()
 
     def describe(self) -> str:
-        if self.method == "platt":
+        if self.method != "isotonic":
             return f"p -> sigmoid({self.parameters[0]:.3f} * logit(p) {self.parameters[1]:+.3f})"
         return f"an isotonic step map of {len(self.parameters) // 2} corners"
 
@@ -223,10 +232,9 @@ def fit_map(runs: Sequence[RunRows], method: Method = "platt") -> CalibrationMap
                          f"{RECALIBRATION_MINIMUM} wrong answers; these runs have {int(truth.sum())} right and "
                          f"{int((~truth).sum())} wrong")
     if method == "platt":
-        from sklearn.linear_model import LogisticRegression
-
-        fit = LogisticRegression(C=1e6).fit(logit_feature(confidence), truth)
-        parameters: tuple[float, ...] = (float(fit.coef_[0, 0]), float(fit.intercept_[0]))
+        parameters: tuple[float, ...] = _logistic(confidence, truth, 1e6)
+    elif method == "platt-cv":
+        parameters = _logistic(confidence, truth, _chosen_strength(confidence, truth))
     else:
         from sklearn.isotonic import IsotonicRegression
 
@@ -234,6 +242,34 @@ def fit_map(runs: Sequence[RunRows], method: Method = "platt") -> CalibrationMap
         parameters = (*map(float, steps.X_thresholds_), *map(float, steps.y_thresholds_))
     return CalibrationMap(method, parameters, dict(first.engine), tuple(str(run.folder) for run in runs),
                           frozenset(seen), float(truth.mean()))
+
+
+def _logistic(confidence: np.ndarray, truth: np.ndarray, strength: float) -> tuple[float, float]:
+    """(slope, intercept) of a logistic regression of `truth` on logit(confidence), its slope penalised at inverse
+    `strength` (scikit-learn's lbfgs leaves the intercept unpenalised)."""
+    from sklearn.linear_model import LogisticRegression
+
+    fit = LogisticRegression(C=strength).fit(logit_feature(confidence), truth)
+    return float(fit.coef_[0, 0]), float(fit.intercept_[0])
+
+
+def _chosen_strength(confidence: np.ndarray, truth: np.ndarray) -> float:
+    """The `CV_STRENGTHS` value whose maps, each fitted on k-1 folds, give the fold left out the least log loss."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    folds = min(CV_FOLDS, int(truth.sum()), int((~truth).sum()))
+    feature = logit_feature(confidence)
+    losses = []
+    for strength in CV_STRENGTHS:
+        loss = 0.0
+        for fit_rows, test_rows in StratifiedKFold(folds).split(feature, truth):
+            fit = LogisticRegression(C=strength).fit(feature[fit_rows], truth[fit_rows])
+            right = np.clip(fit.predict_proba(feature[test_rows])[:, 1], 1e-15, 1 - 1e-15)
+            loss -= float(np.where(truth[test_rows], np.log(right), np.log1p(-right)).sum())
+        losses.append(loss)
+    best = min(losses)
+    return next(s for s, loss in zip(CV_STRENGTHS, losses, strict=True) if loss <= best + 1e-9)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 from rich.console import Console
@@ -38,7 +38,8 @@ def add_calibration(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("-o", "--out", help="the map's JSON file to write")],
         method: Annotated[str, typer.Option(help=f"the map: {' or '.join(METHODS)}")] = "platt",
     ) -> None:
-        """Fit a map of the runs' confidences to how often they are right (Platt scaling or isotonic steps)."""
+        """Fit a map of the runs' confidences to how often they are right (Platt scaling, isotonic steps, or
+        Platt scaling with its penalty chosen by cross-validation)."""
         _outside(out, runs, "-o")
         chosen = _method(method)
         calibration_map = fit_map([_read(run) for run in runs], chosen)
@@ -108,7 +109,7 @@ def add_calibration(app: typer.Typer) -> None:
 def _method(method: str) -> Method:
     if method not in METHODS:
         raise UsageError(f"--method {method!r}: give one of {', '.join(METHODS)}")
-    return "isotonic" if method == "isotonic" else "platt"
+    return cast(Method, method)
 
 
 def _outside(path: Path, runs: list[Path], option: str) -> None:
