@@ -16,7 +16,8 @@ module's `METHODS` (Platt, isotonic, Platt with a penalty chosen by cross-valida
 confidence would be mapped, each with the 95th percentile of the ECE a perfectly calibrated confidence of the mapped
 values shows on these items (starred when the ECE is above it). Below it, a row for each engine with two or more
 runs on different items: each run mapped by a map fitted on the others and every mapped item measured together
-(`noosphere calibration cross`), on all the engine's items at once, where one run alone leaves a floor too high.
+(`noosphere calibration cross`), on all the engine's items at once, where one run alone leaves a floor too high,
+each ECE with the Brier score of the same confidences.
 """
 
 from __future__ import annotations
@@ -74,11 +75,14 @@ def rows_of(results: Path, minimum: int) -> list[str]:
     return lines
 
 
-def _through(held: HeldOut) -> str:
-    """ECE through a map, and the 95th percentile of its floor, starred when above it."""
+def _through(held: HeldOut, brier: bool = False) -> str:
+    """ECE through a map, and the 95th percentile of its floor, starred when above it; with `brier`, the mapped
+    confidences' Brier score after it (a map that gives every item nearly the accuracy has an ECE near 0 whatever it
+    does to the Brier score)."""
+    after = f" · Brier {_figure(held.mapped.brier)}" if brier else ""
     if held.floor is None:
-        return _figure(held.mapped.ece)
-    return f"{_figure(held.mapped.ece)} ({held.floor[1]:.3f}{'' if held.within_floor else ' *'})"
+        return _figure(held.mapped.ece) + after
+    return f"{_figure(held.mapped.ece)} ({held.floor[1]:.3f}{'' if held.within_floor else ' *'}){after}"
 
 
 def _runs(results: Path, minimum: int) -> list[RunRows]:
@@ -104,8 +108,9 @@ def pooled_rows(results: Path, minimum: int) -> list[str]:
                   f"cross-fitted: {exc}", file=sys.stderr)
             continue
         names = ", ".join(f"`{f.folder.relative_to(results)}` ({len(f.ids)})" for f in folds)
-        lines.append(f"| {names} | {held[0].raw.n} | {_figure(held[0].raw.accuracy)} | {_figure(held[0].raw.ece)} | "
-                     + " | ".join(_through(h) for h in held) + " |")
+        lines.append(f"| {names} | {held[0].raw.n} | {_figure(held[0].raw.accuracy)} | {_figure(held[0].raw.ece)} · "
+                     f"Brier {_figure(held[0].raw.brier)} | "
+                     + " | ".join(_through(h, brier=True) for h in held) + " |")
     return lines
 
 
@@ -152,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in lines:
             print(line)
         if pooled := pooled_rows(args.results, args.minimum):
-            print("\n| runs of one engine, on different items (items) | items | accuracy | ECE | "
+            print("\n| runs of one engine, on different items (items) | items | accuracy | ECE · Brier | "
                   + " | ".join(f"ECE pooled, each run through {_article(m)} {m} map fitted on the others "
                                "(floor's 95th pct)" for m in METHODS) + " |")
             print("|---" * (4 + len(METHODS)) + "|")
