@@ -328,7 +328,8 @@ SUITES: dict[str, Suite] = {
         # no_fusion run on it, named before they ran: `suite.py mustard --offset 40 --limit 20 --only
         # ctm-logprob-judged ctm-logprob-judged-no-broadcast ctm-logprob-judged-no-fusion ctm-logprob-judged-no-ltm`;
         # three folds of 20 for the cross-fitted maps of four of the five judged engines (no_uptree, at 4 minutes an
-        # item, does not fit beside them)
+        # item, does not fit beside them). no_broadcast took 4 minutes an item, not the 2 expected: it was stopped
+        # after 5 items so that no_fusion and no_ltm ran first, then resumed for what time was left
     ), ("accuracy", "precision", "recall", "f1", "past_first_iteration", "ece", "auroc"), parallel=4),
     "bfcl": Suite("bfcl", (
         Config("base", ("--system", "base"), 10),
