@@ -459,9 +459,9 @@ SUITES: dict[str, Suite] = {
         # --heldout`): on 151-250 it was the one 100-problem run over 0.10 after leave-one-out Platt scaling
         *(Config(f"best-of-n-sequence-{first + 1}", ("--system", "best-of-n", "--n", "3", "--weights", "sequence",
                                                      "--offset", str(first)), 100) for first in (250, 350, 450)),
-        # stop 71: a fourth block of it (451-550), named before it runs: pooled, its Platt maps gave 0.117 (isotonic
-        # 0.082), each fitted on the other two blocks' 200 problems; with it each is fitted on 300. Run after MUStARD's
-        # runs of stop 71: `suite.py gsm8k --only best-of-n-sequence-451`, about 23 minutes
+        # stop 71: a fourth block of it (451-550), named before it ran: pooled, its Platt maps gave 0.117 (isotonic
+        # 0.082), each fitted on the other two blocks' 200 problems; with it each is fitted on 300 (0.101 and 0.061).
+        # It ran after MUStARD's runs of stop 71: `suite.py gsm8k --only best-of-n-sequence-451`, 29 minutes
         # stop 69: weighted best-of-6 of statements on a third block (151-250), named before it ran: its two runs
         # (1-30, 51-150) were the one pooled engine the calibration maps made worse, with folds of 30 and 100
         Config("best-of-n6-sequence-151", ("--system", "best-of-n", "--n", "6", "--weights", "sequence", "--offset",
