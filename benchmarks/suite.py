@@ -330,6 +330,12 @@ SUITES: dict[str, Suite] = {
         # three folds of 20 for the cross-fitted maps of four of the five judged engines (no_uptree, at 4 minutes an
         # item, does not fit beside them). no_broadcast took 4 minutes an item, not the 2 expected: it was stopped
         # after 5 items so that no_fusion and no_ltm ran first, then resumed for what time was left
+        # stop 73: no_broadcast resumed to 20 items on 41-60 (items 52-60), then no_uptree on the third block 41-60,
+        # named before they ran: `suite.py mustard --offset 40 --limit 20 --only ctm-logprob-judged-no-broadcast`,
+        # then the same with `ctm-logprob-judged-no-uptree`; three folds of 20 for all five judged engines. These 29
+        # items are the first that no figure had shown when platt-cv was written (stop 72): the three maps (platt,
+        # isotonic, platt-cv), each fitted on the engine's other blocks, are tested on them, and the pooled
+        # cross-fitted ECE of both engines is reported for every map, whatever it is
     ), ("accuracy", "precision", "recall", "f1", "past_first_iteration", "ece", "auroc"), parallel=4),
     "bfcl": Suite("bfcl", (
         Config("base", ("--system", "base"), 10),
