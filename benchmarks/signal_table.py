@@ -22,11 +22,14 @@ model's probability against the truth, with a 95 % interval (DeLong):
   the game's score rose at that action (TextWorld's own progress signal, step by step).
 
 Rows are appended per item to `OUT/TASK.jsonl` (a rerun resumes); the table goes to `OUT/signal.md`
-and `OUT/signal.json`.
+and `OUT/signal.json`. `--table-only` writes the table again from the rows files of the tasks named, every row
+in each, with no model, data or run folder (the miniwob and textworld rows need their run's trace, which a clone
+does not have).
 
     python benchmarks/signal_table.py [--tasks mustard,gsm8k,bfcl,miniwob,textworld] [--limit-mustard 200]
                                 [--limit-gsm8k 50] [--bfcl-per-category 10] [--miniwob-run RUN_DIR]
                                 [--textworld-run RUN_DIR] [--model ID] [--parallel 4] [--out DIR]
+    python benchmarks/signal_table.py --table-only [--tasks ...] [--out DIR]
 """
 
 from __future__ import annotations
@@ -286,14 +289,7 @@ def _check_same_run(path: Path, run: str) -> None:
 async def run_task(name: str, items: list[Any], solve: Callable[[Any], Awaitable[dict[str, Any]]], out: Path,
                    parallel: int) -> list[dict[str, Any]]:
     path = out / f"{name}.jsonl"
-    done: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-                done[row["id"]] = row
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue  # a torn line from a killed run: scored again
+    done = {row["id"]: row for row in read_rows(path)} if path.exists() else {}
     todo = [item for item in items if item.id not in done]
     gate = asyncio.Semaphore(parallel)
     started = time.perf_counter()
@@ -349,6 +345,31 @@ def write_table(table: list[dict[str, Any]], out: Path, model_id: str) -> None:
 TASKS = ("mustard", "gsm8k", "bfcl", "miniwob", "textworld")
 
 
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a task's file, one per item id (the last one written wins); torn lines are skipped."""
+    done: dict[str, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+            done[row["id"]] = row
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue  # a torn line from a killed run: scored again
+    return list(done.values())
+
+
+def table_only(tasks: list[str], out: Path, model_id: str) -> None:
+    """Write the table from the rows files alone. Every file is read before anything is written, so a missing
+    one leaves the table as it was."""
+    missing = [task for task in tasks if not (out / f"{task}.jsonl").exists()]
+    if missing:
+        raise UsageError(f"--table-only: no rows for {', '.join(missing)} in {out} (`{missing[0]}.jsonl`)")
+    rows = {task: read_rows(out / f"{task}.jsonl") for task in tasks}
+    empty = [task for task in tasks if not rows[task]]
+    if empty:
+        raise UsageError(f"--table-only: {out / (empty[0] + '.jsonl')} holds no row")
+    write_table([line for task in tasks for line in signal_rows(task, rows[task])], out, model_id)
+
+
 async def main_async(args: argparse.Namespace) -> None:
     out = Path(args.out)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
@@ -357,6 +378,9 @@ async def main_async(args: argparse.Namespace) -> None:
         raise UsageError(f"unknown task {unknown[0]!r}: {', '.join(TASKS)}")
     if not tasks:
         raise UsageError(f"--tasks names no task: give some of {', '.join(TASKS)}")
+    if getattr(args, "table_only", False):
+        table_only(tasks, out, args.model)
+        return
     episodes: list[MiniwobEpisode] = []
     if "miniwob" in tasks:  # read and checked before any model call
         if not getattr(args, "miniwob_run", None):
@@ -413,6 +437,8 @@ def main() -> None:
     parser.add_argument("--model", default="local:qwen2.5-coder-1.5b")
     parser.add_argument("--parallel", type=at_least_one, default=4)
     parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--table-only", action="store_true",
+                        help="write the table from OUT's rows files for --tasks, with no model call")
     try:
         asyncio.run(main_async(parser.parse_args()))
     except UsageError as exc:

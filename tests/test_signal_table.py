@@ -341,3 +341,37 @@ def test_a_later_tasks_missing_data_is_refused_before_the_first_task_is_scored(
         asyncio.run(signal.main_async(namespace))
     assert opener.backend.score_history == [] and opener.backend.history == []
     assert not (tmp_path / "signal").exists()
+
+
+def test_table_only_writes_the_table_from_the_rows_files_with_no_model(
+        signal: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clone has the rows but not the miniwob and textworld runs' traces: the table is written from the rows."""
+    monkeypatch.setattr(signal, "open_model", lambda model_id, **kwargs: pytest.fail("a model was opened"))
+    out = tmp_path / "signal"
+    out.mkdir()
+    gsm = [{"id": "a", "truth": True, "p_true": 0.9}, {"id": "b", "truth": False, "p_true": 0.8},
+           {"id": "c", "truth": True, "p_true": 0.7}, {"id": "c", "truth": False, "p_true": 0.1}]  # c rewritten
+    tw = [{"id": "s1", "truth": True, "p_true": 0.6}, {"id": "s2", "truth": False, "p_true": 0.7}]
+    (out / "gsm8k.jsonl").write_text("\n".join(json.dumps(row) for row in gsm) + "\n{\"id\": \"torn")
+    (out / "textworld.jsonl").write_text("\n".join(json.dumps(row) for row in tw) + "\n")
+    monkeypatch.setattr(sys, "argv", ["signal_table.py", "--table-only", "--tasks", "gsm8k,textworld",
+                                      "--out", str(out)])
+    signal.main()
+    table = json.loads((out / "signal.json").read_text())["rows"]
+    assert [(row["task"], row["n"], row["positives"], row["auroc"]) for row in table] == [
+        ("gsm8k", 3, 1, 1.0), ("textworld", 2, 1, 0.0)]
+    assert "| gsm8k | 3 | 1 | 1.000 |" in (out / "signal.md").read_text()
+
+
+def test_table_only_refuses_a_missing_rows_file_and_leaves_the_table(
+        signal: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(signal, "open_model", lambda model_id, **kwargs: pytest.fail("a model was opened"))
+    out = tmp_path / "signal"
+    out.mkdir()
+    (out / "gsm8k.jsonl").write_text(json.dumps({"id": "a", "truth": True, "p_true": 0.9}) + "\n")
+    (out / "signal.md").write_text("the table before\n")
+    monkeypatch.setattr(sys, "argv", ["signal_table.py", "--table-only", "--tasks", "gsm8k,miniwob",
+                                      "--out", str(out)])
+    with pytest.raises(SystemExit, match="no rows for miniwob"):
+        signal.main()
+    assert (out / "signal.md").read_text() == "the table before\n" and not (out / "signal.json").exists()
